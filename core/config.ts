@@ -1,0 +1,122 @@
+/**
+ * @module core/config
+ * The configuration's shape, its defaults and its validation (CONTRACT.md section 9).
+ * Pure: loading from files, environment and flags is front/config-load.ts.
+ * Options are validated here, with precise messages, and trusted everywhere else.
+ */
+
+export interface ConnectionConfig {
+  /** Picked by `label` in a session request (or by `type` when only one connection has it). */
+  readonly label: string
+  readonly type: string
+  /** Fixed parameters: they override what the client sends. */
+  readonly [param: string]: unknown
+}
+
+export interface Config {
+  readonly host: string
+  /** 0 picks a free port. */
+  readonly port: number
+  /** Absolute: state, tmp spaces. */
+  readonly data_dir: string
+  /** Worker threads in the pool. */
+  readonly workers: number
+  /** Concurrent tasks (live transfers included) per worker thread. */
+  readonly tasks_per_worker: number
+  /** Tasks waiting for a worker beyond which requests get 503 UNAVAILABLE. */
+  readonly max_queue: number
+  readonly connections: readonly ConnectionConfig[]
+  /** `tmp` sessions (the embedded default) are allowed. */
+  readonly tmp_sessions: boolean
+  readonly session: { readonly ttl_seconds: number }
+  /** Largest accepted upload body in bytes; null: no limit. */
+  readonly max_upload_bytes: number | null
+  /** Seconds transfers in flight get to finish after SIGTERM. */
+  readonly shutdown_grace_seconds: number
+  /** Start even when uWebSockets.js fell back to its slow JS emulation. */
+  readonly allow_uws_fallback: boolean
+  readonly log: { readonly level: 'debug' | 'info' | 'warn' | 'error'; readonly requests: boolean }
+  readonly plugins: readonly string[]
+}
+
+export const DEFAULTS: Config = {
+  host: '127.0.0.1',
+  port: 8334,
+  data_dir: './data',
+  workers: 2,
+  tasks_per_worker: 64,
+  max_queue: 1024,
+  connections: [],
+  tmp_sessions: true,
+  session: { ttl_seconds: 7 * 24 * 3600 },
+  max_upload_bytes: null,
+  shutdown_grace_seconds: 30,
+  allow_uws_fallback: false,
+  log: { level: 'info', requests: true },
+  plugins: [],
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'ConfigError'
+  }
+}
+
+const int = (v: unknown, name: string, min: number, max = Number.MAX_SAFE_INTEGER): number => {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max} (got ${JSON.stringify(v)})`)
+  }
+  return v
+}
+const str = (v: unknown, name: string): string => {
+  if (typeof v !== 'string' || v === '') throw new ConfigError(`${name} must be a non-empty string (got ${JSON.stringify(v)})`)
+  return v
+}
+const bool = (v: unknown, name: string): boolean => {
+  if (typeof v !== 'boolean') throw new ConfigError(`${name} must be true or false (got ${JSON.stringify(v)})`)
+  return v
+}
+
+const KNOWN = new Set(Object.keys(DEFAULTS))
+
+/** Merges `input` over the defaults and validates the result. */
+export function validateConfig(input: Record<string, unknown>): Config {
+  for (const k of Object.keys(input)) if (!KNOWN.has(k)) throw new ConfigError(`unknown setting "${k}"`)
+  const m = { ...DEFAULTS, ...input } as Record<string, unknown>
+  const session = { ...DEFAULTS.session, ...(m.session as object) } as Record<string, unknown>
+  const log = { ...DEFAULTS.log, ...(m.log as object) } as Record<string, unknown>
+  if (!['debug', 'info', 'warn', 'error'].includes(log.level as string)) {
+    throw new ConfigError(`log.level must be one of debug, info, warn, error (got ${JSON.stringify(log.level)})`)
+  }
+  if (!Array.isArray(m.connections)) throw new ConfigError('connections must be a list')
+  const labels = new Set<string>()
+  const connections = m.connections.map((c: unknown, i: number): ConnectionConfig => {
+    if (c === null || typeof c !== 'object') throw new ConfigError(`connections[${i}] must be an object`)
+    const o = c as Record<string, unknown>
+    const type = str(o.type, `connections[${i}].type`)
+    const label = o.label === undefined ? type : str(o.label, `connections[${i}].label`)
+    if (labels.has(label)) throw new ConfigError(`connections[${i}]: label "${label}" is used twice`)
+    labels.add(label)
+    return { ...o, label, type }
+  })
+  if (!Array.isArray(m.plugins) || !m.plugins.every((p) => typeof p === 'string')) {
+    throw new ConfigError('plugins must be a list of plugin names')
+  }
+  return {
+    host: str(m.host, 'host'),
+    port: int(m.port, 'port', 0, 65535),
+    data_dir: str(m.data_dir, 'data_dir'),
+    workers: int(m.workers, 'workers', 1, 256),
+    tasks_per_worker: int(m.tasks_per_worker, 'tasks_per_worker', 1, 4096),
+    max_queue: int(m.max_queue, 'max_queue', 0),
+    connections,
+    tmp_sessions: bool(m.tmp_sessions, 'tmp_sessions'),
+    session: { ttl_seconds: int(session.ttl_seconds, 'session.ttl_seconds', 1) },
+    max_upload_bytes: m.max_upload_bytes === null ? null : int(m.max_upload_bytes, 'max_upload_bytes', 0),
+    shutdown_grace_seconds: int(m.shutdown_grace_seconds, 'shutdown_grace_seconds', 0, 86400),
+    allow_uws_fallback: bool(m.allow_uws_fallback, 'allow_uws_fallback'),
+    log: { level: log.level as Config['log']['level'], requests: bool(log.requests, 'log.requests') },
+    plugins: m.plugins as string[],
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * @module core/driver
+ * The one storage driver interface. Every backend implements it; the same
+ * conformance suite (test/drivers/suite.ts) runs against each implementation,
+ * and against the worker pool's RemoteDriver. The doc comments are the spec.
+ *
+ * Paths are canonical (core/paths.ts): `/` is the driver's root. Drivers never
+ * see client input. Operations that a backend cannot do natively (recursive
+ * delete, mkdir -p, rename by copy) are built once above the drivers, in
+ * workers/ops.ts; callers branch on `features` or on a method's presence, never
+ * on `kind`.
+ */
+
+/** Per-call context; always the first parameter. */
+export interface OpContext {
+  /** Aborted when the caller goes away: the driver stops and releases its session. */
+  readonly signal: AbortSignal
+  readonly requestId: string
+}
+
+export type EntryKind = 'file' | 'dir'
+
+export interface Entry {
+  /** Canonical path of the entry. */
+  readonly path: string
+  /** Last path segment ('' for the root). */
+  readonly name: string
+  readonly kind: EntryKind
+  /** Bytes; 0 for directories. */
+  readonly size: number
+  /** Modification time in ms since the epoch; null when the backend cannot tell. */
+  readonly mtimeMs: number | null
+}
+
+/** Static traits of a backend. */
+export interface Features {
+  /** An empty directory exists on its own (false for prefix stores like S3). */
+  readonly emptyDirs: boolean
+  /** `rename` replaces atomically. */
+  readonly atomicRename: boolean
+  /** `read` honours a range without reading the bytes before it. */
+  readonly rangeRead: boolean
+  /** Granularity of stored modification times, null when not kept. */
+  readonly mtimePrecisionMs: number | null
+}
+
+/** Inclusive byte range, like HTTP's Range: `end` absent means to the end of the file. */
+export interface ByteRange {
+  readonly start: number
+  readonly end?: number
+}
+
+export interface WriteOptions {
+  /** Expected byte count, when the client announced it. */
+  readonly size?: number
+  /** When false and the target exists: EEXIST, and nothing is written. Default true. */
+  readonly overwrite?: boolean
+  /** Modification time to set on the result. */
+  readonly mtimeMs?: number
+}
+
+export interface Driver {
+  /** Backend type, for logs and figures only: never branch on it. */
+  readonly kind: string
+  readonly features: Features
+
+  /** @throws FsError ENOENT when nothing is there; EACCES when it leads outside the root. */
+  stat(ctx: OpContext, path: string): Promise<Entry>
+
+  /**
+   * Entries of a directory, in pages, in no set order; the directory itself is not included.
+   * @throws FsError ENOENT | ENOTDIR
+   */
+  list(ctx: OpContext, dir: string): AsyncIterable<readonly Entry[]>
+
+  /**
+   * The file's bytes (or the range of them). Stopping the iteration early
+   * (`return()`) releases whatever the read holds.
+   * @throws FsError ENOENT | EISDIR
+   */
+  read(ctx: OpContext, path: string, range?: ByteRange): AsyncIterable<Uint8Array>
+
+  /**
+   * Writes `body` to `path`, replacing it atomically: readers see the old content or the
+   * new, never a part. The parent directory must exist (ENOENT otherwise). If `body`
+   * throws or `ctx.signal` aborts, the old file (or nothing) remains and no temporary
+   * object is left behind.
+   * @throws FsError ENOENT | EISDIR | EEXIST (with overwrite false)
+   */
+  write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts?: WriteOptions): Promise<Entry>
+
+  /** Creates one directory; no error when it already exists as a directory. @throws ENOENT (parent) | EEXIST (a file) */
+  mkdir(ctx: OpContext, dir: string): Promise<void>
+
+  /** Removes a file or an empty directory. @throws ENOENT | ENOTEMPTY */
+  remove(ctx: OpContext, path: string): Promise<void>
+
+  /**
+   * Renames within this backend. With `overwrite` a file target is replaced; otherwise an
+   * existing target is EEXIST. Missing method: workers/ops.ts copies and removes.
+   */
+  rename?(ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<void>
+
+  /** Sets the modification time. Missing method: mtimes are not settable. */
+  setMtime?(ctx: OpContext, path: string, mtimeMs: number): Promise<void>
+
+  /** Releases every session this driver holds. */
+  close(): Promise<void>
+}

@@ -1,0 +1,84 @@
+/**
+ * @module core/messages
+ * The typed wire protocol between the main thread and the worker pool.
+ *
+ * A request is one pool task. Streaming requests carry a MessagePort (`port`);
+ * their task stays pending until the stream ends, so the pool's concurrency and
+ * queue limits count live transfers. Frames on that port are `StreamFrame`s
+ * (core/port-stream.ts). Replies are data, never thrown errors: piscina would
+ * lose an error's code on the way back.
+ */
+import type { MessagePort } from 'node:worker_threads'
+import type { BackendSpec } from './backend.js'
+import type { ByteRange, Entry } from './driver.js'
+import type { WireError } from './errors.js'
+
+export const PROTOCOL_VERSION = 1
+
+/** Fields every request carries. */
+export interface RequestBase {
+  readonly v: typeof PROTOCOL_VERSION
+  readonly requestId: string
+  readonly backend: BackendSpec
+  /** backendKey(backend), computed once on the main thread. */
+  readonly key: string
+}
+
+/** An unresolved HTTP-style range: `bytes=a-b`, `a-`, or the last `suffix` bytes. */
+export type RangeSpec = { readonly start: number; readonly end?: number } | { readonly suffix: number }
+
+export type ZipCompression = 'auto' | 'store'
+
+export type RequestBody =
+  | { readonly op: 'stat'; readonly path: string }
+  /** Full listing, sorted by name. */
+  | { readonly op: 'list'; readonly path: string }
+  /** Head frame: `ReadHead`; then the bytes. */
+  | { readonly op: 'read'; readonly path: string; readonly range?: RangeSpec; readonly port: MessagePort }
+  /** Parents created; atomic. Worker grants credits on `port`; reply value: Entry. */
+  | { readonly op: 'write'; readonly path: string; readonly overwrite: boolean; readonly size?: number; readonly port: MessagePort }
+  /** mkdir -p; `exclusive`: EEXIST when the directory already exists. */
+  | { readonly op: 'mkdir'; readonly path: string; readonly exclusive: boolean }
+  /** Removes one file or empty directory (`recursive` false) or a whole tree. */
+  | { readonly op: 'remove'; readonly path: string; readonly recursive: boolean }
+  | { readonly op: 'move'; readonly from: string; readonly to: string; readonly overwrite: boolean }
+  /** Creates an empty file (parents as needed); an existing file is left alone. */
+  | { readonly op: 'touch'; readonly path: string }
+  /** Head frame: `ZipHead`; then the archive bytes. */
+  | { readonly op: 'zip'; readonly paths: readonly string[]; readonly compression: ZipCompression; readonly port: MessagePort }
+
+export type Request = RequestBase & RequestBody
+export type Op = RequestBody['op']
+
+/** Reply values by op. */
+export interface ReplyValues {
+  stat: Entry
+  list: Entry[]
+  read: null
+  write: Entry
+  mkdir: null
+  remove: null
+  move: null
+  touch: null
+  zip: null
+}
+
+export type Reply<V = unknown> = { readonly ok: true; readonly value: V } | { readonly ok: false; readonly error: WireError }
+
+/** First frame of a read stream. */
+export interface ReadHead {
+  readonly entry: Entry
+  /** The resolved range; null for the whole file. */
+  readonly range: Required<ByteRange> | null
+  /** The requested range does not overlap the file: no bytes follow. */
+  readonly unsatisfiable: boolean
+}
+
+/** First frame of a zip stream: every path exists. */
+export interface ZipHead {
+  readonly entries: number
+}
+
+export function assertNever(x: never): never {
+  throw new Error(`unexpected value: ${JSON.stringify(x)}`)
+}
