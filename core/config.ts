@@ -98,6 +98,9 @@ export function validateConfig(input: Record<string, unknown>): Config {
     const label = o.label === undefined ? type : str(o.label, `connections[${i}].label`)
     if (labels.has(label)) throw new ConfigError(`connections[${i}]: label "${label}" is used twice`)
     labels.add(label)
+    if (type === 'local' && (typeof o.path !== 'string' || !o.path.startsWith('/'))) {
+      throw new ConfigError(`connections[${i}]: a local connection needs "path", an absolute folder`)
+    }
     return { ...o, label, type }
   })
   if (!Array.isArray(m.plugins) || !m.plugins.every((p) => typeof p === 'string')) {

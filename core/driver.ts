@@ -74,8 +74,9 @@ export interface Driver {
   list(ctx: OpContext, dir: string): AsyncIterable<readonly Entry[]>
 
   /**
-   * The file's bytes (or the range of them). Stopping the iteration early
-   * (`return()`) releases whatever the read holds.
+   * The file's bytes (or the range of them). Each yielded chunk belongs to the consumer,
+   * which may transfer it to another thread: the driver never reuses its memory. Stopping
+   * the iteration early (`return()`) releases whatever the read holds.
    * @throws FsError ENOENT | EISDIR
    */
   read(ctx: OpContext, path: string, range?: ByteRange): AsyncIterable<Uint8Array>

@@ -20,6 +20,7 @@ export const FS_ERROR_CODES = [
   'ETIMEDOUT', // the backend did not answer in time
   'EUNAVAILABLE', // the backend refused or dropped the connection
   'EAUTH', // the backend refused the credentials
+  'EFBIG', // over a size limit (the configured upload limit, a backend quota)
   'EIO', // anything else: a bug or an unexpected backend failure
 ] as const
 

@@ -31,17 +31,29 @@ export type ZipCompression = 'auto' | 'store'
 
 export type RequestBody =
   | { readonly op: 'stat'; readonly path: string }
-  /** Full listing, sorted by name. */
+  /** A directory's entries, sorted by name; a file is ENOTDIR. */
   | { readonly op: 'list'; readonly path: string }
   /** Head frame: `ReadHead`; then the bytes. */
   | { readonly op: 'read'; readonly path: string; readonly range?: RangeSpec; readonly port: MessagePort }
-  /** Parents created; atomic. Worker grants credits on `port`; reply value: Entry. */
-  | { readonly op: 'write'; readonly path: string; readonly overwrite: boolean; readonly size?: number; readonly port: MessagePort }
-  /** mkdir -p; `exclusive`: EEXIST when the directory already exists. */
-  | { readonly op: 'mkdir'; readonly path: string; readonly exclusive: boolean }
-  /** Removes one file or empty directory (`recursive` false) or a whole tree. */
+  /** Atomic; the worker grants credits on `port`. `parents`: create missing parent directories. */
+  | {
+      readonly op: 'write'
+      readonly path: string
+      readonly overwrite: boolean
+      readonly parents: boolean
+      readonly size?: number
+      readonly mtimeMs?: number
+      readonly port: MessagePort
+    }
+  /** `parents`: mkdir -p. `exclusive`: an existing directory is EEXIST. */
+  | { readonly op: 'mkdir'; readonly path: string; readonly parents: boolean; readonly exclusive: boolean }
+  /** One file or empty directory, or (`recursive`) a whole tree. */
   | { readonly op: 'remove'; readonly path: string; readonly recursive: boolean }
+  /** The driver's own rename (ENOTSUP when it has none). */
+  | { readonly op: 'rename'; readonly from: string; readonly to: string; readonly overwrite: boolean }
+  /** The contract's mv: parents created, rename or copy + delete. */
   | { readonly op: 'move'; readonly from: string; readonly to: string; readonly overwrite: boolean }
+  | { readonly op: 'setMtime'; readonly path: string; readonly mtimeMs: number }
   /** Creates an empty file (parents as needed); an existing file is left alone. */
   | { readonly op: 'touch'; readonly path: string }
   /** Head frame: `ZipHead`; then the archive bytes. */
@@ -58,7 +70,9 @@ export interface ReplyValues {
   write: Entry
   mkdir: null
   remove: null
+  rename: null
   move: null
+  setMtime: null
   touch: null
   zip: null
 }

@@ -10,9 +10,10 @@
  * overshoot (a producer that cannot stop at once, like a socket being paused), but a
  * well-behaved one stops at zero, so a stream holds at most about `window` chunks.
  *
- * Chunks travel as transferred ArrayBuffers when the writer owns the whole buffer,
- * else as copies (Node 21+ throws on transferring a pooled Buffer; Node 20 copies
- * silently).
+ * A chunk that spans its whole ArrayBuffer is transferred, any other is copied: a
+ * view into a larger buffer (a pooled Buffer, a slice of a socket read) shares memory
+ * with others, and Node 21+ throws on transferring a pooled Buffer (Node 20 copies
+ * silently). Producers that allocate one buffer per chunk get zero-copy moves.
  *
  * Each side has one idempotent `finish`: it removes the listener and closes the port.
  * Cancellation is a frame (`cancel`), never a killed thread.
@@ -62,15 +63,15 @@ export class PortWriter {
   }
 
   /**
-   * Sends a chunk. `owned`: the caller gives up `chunk`'s whole ArrayBuffer (a chunk at
-   * offset 0 is then transferred, not copied). Returns false when out of credit: wait for
-   * `drained()` before writing more.
+   * Sends a chunk, which the caller hands over: a chunk that spans its whole ArrayBuffer
+   * is transferred (the caller's view is detached), any other is copied. Returns false
+   * when out of credit: wait for `drained()` before writing more.
    */
-  write(chunk: Uint8Array, owned = false): boolean {
+  write(chunk: Uint8Array): boolean {
     if (this.#state !== 'open') return false
     if (chunk.byteLength === 0) return this.#credits > 0
     let buf: ArrayBuffer
-    if (owned && chunk.byteOffset === 0 && chunk.buffer instanceof ArrayBuffer) {
+    if (chunk.byteOffset === 0 && chunk.buffer instanceof ArrayBuffer && chunk.byteLength === chunk.buffer.byteLength) {
       buf = chunk.buffer
     } else {
       buf = new ArrayBuffer(chunk.byteLength)
@@ -91,11 +92,11 @@ export class PortWriter {
   }
 
   /** Writes every chunk of `source`, honouring credits, then ends. Errors of `source` fail the stream. */
-  async pipeFrom(source: AsyncIterable<Uint8Array>, owned = false): Promise<void> {
+  async pipeFrom(source: AsyncIterable<Uint8Array>): Promise<void> {
     try {
       for await (const chunk of source) {
         if (this.#state !== 'open') break
-        if (!this.write(chunk, owned)) await this.drained()
+        if (!this.write(chunk)) await this.drained()
       }
     } catch (err) {
       this.fail(err)
@@ -196,6 +197,7 @@ export class PortReader implements AsyncIterable<Uint8Array> {
         }
         if (this.#error) throw this.#error
         if (this.#ended) return
+        if (this.#closed) throw canceled()
         await this.#wait()
       }
     } finally {
@@ -204,10 +206,17 @@ export class PortReader implements AsyncIterable<Uint8Array> {
     }
   }
 
+  /** Ends the stream with `err` (unless it already ended): a pending read rejects with it. */
+  fail(err: FsError): void {
+    if (this.#ended || this.#error) return
+    this.#error = err
+    this.cancel()
+  }
+
   /** Stops the stream: the writer sees a cancel. Idempotent; harmless after the end. */
   cancel(): void {
     if (this.#closed) return
-    if (!this.#ended && !this.#error) this.#port.postMessage({ t: 'cancel' } satisfies ControlFrame)
+    if (!this.#ended) this.#port.postMessage({ t: 'cancel' } satisfies ControlFrame)
     this.#close()
   }
 

@@ -197,8 +197,10 @@ class LocalDriver implements Driver {
       await fs.mkdir(abs, 0o755)
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-        const st = await fs.stat(abs)
-        if (st.isDirectory()) return
+        // A dangling symlink holds the name but stat() fails on it: that is EEXIST too,
+        // never a raw Node error (its message would name the server's folder).
+        const st = await fs.stat(abs).catch(() => null)
+        if (st?.isDirectory()) return
       }
       throw classify(err, dir)
     }

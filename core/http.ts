@@ -1,0 +1,47 @@
+/**
+ * @module core/http
+ * Neutral HTTP types: routes (and later the S3 and MCP gateways) are written
+ * against these, and front/http/uws.ts adapts uWebSockets.js to them. Handlers can
+ * then be tested in-process, and no handler knows the server library.
+ */
+
+export interface HttpRequest {
+  /** Upper case. */
+  readonly method: string
+  /** URL path without the query, as sent (not percent-decoded). */
+  readonly path: string
+  /** Decoded query parameters. */
+  readonly query: URLSearchParams
+  /** A request header by lower-case name. */
+  header(name: string): string | undefined
+  readonly remoteAddress: string
+  /** Echoed from the client's X-Request-Id when sane, else generated. */
+  readonly requestId: string
+  /** Aborted when the client goes away. */
+  readonly signal: AbortSignal
+  /** Announced body length; null when chunked or absent. */
+  readonly contentLength: number | null
+  /**
+   * The request body, to iterate at most once. Throws FsError ECANCELED when the client
+   * aborts, EFBIG past the configured upload limit. Each chunk is the consumer's own.
+   */
+  readonly body: AsyncIterable<Uint8Array>
+}
+
+export type HttpBody = string | Uint8Array | AsyncIterable<Uint8Array>
+
+export interface HttpReply {
+  readonly status: number
+  /** Lower-case names. Content-Length is set from the body or `length`, never here. */
+  readonly headers?: Readonly<Record<string, string>>
+  readonly body?: HttpBody
+  /**
+   * Length of a streamed body (sent as Content-Length); absent: chunked. On a reply with
+   * no body (HEAD) it is the Content-Length to announce.
+   */
+  readonly length?: number
+  /** Called once the reply is over: sent, failed or abandoned (err set then). */
+  readonly finally?: (err?: unknown) => void
+}
+
+export type HttpHandler = (req: HttpRequest) => Promise<HttpReply>

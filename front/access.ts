@@ -1,0 +1,44 @@
+/**
+ * @module front/access
+ * Who is calling and what they may do: resolved once per request, on the main
+ * thread, before anything reaches a worker. Token sessions may do everything in
+ * their storage; share links (a later credential) will narrow `permissions` and the
+ * root.
+ */
+import { ApiError } from '../core/api-error.js'
+import type { Storage } from '../core/storage.js'
+import type { Session } from './sessions.js'
+
+/** As listed in every `ls` answer (CONTRACT.md section 3): all keys, always. */
+export interface Permissions {
+  readonly can_read: boolean
+  readonly can_create_file: boolean
+  readonly can_create_directory: boolean
+  readonly can_rename: boolean
+  readonly can_move: boolean
+  readonly can_upload: boolean
+  readonly can_delete: boolean
+  readonly can_share: boolean
+}
+
+export const FULL_ACCESS: Permissions = {
+  can_read: true,
+  can_create_file: true,
+  can_create_directory: true,
+  can_rename: true,
+  can_move: true,
+  can_upload: true,
+  can_delete: true,
+  can_share: true,
+}
+
+export interface Access {
+  readonly session: Session
+  readonly storage: Storage
+  readonly permissions: Permissions
+}
+
+/** @throws ApiError FORBIDDEN unless the caller has `right`. */
+export function need(access: Access, right: keyof Permissions): void {
+  if (!access.permissions[right]) throw new ApiError('FORBIDDEN', `this credential does not allow ${right.replace('can_', '').replace('_', ' ')}`)
+}

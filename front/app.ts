@@ -1,0 +1,116 @@
+/**
+ * @module front/app
+ * The composition root: config → state → pool → storages → routes → listener
+ * (and, later, gateways). `startFilegate` is what the CLI (front/main.ts), the
+ * tests and the benchmarks start.
+ */
+import { join } from 'node:path'
+import type { BackendSpec } from '../core/backend.js'
+import type { Config } from '../core/config.js'
+import type { Gateway, GatewayContext } from '../core/gateway.js'
+import type { HttpHandler } from '../core/http.js'
+import type { Storage } from '../core/storage.js'
+import { PoolStorage } from '../workers/client.js'
+import { WorkerPool } from '../workers/pool.js'
+import { type HttpServer, type UwsInfo, listen, loadUws } from './http/uws.js'
+import { type Logger, createLogger } from './log.js'
+import { loadOrCreateSecret } from './secret.js'
+import { SessionService } from './sessions.js'
+import { createHandler } from './server.js'
+import { openFileState } from './state/file-state.js'
+
+export interface Filegate {
+  readonly port: number
+  readonly pool: WorkerPool
+  readonly uws: UwsInfo
+  readonly config: Config
+  /**
+   * Graceful stop: refuses new requests, lets transfers in flight finish for up to
+   * `graceMs` (default: the configured shutdown_grace_seconds), then stops the pool.
+   */
+  close(graceMs?: number): Promise<void>
+}
+
+export interface StartOptions {
+  readonly logger?: Logger
+  readonly gateways?: readonly Gateway[]
+}
+
+export async function startFilegate(config: Config, opts: StartOptions = {}): Promise<Filegate> {
+  const logger = opts.logger ?? createLogger(config.log.level)
+  const { info: uws } = loadUws()
+  if (!uws.native && !config.allow_uws_fallback) {
+    throw new Error(
+      `${uws.version} could not load its native binary for Node ${process.versions.node} on ${process.platform}-${process.arch} ` +
+        'and fell back to a slow JS emulation. Use a Node version it ships a binary for, or set allow_uws_fallback ' +
+        '(FILEGATE_ALLOW_UWS_FALLBACK=true) to run slowly anyway.',
+    )
+  }
+  logger.log(uws.native ? 'info' : 'warn', uws.native ? 'uWebSockets.js native build loaded' : 'uWebSockets.js JS FALLBACK in use: expect poor performance', {
+    uws: uws.version,
+    node: process.versions.node,
+  })
+
+  const stateDir = join(config.data_dir, 'state')
+  const secret = await loadOrCreateSecret(stateDir)
+  const state = await openFileState(stateDir)
+  const pool = new WorkerPool({ workers: config.workers, tasksPerWorker: config.tasks_per_worker, maxQueue: config.max_queue })
+  const storageFor = (spec: BackendSpec): Storage => new PoolStorage(pool, spec)
+  const sessions = new SessionService({
+    secret,
+    config,
+    state,
+    probe: async (spec, requestId) => {
+      await storageFor(spec).stat({ requestId, signal: new AbortController().signal }, '/')
+    },
+  })
+
+  const gateways = opts.gateways ?? []
+  const gatewayRoutes: Record<string, HttpHandler> = {}
+  for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
+  const started = Date.now()
+  const handler = createHandler({
+    sessions,
+    storageFor,
+    logger,
+    gatewayRoutes,
+    health: () => ({ uptime_ms: Date.now() - started, pool: pool.stats, in_flight: server?.inFlight ?? 0 }),
+  })
+  let server: HttpServer | undefined
+  try {
+    server = await listen(config.host, config.port, {
+      handler,
+      maxBodyBytes: config.max_upload_bytes,
+      onRequestDone: (r) => {
+        if (config.log.requests) logger.log(r.status >= 500 ? 'warn' : 'info', 'request', { ...r })
+      },
+    })
+  } catch (err) {
+    await pool.close()
+    throw err
+  }
+  const ctx: GatewayContext = { storageFor, log: (level, msg, fields) => logger.log(level, msg, fields) }
+  for (const g of gateways) await g.start(ctx)
+  logger.log('info', 'filegate listening', { url: `http://${config.host}:${server.port}`, data_dir: config.data_dir, workers: config.workers })
+
+  const srv = server
+  let closing: Promise<void> | null = null
+  return {
+    port: srv.port,
+    pool,
+    uws,
+    config,
+    close(graceMs = config.shutdown_grace_seconds * 1000) {
+      closing ??= (async () => {
+        srv.stopListening()
+        await srv.drain(graceMs)
+        if (srv.inFlight > 0) logger.log('warn', 'shutdown deadline reached: cutting transfers off', { in_flight: srv.inFlight })
+        for (const g of gateways) await g.stop().catch(() => {})
+        srv.close()
+        await pool.close()
+        await state.close()
+      })()
+      return closing
+    },
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * @module front/routes/files
+ * The /api/files/* endpoints (CONTRACT.md section 3). Each handler validates its
+ * parameters (paths through core/paths.ts, once), checks the caller's rights and
+ * calls the session's Storage; errors become the contract's envelope in
+ * front/server.ts.
+ */
+import mime from 'mime-types'
+import { ApiError } from '../../core/api-error.js'
+import type { Entry } from '../../core/driver.js'
+import type { HttpReply, HttpRequest } from '../../core/http.js'
+import type { ZipCompression } from '../../core/messages.js'
+import { baseName, parseClientPath } from '../../core/paths.js'
+import { parseRange } from '../../core/range.js'
+import type { RequestContext } from '../../core/storage.js'
+import { type Access, need } from '../access.js'
+import { errorReply, okReply } from '../http/status.js'
+
+export type FileHandler = (req: HttpRequest, access: Access) => Promise<HttpReply>
+
+const ctxOf = (req: HttpRequest): RequestContext => ({ requestId: req.requestId, signal: req.signal })
+
+/** A path parameter, canonical. */
+const pathParam = (req: HttpRequest, name = 'path') => parseClientPath(req.query.get(name) ?? undefined, name)
+
+/** true/false parameter; absent → `dflt`. */
+function flag(req: HttpRequest, name: string, dflt: boolean): boolean {
+  const v = req.query.get(name)
+  if (v === null) return dflt
+  if (v === 'true' || v === '1' || v === '') return true
+  if (v === 'false' || v === '0') return false
+  throw new ApiError('INVALID_INPUT', `"${name}" must be true or false`)
+}
+
+export const ls: FileHandler = async (req, access) => {
+  need(access, 'can_read')
+  const { path } = pathParam(req)
+  const entries = await access.storage.list(ctxOf(req), path)
+  return okReply({ results: entries.map(toListing), permissions: access.permissions })
+}
+
+const toListing = (e: Entry) => ({ name: e.name, type: e.kind === 'dir' ? 'directory' : 'file', size: e.size, time: e.mtimeMs ?? 0 })
+
+/** GET and HEAD. */
+export const download: FileHandler = async (req, access) => {
+  need(access, 'can_read')
+  const { path, dirHint } = pathParam(req)
+  if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', `${path} is a directory: use /api/files/ls or /api/files/zip`)
+  const spec = parseRange(req.header('range'))
+  const stream = await access.storage.read(ctxOf(req), path, spec === 'invalid' || spec === null ? undefined : spec)
+  const { entry, range } = stream.head
+  const headers = fileHeaders(req, entry, path)
+  const cancel = () => stream.cancel()
+  if (notModified(req, entry, headers.etag!)) return { status: 304, headers, finally: cancel }
+  if (spec === 'invalid' || stream.head.unsatisfiable) {
+    stream.cancel()
+    const { reply } = errorReply(new ApiError('RANGE_NOT_SATISFIABLE', `the range must lie within the file's ${entry.size} bytes`))
+    return { ...reply, headers: { ...reply.headers, 'content-range': `bytes */${entry.size}` } }
+  }
+  const status = range ? 206 : 200
+  if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${entry.size}`
+  const length = range ? range.end - range.start + 1 : entry.size
+  if (req.method === 'HEAD') return { status, headers, length, finally: cancel }
+  return { status, headers, length, body: stream.body, finally: cancel }
+}
+
+function fileHeaders(req: HttpRequest, e: Entry, path: string): Record<string, string> {
+  const h: Record<string, string> = {
+    'content-type': mime.contentType(baseName(path)) || 'application/octet-stream',
+    'accept-ranges': 'bytes',
+    etag: `"${e.size.toString(16)}-${(e.mtimeMs ?? 0).toString(16)}"`,
+    'cache-control': 'private, no-cache',
+    // Uploaded content must never run as a page of this origin.
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': "sandbox; default-src 'none'",
+  }
+  if (e.mtimeMs !== null) h['last-modified'] = new Date(e.mtimeMs).toUTCString()
+  const name = req.query.get('name')
+  if (name !== null) h['content-disposition'] = attachment(name === '' ? baseName(path) : name)
+  return h
+}
+
+function notModified(req: HttpRequest, e: Entry, etag: string): boolean {
+  const inm = req.header('if-none-match')
+  if (inm !== undefined) {
+    return inm.trim() === '*' || inm.split(',').some((t) => t.trim().replace(/^W\//, '') === etag)
+  }
+  const ims = req.header('if-modified-since')
+  if (ims === undefined || e.mtimeMs === null) return false
+  const since = Date.parse(ims)
+  return !Number.isNaN(since) && Math.floor(e.mtimeMs / 1000) * 1000 <= since
+}
+
+/** Content-Disposition with an ASCII fallback and the exact UTF-8 name (RFC 6266). */
+export function attachment(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_')
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`
+}
+
+export const upload: FileHandler = async (req, access) => {
+  const { path, dirHint } = pathParam(req)
+  if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', 'the upload path must name a file, not a directory')
+  const overwrite = flag(req, 'overwrite', true)
+  need(access, 'can_upload')
+  const size = req.contentLength
+  await access.storage.write(ctxOf(req), path, req.body, size === null ? { overwrite } : { overwrite, size })
+  return okReply()
+}
+
+export const zip: FileHandler = async (req, access) => {
+  need(access, 'can_read')
+  const raw = req.query.getAll('path')
+  if (raw.length === 0) throw new ApiError('INVALID_INPUT', 'missing parameter "path"')
+  const paths = raw.map((p) => parseClientPath(p, 'path').path)
+  const c = req.query.get('compression')
+  if (c !== null && c !== 'store' && c !== 'auto') throw new ApiError('INVALID_INPUT', '"compression" must be "store" or "auto"')
+  const compression: ZipCompression = c === 'store' ? 'store' : 'auto'
+  const stream = await access.storage.zip(ctxOf(req), paths, compression)
+  const single = paths.length === 1 && paths[0] !== '/' ? baseName(paths[0]!) : 'download'
+  return {
+    status: 200,
+    headers: { 'content-type': 'application/zip', 'content-disposition': attachment(`${single}.zip`), 'cache-control': 'no-store' },
+    body: stream.body,
+    finally: () => stream.cancel(),
+  }
+}
+
+export const mv: FileHandler = async (req, access) => {
+  const from = pathParam(req, 'from').path
+  const to = pathParam(req, 'to').path
+  const overwrite = flag(req, 'overwrite', false)
+  need(access, 'can_move')
+  await access.storage.move(ctxOf(req), from, to, overwrite)
+  return okReply()
+}
+
+export const rm: FileHandler = async (req, access) => {
+  const { path } = pathParam(req)
+  need(access, 'can_delete')
+  if (path === '/') throw new ApiError('FORBIDDEN', 'the root cannot be removed')
+  await access.storage.remove(ctxOf(req), path)
+  return okReply()
+}
+
+export const mkdir: FileHandler = async (req, access) => {
+  const { path } = pathParam(req)
+  need(access, 'can_create_directory')
+  await access.storage.mkdir(ctxOf(req), path)
+  return okReply()
+}
+
+export const touch: FileHandler = async (req, access) => {
+  const { path, dirHint } = pathParam(req)
+  if (dirHint) throw new ApiError('INVALID_INPUT', 'the touch path must name a file, not a directory')
+  need(access, 'can_create_file')
+  await access.storage.touch(ctxOf(req), path)
+  return okReply()
+}

@@ -1,0 +1,93 @@
+/**
+ * @module front/server
+ * The route table and the request pipeline: route → authenticate → handler, with
+ * every error turned into the contract's envelope in one place.
+ */
+import { ApiError } from '../core/api-error.js'
+import type { HttpHandler, HttpReply, HttpRequest } from '../core/http.js'
+import type { Storage } from '../core/storage.js'
+import type { BackendSpec } from '../core/backend.js'
+import { type Access, FULL_ACCESS } from './access.js'
+import { readJson } from './http/body.js'
+import { errorReply, okReply } from './http/status.js'
+import * as files from './routes/files.js'
+import type { Logger } from './log.js'
+import type { SessionService } from './sessions.js'
+
+export interface ServerDeps {
+  readonly sessions: SessionService
+  readonly storageFor: (spec: BackendSpec) => Storage
+  readonly health: () => Record<string, unknown>
+  /** Routes that gateways register, by exact path; they answer every method. */
+  readonly gatewayRoutes?: Readonly<Record<string, HttpHandler>>
+  readonly logger: Logger
+}
+
+type Route = Partial<Record<string, (req: HttpRequest) => Promise<HttpReply>>>
+
+export function createHandler(deps: ServerDeps): HttpHandler {
+  const authed =
+    (fn: files.FileHandler) =>
+    async (req: HttpRequest): Promise<HttpReply> =>
+      fn(req, await authenticate(deps, req))
+
+  const routes: Record<string, Route> = {
+    '/api/session': {
+      POST: async (req) => {
+        const { session, token } = await deps.sessions.create(await readJson(req), req.requestId)
+        return okReply({ result: { home: session.home, is_authenticated: true, backendID: session.backendID, authorization: token } })
+      },
+      GET: async (req) => {
+        const { session } = await authenticate(deps, req)
+        return okReply({ result: { home: session.home, is_authenticated: true, backendID: session.backendID } })
+      },
+      DELETE: async (req) => {
+        const { session } = await authenticate(deps, req)
+        await deps.sessions.revoke(session)
+        return okReply()
+      },
+    },
+    '/api/files/ls': { GET: authed(files.ls) },
+    '/api/files/cat': { GET: authed(files.download), HEAD: authed(files.download), POST: authed(files.upload) },
+    '/api/files/zip': { GET: authed(files.zip) },
+    '/api/files/mv': { POST: authed(files.mv) },
+    '/api/files/rm': { POST: authed(files.rm) },
+    '/api/files/mkdir': { POST: authed(files.mkdir) },
+    '/api/files/touch': { POST: authed(files.touch) },
+    '/healthz': { GET: async () => okReply({ result: deps.health() }) },
+  }
+  return async (req) => {
+    try {
+      const path = req.path.length > 1 ? req.path.replace(/\/+$/, '') : req.path
+      const gateway = deps.gatewayRoutes?.[path]
+      if (gateway) return await gateway(req)
+      const route = routes[path]
+      if (!route) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
+      const fn = route[req.method]
+      if (!fn) {
+        throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use ${Object.keys(route).join(' or ')}`)
+      }
+      return await fn(req)
+    } catch (err) {
+      const { reply, error } = errorReply(err)
+      if (error.code === 'INTERNAL') {
+        deps.logger.log('error', 'request failed', { requestId: req.requestId, err: describe(err) })
+      }
+      return reply
+    }
+  }
+}
+
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err)
+  const cause = err.cause === undefined ? '' : ` (cause: ${describe(err.cause)})`
+  return `${err.stack ?? err.message}${cause}`
+}
+
+async function authenticate(deps: ServerDeps, req: HttpRequest): Promise<Access> {
+  if (req.query.has('share') || req.query.has('key')) {
+    throw new ApiError('NOT_AUTHENTICATED', 'share links and API keys are not enabled on this server yet; use a session token')
+  }
+  const session = await deps.sessions.authenticate(req.header('authorization'))
+  return { session, storage: deps.storageFor(session.spec), permissions: FULL_ACCESS }
+}

@@ -1,0 +1,148 @@
+/**
+ * @module front/sessions
+ * Session creation, authentication and revocation (CONTRACT.md section 2).
+ *
+ * A session is a sealed token (core/token.ts) carrying its backend spec: no
+ * session table. Revocation keeps the token's id in the state store until the
+ * token would have expired anyway.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { ApiError } from '../core/api-error.js'
+import type { BackendSpec } from '../core/backend.js'
+import type { Config, ConnectionConfig } from '../core/config.js'
+import type { StateStore } from '../core/state.js'
+import { TokenError, seal, unseal } from '../core/token.js'
+
+/** What a token carries. Short keys: it travels on every request. */
+interface Payload {
+  readonly v: 1
+  /** Token id (for revocation). */
+  readonly id: string
+  readonly iat: number
+  readonly exp: number
+  readonly backendID: string
+  readonly home: string
+  readonly spec: BackendSpec
+}
+
+export interface Session {
+  readonly id: string
+  readonly backendID: string
+  readonly home: string
+  readonly spec: BackendSpec
+  readonly expiresAt: number
+}
+
+export interface NewSession {
+  readonly session: Session
+  readonly token: string
+}
+
+const USER_ID = /^[A-Za-z0-9_-]{1,64}$/
+
+/** Checks a backend once at login (e.g. that its folder or server answers). */
+export type BackendProbe = (spec: BackendSpec, requestId: string) => Promise<void>
+
+export class SessionService {
+  readonly #key: Buffer
+  readonly #config: Config
+  readonly #state: StateStore
+  readonly #probe: BackendProbe
+
+  constructor(opts: { secret: Buffer; config: Config; state: StateStore; probe: BackendProbe }) {
+    this.#key = opts.secret
+    this.#config = opts.config
+    this.#state = opts.state
+    this.#probe = opts.probe
+  }
+
+  /** POST /api/session: validates the request, checks the backend, issues a token. */
+  async create(body: unknown, requestId: string): Promise<NewSession> {
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new ApiError('INVALID_INPUT', 'the body must be a JSON object with at least "type"')
+    }
+    const params = body as Record<string, unknown>
+    const { spec, identity } = params.type === 'tmp' ? this.#tmp(params) : this.#connection(params)
+    if (!('createRoot' in spec && spec.createRoot)) await this.#probe(spec, requestId)
+    const now = Date.now()
+    const payload: Payload = {
+      v: 1,
+      id: randomBytes(12).toString('base64url'),
+      iat: now,
+      exp: now + this.#config.session.ttl_seconds * 1000,
+      backendID: createHash('sha256').update(identity).digest('hex').slice(0, 24),
+      home: '/',
+      spec,
+    }
+    return { session: toSession(payload), token: seal(payload, this.#key) }
+  }
+
+  /** The session behind an `Authorization` header. @throws ApiError NOT_AUTHENTICATED */
+  async authenticate(authorization: string | undefined): Promise<Session> {
+    if (!authorization) throw new ApiError('NOT_AUTHENTICATED', 'no credential: send "Authorization: Bearer <token>"')
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
+    if (!m) throw new ApiError('NOT_AUTHENTICATED', 'the Authorization header must be "Bearer <token>"')
+    let payload: Payload
+    try {
+      payload = unseal(m[1]!, this.#key) as Payload
+    } catch (err) {
+      if (err instanceof TokenError) throw new ApiError('NOT_AUTHENTICATED', `invalid token: ${err.message}`)
+      throw err
+    }
+    if (payload?.v !== 1) throw new ApiError('NOT_AUTHENTICATED', 'invalid token: unknown payload')
+    if (payload.exp <= Date.now()) throw new ApiError('NOT_AUTHENTICATED', 'the token has expired: create a new session')
+    if (await this.#state.isTokenRevoked(payload.id)) throw new ApiError('NOT_AUTHENTICATED', 'the token was revoked')
+    return toSession(payload)
+  }
+
+  /** DELETE /api/session. */
+  revoke(session: Session): Promise<void> {
+    return this.#state.revokeToken(session.id, session.expiresAt)
+  }
+
+  #tmp(params: Record<string, unknown>): { spec: BackendSpec; identity: string } {
+    if (!this.#config.tmp_sessions) throw new ApiError('FORBIDDEN', 'tmp sessions are disabled on this server')
+    const userID = params.userID
+    if (typeof userID !== 'string' || !USER_ID.test(userID)) {
+      throw new ApiError('INVALID_INPUT', '"userID" must be 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-"')
+    }
+    return {
+      spec: { type: 'local', root: join(this.#config.data_dir, 'tmp', userID), createRoot: true },
+      identity: `tmp\0${userID}`,
+    }
+  }
+
+  #connection(params: Record<string, unknown>): { spec: BackendSpec; identity: string } {
+    const conn = this.#pick(params)
+    switch (conn.type) {
+      case 'local': {
+        // Only the configured folder: a client never picks a folder of the server's disk.
+        const root = conn.path as string // validated absolute by core/config
+        return { spec: { type: 'local', root }, identity: `local\0${root}` }
+      }
+      default:
+        throw new ApiError('NOT_SUPPORTED', `backend type "${conn.type}" is not available in this version`)
+    }
+  }
+
+  #pick(params: Record<string, unknown>): ConnectionConfig {
+    const { label, type } = params
+    const all = this.#config.connections
+    if (label !== undefined) {
+      const c = all.find((x) => x.label === label)
+      if (!c) throw new ApiError('INVALID_INPUT', `no connection is labelled ${JSON.stringify(label)}`)
+      if (type !== undefined && c.type !== type) throw new ApiError('INVALID_INPUT', `connection ${JSON.stringify(label)} is not of type ${JSON.stringify(type)}`)
+      return c
+    }
+    if (typeof type !== 'string' || type === '') throw new ApiError('INVALID_INPUT', 'missing "type" (e.g. "tmp")')
+    const matches = all.filter((x) => x.type === type)
+    if (matches.length === 0) throw new ApiError('FORBIDDEN', `sessions of type "${type}" are not enabled on this server`)
+    if (matches.length > 1) throw new ApiError('INVALID_INPUT', `several "${type}" connections exist: pick one with "label"`)
+    return matches[0]!
+  }
+}
+
+function toSession(p: Payload): Session {
+  return { id: p.id, backendID: p.backendID, home: p.home, spec: p.spec, expiresAt: p.exp }
+}

@@ -1,0 +1,323 @@
+/**
+ * The dependency rule (ARCHITECTURE.md, ANCHORS.md 7.1), enforced:
+ *
+ *   core/      imports nothing of ours outside core/ (Node built-ins and npm packages, not uWS)
+ *   workers/   core/ and workers/
+ *   gateways/  core/ and its own gateway folder; never front/, workers/ or uWebSockets.js
+ *   front/     core/, gateways/, front/, and of workers/ only pool.ts and client.ts
+ *   bench/, test/ may import anything (not scanned)
+ *
+ * and uWebSockets.js is imported by one file only, front/http/uws.ts (or by none
+ * while that file does not exist).
+ *
+ * Specifiers are read with the TypeScript parser (already a dev dependency for the
+ * build), so comments and strings never count and every form is seen: `import`,
+ * `import type`, `export … from`, side-effect imports, `import x = require()`,
+ * `import('…')` calls and `import('…').T` types, `require()`. A dynamic import whose
+ * argument is not a literal cannot be checked and is itself a violation.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { builtinModules } from 'node:module'
+import * as nodePath from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import ts from 'typescript'
+
+const REPO = nodePath.resolve(nodePath.dirname(fileURLToPath(import.meta.url)), '..')
+const SOURCE_DIRS = ['core', 'workers', 'gateways', 'front'] as const
+type Layer = (typeof SOURCE_DIRS)[number]
+const UWS_ADAPTER = 'front/http/uws.ts'
+const SOURCE_EXT = /\.(?:[cm]?ts|tsx|[cm]?js)$/
+
+/** Names under which uWebSockets.js can be imported: its alias and the aliased package. */
+const UWS_NAMES: ReadonlySet<string> = (() => {
+  const pkg = JSON.parse(readFileSync(nodePath.join(REPO, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>
+  }
+  const names = new Set(['uWebSockets.js'])
+  const spec = pkg.dependencies?.['uWebSockets.js'] ?? ''
+  const alias = /^npm:((?:@[^/@]+\/)?[^@]+)@/.exec(spec)
+  if (alias?.[1]) names.add(alias[1])
+  return names
+})()
+
+const OWN_PACKAGE = (JSON.parse(readFileSync(nodePath.join(REPO, 'package.json'), 'utf8')) as { name: string }).name
+
+// Scanner ----------------------------------------------------------------------
+
+interface Found {
+  /** The specifier as written, or null when it is not a literal. */
+  readonly spec: string | null
+  readonly line: number
+}
+
+/** Every module specifier in a TypeScript/JavaScript source text. */
+function scanSpecifiers(text: string, fileName = 'x.ts'): Found[] {
+  const sf = ts.createSourceFile(fileName, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
+  const out: Found[] = []
+  const at = (n: ts.Node): number => sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1
+  const literal = (n: ts.Node | undefined): string | null =>
+    n !== undefined && (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) ? n.text : null
+  const visit = (n: ts.Node): void => {
+    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier) {
+      out.push({ spec: literal(n.moduleSpecifier), line: at(n) })
+    } else if (ts.isImportEqualsDeclaration(n) && ts.isExternalModuleReference(n.moduleReference)) {
+      out.push({ spec: literal(n.moduleReference.expression), line: at(n) })
+    } else if (ts.isImportTypeNode(n)) {
+      const arg = n.argument
+      out.push({ spec: ts.isLiteralTypeNode(arg) ? literal(arg.literal) : null, line: at(n) })
+    } else if (ts.isCallExpression(n)) {
+      const callee = n.expression
+      const isImport = callee.kind === ts.SyntaxKind.ImportKeyword
+      const isRequire = ts.isIdentifier(callee) && callee.text === 'require'
+      if (isImport || isRequire) out.push({ spec: literal(n.arguments[0]), line: at(n) })
+    }
+    ts.forEachChild(n, visit)
+  }
+  visit(sf)
+  for (const ref of sf.referencedFiles) out.push({ spec: ref.fileName, line: sf.getLineAndCharacterOfPosition(ref.pos).line + 1 })
+  return out
+}
+
+// Classification -----------------------------------------------------------------
+
+type Target =
+  | { readonly kind: 'ours'; readonly file: string } // repo-relative, extension mapped to the .ts source
+  | { readonly kind: 'builtin' }
+  | { readonly kind: 'package'; readonly name: string }
+  | { readonly kind: 'unknown'; readonly why: string }
+
+const BUILTINS: ReadonlySet<string> = new Set(builtinModules)
+
+/** What a specifier written in `fromFile` (repo-relative) refers to. */
+function classify(fromFile: string, spec: string): Target {
+  if (spec.startsWith('.') || spec.startsWith('/')) {
+    const abs = nodePath.resolve(REPO, nodePath.dirname(fromFile), spec)
+    const rel = nodePath.relative(REPO, abs).split(nodePath.sep).join('/')
+    if (rel.startsWith('../') || rel === '..' || nodePath.isAbsolute(rel)) return { kind: 'unknown', why: 'outside the repository' }
+    return { kind: 'ours', file: rel.replace(/\.js$/, '.ts').replace(/\.mjs$/, '.mts').replace(/\.cjs$/, '.cts') }
+  }
+  if (spec.startsWith('node:') || BUILTINS.has(spec) || BUILTINS.has(spec.split('/')[0]!)) return { kind: 'builtin' }
+  if (spec.startsWith('#')) return { kind: 'unknown', why: 'subpath imports (#…) are not used here; write a relative path' }
+  const parts = spec.split('/')
+  const name = spec.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!
+  if (name === OWN_PACKAGE) return { kind: 'unknown', why: 'self-reference by package name' }
+  return { kind: 'package', name }
+}
+
+const layerOf = (file: string): string => file.split('/')[0]!
+
+/** The rule: null when `fromFile` may import `target`, else why not. */
+function violation(fromFile: string, target: Target): string | null {
+  if (target.kind === 'unknown') return target.why
+  if (target.kind === 'builtin') return null
+  if (target.kind === 'package') {
+    if (UWS_NAMES.has(target.name)) return fromFile === UWS_ADAPTER ? null : `only ${UWS_ADAPTER} may import uWebSockets.js`
+    return null
+  }
+  const from = layerOf(fromFile) as Layer
+  const to = target.file
+  const toLayer = layerOf(to)
+  switch (from) {
+    case 'core':
+      return toLayer === 'core' ? null : 'core/ imports nothing of ours outside core/'
+    case 'workers':
+      return toLayer === 'core' || toLayer === 'workers' ? null : 'workers/ imports only core/ and workers/'
+    case 'gateways': {
+      if (toLayer === 'core') return null
+      const segs = fromFile.split('/')
+      // gateways/<name>/...: its own folder. A file directly in gateways/ has no folder of its own.
+      const own = segs.length > 2 ? `gateways/${segs[1]}/` : null
+      if (own !== null && to.startsWith(own)) return null
+      return `gateways/ imports only core/ and its own folder (${own ?? 'none'})`
+    }
+    case 'front':
+      if (toLayer === 'core' || toLayer === 'gateways' || toLayer === 'front') return null
+      if (to === 'workers/pool.ts' || to === 'workers/client.ts') return null
+      return 'front/ imports core/, gateways/, front/ and only workers/pool.ts and workers/client.ts'
+    default:
+      return `no rule for ${fromFile}`
+  }
+}
+
+// The tree -----------------------------------------------------------------------
+
+function walk(dir: string): string[] {
+  const abs = nodePath.join(REPO, dir)
+  const out: string[] = []
+  for (const d of readdirSync(abs, { withFileTypes: true })) {
+    const rel = `${dir}/${d.name}`
+    if (d.isDirectory()) {
+      if (d.name !== 'node_modules') out.push(...walk(rel))
+    } else if (d.isFile() && SOURCE_EXT.test(d.name)) {
+      out.push(rel)
+    }
+  }
+  return out.sort()
+}
+
+interface Edge {
+  readonly from: string
+  readonly spec: string | null
+  readonly line: number
+  readonly target: Target | null
+}
+
+function scanTree(): { files: string[]; edges: Edge[] } {
+  const files = SOURCE_DIRS.flatMap(walk)
+  const edges: Edge[] = []
+  for (const from of files) {
+    for (const f of scanSpecifiers(readFileSync(nodePath.join(REPO, from), 'utf8'), from)) {
+      edges.push({ from, spec: f.spec, line: f.line, target: f.spec === null ? null : classify(from, f.spec) })
+    }
+  }
+  return { files, edges }
+}
+
+// Tests --------------------------------------------------------------------------
+
+t.test('the top-level folders exist', async (t) => {
+  for (const dir of ['core', 'workers', 'front', 'gateways', 'bench', 'test']) {
+    let isDir = false
+    try {
+      isDir = statSync(nodePath.join(REPO, dir)).isDirectory()
+    } catch {}
+    t.ok(isDir, `${dir}/ is a folder`)
+  }
+})
+
+t.test('self-check: the scanner sees every import form, and nothing else', async (t) => {
+  const src = `
+    // import fake1 from 'comment-line'
+    /* export * from 'comment-block' */
+    /** @see import('comment-doc') */
+    import a from 'static-default'
+    import {
+      b,
+      c as d,
+    } from "static-multiline"
+    import * as ns from 'static-namespace'
+    import type { T } from 'type-only'
+    import { type U, v } from 'inline-type'
+    import 'side-effect'
+    export { e } from 'export-named'
+    export * from 'export-star'
+    export * as ns2 from 'export-star-as'
+    export type { W } from 'export-type'
+    import eq = require('import-equals')
+    const s = "import nope from 'in-a-string'"
+    const tpl = \`export * from 'in-a-template'\`
+    const lazy = () => import('dynamic')
+    const lazy2 = await import(\`dynamic-template\`)
+    let x: typeof import('import-type-typeof')
+    let y: import('import-type-member').Z
+    const r = require('required')
+    const kind = 'x'
+    const bad = import('./drivers/' + kind + '.js')
+    const bad2 = import(\`./drivers/\${kind}.js\`)
+  `
+  const found = scanSpecifiers(src)
+  t.strictSame(
+    found.map((f) => f.spec),
+    [
+      'static-default',
+      'static-multiline',
+      'static-namespace',
+      'type-only',
+      'inline-type',
+      'side-effect',
+      'export-named',
+      'export-star',
+      'export-star-as',
+      'export-type',
+      'import-equals',
+      'dynamic',
+      'dynamic-template',
+      'import-type-typeof',
+      'import-type-member',
+      'required',
+      null,
+      null,
+    ],
+  )
+  t.equal(found[1]!.line, 6, 'line numbers point at the statement')
+})
+
+t.test('self-check: the rule catches forbidden edges', async (t) => {
+  const cases: [from: string, spec: string, allowed: boolean][] = [
+    ['core/a.ts', './errors.js', true],
+    ['core/a.ts', 'node:fs', true],
+    ['core/a.ts', 'fs/promises', true],
+    ['core/a.ts', 'msgpackr', true],
+    ['core/a.ts', '@scope/pkg/sub', true],
+    ['core/a.ts', '../workers/pool.js', false],
+    ['core/a.ts', '../front/main.js', false],
+    ['core/a.ts', '../test/helpers.js', false],
+    ['core/a.ts', '../../etc/passwd', false],
+    ['core/a.ts', 'uWebSockets.js', false],
+    ['core/a.ts', '#core/x', false],
+    ['core/a.ts', 'filegate/core/x', false],
+    ['workers/a.ts', '../core/errors.js', true],
+    ['workers/drivers/b.ts', '../../core/driver.js', true],
+    ['workers/drivers/b.ts', '../ops.js', true],
+    ['workers/a.ts', '../front/server.js', false],
+    ['workers/a.ts', '../gateways/s3/handler.js', false],
+    ['workers/a.ts', 'uWebSockets.js', false],
+    ['gateways/s3/handler.ts', '../../core/http.js', true],
+    ['gateways/s3/handler.ts', './xml.js', true],
+    ['gateways/s3/handler.ts', '../s3/sigv4.js', true],
+    ['gateways/s3/handler.ts', '../sftp/status.js', false],
+    ['gateways/s3/handler.ts', '../../front/server.js', false],
+    ['gateways/s3/handler.ts', '../../workers/pool.js', false],
+    ['gateways/s3/handler.ts', '../../workers/client.js', false],
+    ['gateways/s3/handler.ts', 'uWebSockets.js', false],
+    ['gateways/index.ts', './s3/handler.js', false],
+    ['front/main.ts', './server.js', true],
+    ['front/main.ts', '../core/config.js', true],
+    ['front/main.ts', '../gateways/s3/handler.js', true],
+    ['front/main.ts', '../workers/pool.js', true],
+    ['front/routes/files.ts', '../../workers/client.js', true],
+    ['front/main.ts', '../workers/entry.js', false],
+    ['front/main.ts', '../workers/drivers/local.js', false],
+    ['front/main.ts', '../workers/pool-helpers.js', false],
+    ['front/main.ts', '../bench/server.js', false],
+    ['front/main.ts', 'uWebSockets.js', false],
+    ['front/http/uws.ts', 'uWebSockets.js', true],
+    ['front/server.ts', '@trufflesuite/uws-js-unofficial', false],
+  ]
+  for (const [from, spec, allowed] of cases) {
+    const why = violation(from, classify(from, spec))
+    t.equal(why === null, allowed, `${from} → ${spec}: ${allowed ? 'allowed' : 'forbidden'}${why ? ` (${why})` : ''}`)
+  }
+})
+
+t.test('the dependency rule holds', async (t) => {
+  const { files, edges } = scanTree()
+  t.ok(files.some((f) => f.startsWith('core/')) && files.some((f) => f.startsWith('workers/')), 'source files were found')
+
+  // Not vacuous: a known edge is seen and resolved.
+  t.ok(
+    edges.some((e) => e.from === 'core/port-stream.ts' && e.spec === './errors.js' && e.target?.kind === 'ours' && e.target.file === 'core/errors.ts'),
+    'finds core/port-stream.ts → ./errors.js (core/errors.ts)',
+  )
+  t.ok(edges.filter((e) => e.target?.kind === 'ours').length >= files.length / 2, `found ${edges.length} imports in ${files.length} files`)
+
+  const broken: string[] = []
+  for (const e of edges) {
+    const why = e.target === null ? 'a dynamic import whose argument is not a literal cannot be checked' : violation(e.from, e.target)
+    if (why !== null) broken.push(`${e.from}:${e.line} imports ${e.spec === null ? 'a computed specifier' : JSON.stringify(e.spec)}: ${why}`)
+  }
+  t.strictSame(broken, [], 'no forbidden import')
+})
+
+t.test('uWebSockets.js is imported by front/http/uws.ts only', async (t) => {
+  const { files, edges } = scanTree()
+  const importers = [
+    ...new Set(edges.filter((e) => e.target?.kind === 'package' && UWS_NAMES.has(e.target.name)).map((e) => e.from)),
+  ]
+  if (files.includes(UWS_ADAPTER)) {
+    t.strictSame(importers, [UWS_ADAPTER], `exactly one importer: ${UWS_ADAPTER}`)
+  } else {
+    t.strictSame(importers, [], `${UWS_ADAPTER} does not exist yet, so nothing imports uWebSockets.js`)
+  }
+})

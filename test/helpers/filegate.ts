@@ -1,0 +1,43 @@
+/**
+ * Test harness: a real filegate (uWS listener, worker pool, local disk) on
+ * 127.0.0.1 and a free port, with its own data directory, stopped at the end of
+ * the test. Plus small HTTP helpers over fetch.
+ */
+import type { Test } from 'tap'
+import { type Config, validateConfig } from '../../core/config.js'
+import { type Filegate, startFilegate } from '../../front/app.js'
+import { type Logger, silentLogger } from '../../front/log.js'
+
+export interface Running {
+  readonly app: Filegate
+  readonly url: string
+  readonly dataDir: string
+  readonly config: Config
+}
+
+export async function startTestServer(t: Test, overrides: Record<string, unknown> = {}, logger: Logger = silentLogger): Promise<Running> {
+  const dataDir = (overrides.data_dir as string | undefined) ?? t.testdir()
+  const config = validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 2, ...overrides, data_dir: dataDir })
+  const app = await startFilegate(config, { logger })
+  t.teardown(() => app.close(0))
+  return { app, url: `http://127.0.0.1:${app.port}`, dataDir, config }
+}
+
+/** Creates a tmp session and returns its bearer token. */
+export async function tmpSession(url: string, userID = 'alice'): Promise<string> {
+  const res = await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify({ type: 'tmp', userID }) })
+  const json = (await res.json()) as { status: string; result: { authorization: string } }
+  if (json.status !== 'ok') throw new Error(`session failed: ${JSON.stringify(json)}`)
+  return json.result.authorization
+}
+
+/** fetch with the bearer token. `query` values may repeat (arrays). */
+export function api(url: string, token: string) {
+  return (method: string, path: string, query: Record<string, string | string[]> = {}, init: RequestInit = {}) => {
+    const qs = new URLSearchParams()
+    for (const [k, v] of Object.entries(query)) for (const x of Array.isArray(v) ? v : [v]) qs.append(k, x)
+    const headers = new Headers(init.headers)
+    headers.set('authorization', `Bearer ${token}`)
+    return fetch(`${url}${path}${qs.size ? `?${qs}` : ''}`, { ...init, method, headers })
+  }
+}

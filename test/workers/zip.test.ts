@@ -1,0 +1,557 @@
+/**
+ * @module test/workers/zip.test
+ * workers/zip.ts against the real local driver on tap fixture folders. Every archive
+ * is checked by two independent readers: yauzl (names, sizes, methods, times, and the
+ * bytes, by sha256) and Info-ZIP's `unzip -t` (CRCs and structure; `unzip` extracts
+ * too, to check that times come back). `unzip` is a Debian package (`unzip`): the
+ * tests fail with that hint when it is missing, since half of the checking would
+ * silently go away otherwise.
+ *
+ * Fault and cancellation tests wrap the local driver in a small Proxy (`spy`) that
+ * counts reads, open read iterators and chunks, and can inject a failure.
+ *
+ * The two large cases run by default (timings measured on a 2-core machine, noted in
+ * each): zip64 (a sparse file over 4 GiB, no disk used, about 10 s) and 65,535 /
+ * 65,536 entries (about 10 s). FILEGATE_ZIP_SKIP_LARGE=1 skips them.
+ */
+import { execFile } from 'node:child_process'
+import { createHash, randomBytes } from 'node:crypto'
+import * as fs from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import * as nodePath from 'node:path'
+import { promisify } from 'node:util'
+import t, { type Test } from 'tap'
+import yauzl from 'yauzl'
+import type { ByteRange, Driver, OpContext } from '../../core/driver.js'
+import { FsError } from '../../core/errors.js'
+import { createLocalDriver } from '../../workers/drivers/local.js'
+import { type ZipArchive, ZIP_OUT_CHUNK, isPrecompressed, openZip, zipEntryName } from '../../workers/zip.js'
+
+const run = promisify(execFile)
+const SKIP_LARGE = process.env.FILEGATE_ZIP_SKIP_LARGE === '1' ? 'FILEGATE_ZIP_SKIP_LARGE=1' : false
+
+// Helpers --------------------------------------------------------------------
+
+function ctxOf(signal: AbortSignal = new AbortController().signal): OpContext {
+  return { signal, requestId: 'zip-test' }
+}
+
+interface Spy {
+  readonly driver: Driver
+  /** Read calls, read iterators not yet closed, chunks handed out. */
+  readonly stats: { reads: number; open: number; chunks: number }
+}
+
+/**
+ * The local driver behind a Proxy that counts reads and can fail them: `failAfter`
+ * throws EIO once that many chunks of a file were handed out; `beforeRead` runs
+ * first (e.g. deletes another file).
+ */
+function spy(base: Driver, hooks: { failAfter?: number; beforeRead?: (path: string) => Promise<void> } = {}): Spy {
+  const stats = { reads: 0, open: 0, chunks: 0 }
+  async function* read(ctx: OpContext, path: string, range?: ByteRange): AsyncGenerator<Uint8Array> {
+    stats.reads++
+    stats.open++
+    try {
+      await hooks.beforeRead?.(path)
+      let n = 0
+      for await (const chunk of base.read(ctx, path, range)) {
+        if (hooks.failAfter !== undefined && n >= hooks.failAfter) throw new FsError('EIO', 'injected read failure', { path })
+        n++
+        stats.chunks++
+        yield chunk
+      }
+    } finally {
+      stats.open--
+    }
+  }
+  const driver = new Proxy(base, {
+    get(target, key) {
+      if (key === 'read') return read
+      const v: unknown = Reflect.get(target, key, target)
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+    },
+  })
+  return { driver, stats }
+}
+
+/** Every chunk must own its whole ArrayBuffer (it is transferred) and be at most ZIP_OUT_CHUNK. */
+async function collect(t: Test, archive: ZipArchive): Promise<Buffer> {
+  const parts: Buffer[] = []
+  let badChunks = 0
+  for await (const c of archive.body) {
+    if (c.byteOffset !== 0 || c.byteLength !== c.buffer.byteLength || c.byteLength > ZIP_OUT_CHUNK || c.byteLength === 0) badChunks++
+    parts.push(Buffer.from(c))
+  }
+  t.equal(badChunks, 0, 'every chunk owns its buffer and is 1..1 MiB')
+  return Buffer.concat(parts)
+}
+
+/**
+ * Writes the archive to `file`, leaving holes for all-zero 1 MiB chunks (so a 4 GiB
+ * archive of a sparse file costs no disk either); returns its size.
+ */
+async function writeSparse(archive: ZipArchive, file: string): Promise<{ size: number; chunks: number }> {
+  const fh = await fs.open(file, 'w')
+  const zero = Buffer.alloc(ZIP_OUT_CHUNK)
+  let pos = 0
+  let chunks = 0
+  try {
+    for await (const c of archive.body) {
+      chunks++
+      const isZero = c.byteLength === zero.byteLength && zero.equals(c)
+      if (!isZero) {
+        let off = 0
+        while (off < c.byteLength) off += (await fh.write(c, off, c.byteLength - off, pos + off)).bytesWritten
+      }
+      pos += c.byteLength
+    }
+    await fh.truncate(pos)
+  } finally {
+    await fh.close()
+  }
+  return { size: pos, chunks }
+}
+
+interface ZipRecord {
+  readonly name: string
+  readonly size: number
+  readonly csize: number
+  readonly method: number
+  /** getLastModDate(): from the UT extra field when present. */
+  readonly mtime: number
+  /** The DOS field alone, read as UTC (as written). */
+  readonly dosMtime: number
+  readonly extraIds: readonly number[]
+  readonly headerOffset: number
+  readonly sha256: string | null
+}
+
+/** Reads every entry with yauzl (central directory, then each entry's data). */
+async function readZip(file: string, opts: { hash?: boolean } = {}): Promise<{ entries: ZipRecord[]; count: number }> {
+  const zf = await new Promise<yauzl.ZipFile>((resolve, reject) =>
+    yauzl.open(file, { lazyEntries: true, autoClose: false }, (err, z) => (err ? reject(err) : resolve(z))),
+  )
+  const entries: ZipRecord[] = []
+  try {
+    await new Promise<void>((resolve, reject) => {
+      zf.on('error', reject)
+      zf.on('end', () => resolve())
+      zf.on('entry', (e: yauzl.Entry) => {
+        const base = {
+          name: e.fileName,
+          size: e.uncompressedSize,
+          csize: e.compressedSize,
+          method: e.compressionMethod,
+          mtime: e.getLastModDate().getTime(),
+          dosMtime: e.getLastModDate({ forceDosFormat: true, timezone: 'UTC' }).getTime(),
+          extraIds: e.extraFields.map((f) => f.id),
+          headerOffset: e.relativeOffsetOfLocalHeader,
+        }
+        if (e.fileName.endsWith('/') || opts.hash === false) {
+          entries.push({ ...base, sha256: null })
+          zf.readEntry()
+          return
+        }
+        zf.openReadStream(e, (err, rs) => {
+          if (err) return reject(err)
+          const h = createHash('sha256')
+          rs.on('data', (d: Buffer) => h.update(d))
+          rs.on('error', reject)
+          rs.on('end', () => {
+            entries.push({ ...base, sha256: h.digest('hex') })
+            zf.readEntry()
+          })
+        })
+      })
+      zf.readEntry()
+    })
+    return { entries, count: zf.entryCount }
+  } finally {
+    zf.close()
+  }
+}
+
+let unzipChecked: Promise<void> | null = null
+/** `unzip -t`: exit status 0 and its all-clear line. */
+async function unzipTest(t: Test, file: string): Promise<void> {
+  unzipChecked ??= run('unzip', ['-v']).then(
+    () => {},
+    () => {
+      throw new Error('the `unzip` command is missing: install the Debian package `unzip` (apt-get install -y unzip)')
+    },
+  )
+  await unzipChecked
+  const { stdout } = await run('unzip', ['-tq', file], { maxBuffer: 64 * 1024 * 1024 })
+  t.match(stdout, /No errors detected/, `unzip -t ${nodePath.basename(file)}`)
+}
+
+/** A file of `size` zero bytes that takes no disk space. */
+async function sparseFile(file: string, size: number): Promise<void> {
+  await (await fs.open(file, 'w')).close()
+  await fs.truncate(file, size)
+}
+
+const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex')
+const outDir = async (t: Test): Promise<string> => {
+  const dir = await fs.mkdtemp(nodePath.join(tmpdir(), 'filegate-zip-test-'))
+  t.teardown(() => fs.rm(dir, { recursive: true, force: true }))
+  return dir
+}
+
+// A tree with text, already-compressed formats, an empty file and folder, a non-ASCII name.
+const TEXT = 'the quick brown fox jumps over the lazy dog\n'.repeat(5000) // 220 KB, compresses well
+const PNG = randomBytes(50_000)
+const ZIP = randomBytes(30_000)
+const LARGE = randomBytes(3 * 1024 * 1024 + 123) // streamed (over 1 MiB), three read chunks and a bit
+const UNICODE = 'é日本.txt'
+const fixture = () => ({
+  docs: {
+    'a.txt': TEXT,
+    'b.png': PNG,
+    'c.zip': ZIP,
+    'empty.txt': '',
+    empty: {},
+    'large.bin': LARGE,
+    sub: { 'd.txt': 'dee\n', [UNICODE]: 'unicode\n' },
+  },
+  'top.txt': 'top\n',
+})
+
+/** 2021-03-04T05:06:07.890Z: odd seconds and milliseconds, so both precisions show. */
+const MTIME = Date.UTC(2021, 2, 4, 5, 6, 7, 890)
+async function setTimes(root: string): Promise<void> {
+  const walk = async (dir: string): Promise<void> => {
+    for (const d of await fs.readdir(dir, { withFileTypes: true })) {
+      const p = nodePath.join(dir, d.name)
+      if (d.isDirectory()) await walk(p)
+      await fs.utimes(p, new Date(), new Date(MTIME)) // after the children: their creation touched it
+    }
+  }
+  await walk(root)
+}
+
+const DOCS_NAMES = [
+  'docs/',
+  'docs/a.txt',
+  'docs/b.png',
+  'docs/c.zip',
+  'docs/empty/',
+  'docs/empty.txt',
+  'docs/large.bin',
+  'docs/sub/',
+  'docs/sub/d.txt',
+  `docs/sub/${UNICODE}`,
+]
+
+// Tests ----------------------------------------------------------------------
+
+t.test('a directory tree, auto compression, checked by yauzl and unzip', async (t) => {
+  const root = t.testdir(fixture())
+  await setTimes(root)
+  const driver = await createLocalDriver({ root })
+  const archive = await openZip(ctxOf(), driver, ['/docs'], { compression: 'auto' })
+  t.equal(archive.entries, 1)
+  const file = nodePath.join(await outDir(t), 'docs.zip')
+  await fs.writeFile(file, await collect(t, archive))
+  await unzipTest(t, file)
+
+  const { entries } = await readZip(file)
+  t.same(
+    entries.map((e) => e.name),
+    DOCS_NAMES,
+    'depth-first, sorted by name, every directory (the empty one too) kept',
+  )
+  const byName = new Map(entries.map((e) => [e.name, e]))
+  const expect: Record<string, string | Buffer> = {
+    'docs/a.txt': TEXT,
+    'docs/b.png': PNG,
+    'docs/c.zip': ZIP,
+    'docs/empty.txt': '',
+    'docs/large.bin': LARGE,
+    'docs/sub/d.txt': 'dee\n',
+    [`docs/sub/${UNICODE}`]: 'unicode\n',
+  }
+  for (const [name, content] of Object.entries(expect)) {
+    const e = byName.get(name)
+    t.equal(e?.sha256, sha(content), `${name}: content`)
+    t.equal(e?.size, Buffer.byteLength(content), `${name}: size`)
+  }
+  t.equal(byName.get('docs/a.txt')?.method, 8, '.txt deflated')
+  t.ok(byName.get('docs/a.txt')!.csize < TEXT.length / 10, 'and deflated well')
+  t.equal(byName.get('docs/b.png')?.method, 0, '.png stored')
+  t.equal(byName.get('docs/c.zip')?.method, 0, '.zip stored')
+  t.equal(byName.get('docs/large.bin')?.method, 8, 'unknown extension deflated')
+  t.equal(byName.get('docs/empty.txt')?.method, 0, 'an empty file is stored')
+
+  // Times: the UT extra field keeps the second, the DOS field the even second below it (UTC).
+  for (const e of entries) {
+    t.equal(e.mtime, Math.floor(MTIME / 1000) * 1000, `${e.name}: mtime to the second (UT field)`)
+    t.equal(e.dosMtime, Math.floor(MTIME / 2000) * 2000, `${e.name}: DOS mtime, 2-second steps`)
+    t.ok(e.extraIds.includes(0x5455), `${e.name}: has a UT extra field`)
+  }
+
+  // unzip restores the times (files and directories) from the UT field.
+  const out = await outDir(t)
+  await run('unzip', ['-q', file, '-d', out])
+  for (const name of DOCS_NAMES) {
+    const st = await fs.stat(nodePath.join(out, name))
+    t.equal(st.mtimeMs, Math.floor(MTIME / 1000) * 1000, `unzip restored the time of ${name}`)
+  }
+  t.equal(await fs.readFile(nodePath.join(out, 'docs/sub', UNICODE), 'utf8'), 'unicode\n', 'non-ASCII name extracted')
+})
+
+t.test("compression 'store' stores everything", async (t) => {
+  const root = t.testdir(fixture())
+  const driver = await createLocalDriver({ root })
+  const file = nodePath.join(await outDir(t), 'store.zip')
+  await fs.writeFile(file, await collect(t, await openZip(ctxOf(), driver, ['/docs'], { compression: 'store' })))
+  await unzipTest(t, file)
+  const { entries } = await readZip(file)
+  t.same(entries.map((e) => e.name), DOCS_NAMES)
+  for (const e of entries) t.equal(e.method, 0, `${e.name} stored`)
+  t.equal(entries.find((e) => e.name === 'docs/a.txt')?.sha256, sha(TEXT))
+  t.equal(entries.find((e) => e.name === 'docs/large.bin')?.sha256, sha(LARGE))
+})
+
+t.test('several paths, a single file, the root', async (t) => {
+  const root = t.testdir(fixture())
+  const driver = await createLocalDriver({ root })
+  const dir = await outDir(t)
+
+  const several = await openZip(ctxOf(), driver, ['/docs/sub', '/top.txt', '/docs/a.txt'], { compression: 'auto' })
+  t.equal(several.entries, 3)
+  await fs.writeFile(nodePath.join(dir, 'several.zip'), await collect(t, several))
+  await unzipTest(t, nodePath.join(dir, 'several.zip'))
+  const s = await readZip(nodePath.join(dir, 'several.zip'))
+  t.same(
+    s.entries.map((e) => e.name),
+    ['sub/', 'sub/d.txt', `sub/${UNICODE}`, 'top.txt', 'a.txt'],
+    'names relative to each path’s parent, in request order',
+  )
+  t.equal(s.entries.find((e) => e.name === 'a.txt')?.sha256, sha(TEXT))
+
+  const single = await openZip(ctxOf(), driver, ['/docs/a.txt'], { compression: 'auto' })
+  t.equal(single.entries, 1)
+  await fs.writeFile(nodePath.join(dir, 'single.zip'), await collect(t, single))
+  await unzipTest(t, nodePath.join(dir, 'single.zip'))
+  const one = await readZip(nodePath.join(dir, 'single.zip'))
+  t.same(one.entries.map((e) => [e.name, e.sha256]), [['a.txt', sha(TEXT)]])
+
+  const whole = await openZip(ctxOf(), driver, ['/'], { compression: 'auto' })
+  t.equal(whole.entries, 1)
+  await fs.writeFile(nodePath.join(dir, 'root.zip'), await collect(t, whole))
+  await unzipTest(t, nodePath.join(dir, 'root.zip'))
+  const r = await readZip(nodePath.join(dir, 'root.zip'))
+  t.same(r.entries.map((e) => e.name), [...DOCS_NAMES, 'top.txt'], 'the root: its children at the top, no entry for itself')
+
+  const same = await openZip(ctxOf(), driver, ['/top.txt', '/top.txt'], { compression: 'auto' })
+  t.equal(same.entries, 1, 'a path given twice is zipped once')
+  t.equal((await collect(t, same)).length > 0, true)
+
+  const empty = t.testdir({})
+  const nothing = await openZip(ctxOf(), await createLocalDriver({ root: empty }), ['/'], { compression: 'auto' })
+  await fs.writeFile(nodePath.join(dir, 'empty.zip'), await collect(t, nothing))
+  t.equal((await readZip(nodePath.join(dir, 'empty.zip'))).count, 0, 'an empty root gives an empty (valid) archive')
+})
+
+t.test('refused before any byte: missing path, clashing names, root with others', async (t) => {
+  const root = t.testdir({ ...fixture(), other: { 'a.txt': 'other' } })
+  const { driver, stats } = spy(await createLocalDriver({ root }))
+  await t.rejects(openZip(ctxOf(), driver, ['/docs', '/nope'], { compression: 'auto' }), { name: 'FsError', code: 'ENOENT' }, 'a missing path: ENOENT')
+  await t.rejects(openZip(ctxOf(), driver, ['/docs/a.txt', '/other/a.txt'], { compression: 'auto' }), {
+    code: 'EINVAL',
+    message: /"\/docs\/a\.txt" and "\/other\/a\.txt" would both be "a\.txt"/,
+  })
+  await t.rejects(openZip(ctxOf(), driver, ['/', '/docs'], { compression: 'auto' }), { code: 'EINVAL', message: /root/ })
+  await t.rejects(openZip(ctxOf(), driver, [], { compression: 'auto' }), { code: 'EINVAL' })
+  await t.rejects(openZip(ctxOf(), driver, ['docs/'], { compression: 'auto' }), { code: 'EINVAL', message: /canonical/ })
+  t.equal(stats.reads, 0, 'nothing was read')
+})
+
+t.test('a read failure mid-stream makes the body throw; the archive never completes', async (t) => {
+  const root = t.testdir(fixture())
+  const { driver, stats } = spy(await createLocalDriver({ root }), { failAfter: 1 })
+  const archive = await openZip(ctxOf(), driver, ['/docs'], { compression: 'store' })
+  const got: Buffer[] = []
+  await t.rejects(
+    (async () => {
+      for await (const c of archive.body) got.push(Buffer.from(c))
+    })(),
+    { name: 'FsError', code: 'EIO', message: 'injected read failure', path: '/docs/large.bin' },
+  )
+  const bytes = Buffer.concat(got)
+  t.equal(bytes.indexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06])), -1, 'no end-of-central-directory record was sent')
+  t.equal(stats.open, 0, 'the read iterator was closed')
+})
+
+t.test('a file deleted while zipping fails the archive with ENOENT', async (t) => {
+  const root = t.testdir({ d: { 'a.txt': 'a', 'b.txt': 'b' } })
+  const { driver, stats } = spy(await createLocalDriver({ root }), {
+    beforeRead: async (path) => {
+      if (path === '/d/a.txt') await fs.rm(nodePath.join(root, 'd/b.txt'))
+    },
+  })
+  const archive = await openZip(ctxOf(), driver, ['/d'], { compression: 'auto' })
+  await t.rejects(collect(t, archive), { code: 'ENOENT', path: '/d/b.txt' })
+  t.equal(stats.open, 0)
+})
+
+t.test('stopping early closes the reads; the body is single-use', async (t) => {
+  const root = t.testdir(fixture())
+  const { driver, stats } = spy(await createLocalDriver({ root }))
+  const archive = await openZip(ctxOf(), driver, ['/docs/large.bin', '/docs/a.txt'], { compression: 'store' })
+  let n = 0
+  for await (const c of archive.body) {
+    n += c.byteLength
+    break
+  }
+  t.ok(n > 0, 'got a first chunk')
+  t.ok(stats.reads >= 1, 'the first file was being read')
+  t.equal(stats.open, 0, 'its read iterator is closed once return() resolved')
+  t.throws(() => archive.body[Symbol.asyncIterator](), /only once/)
+})
+
+t.test('ctx.signal aborting stops everything with ECANCELED', async (t) => {
+  const root = t.testdir(fixture())
+  const { driver, stats } = spy(await createLocalDriver({ root }))
+  const ac = new AbortController()
+  const archive = await openZip(ctxOf(ac.signal), driver, ['/docs/large.bin', '/docs/a.txt'], { compression: 'store' })
+  const it = archive.body[Symbol.asyncIterator]()
+  t.equal((await it.next()).done, false)
+  ac.abort()
+  await t.rejects(it.next(), { code: 'ECANCELED' })
+  t.equal(stats.open, 0)
+  t.same(await it.next(), { done: true, value: undefined }, 'and stays finished')
+})
+
+t.test('backpressure: the driver is read only as fast as the body is consumed', async (t) => {
+  const root = t.testdir({})
+  await sparseFile(nodePath.join(root, 'zeros.bin'), 64 * 1024 * 1024)
+  const { driver, stats } = spy(await createLocalDriver({ root }))
+  const archive = await openZip(ctxOf(), driver, ['/zeros.bin'], { compression: 'store' })
+  const it = archive.body[Symbol.asyncIterator]()
+  await it.next()
+  await new Promise((r) => setTimeout(r, 300))
+  t.ok(stats.chunks <= 8, `read ${stats.chunks} MiB ahead of a consumer that took 1 chunk of 64`)
+  await it.return?.()
+  t.equal(stats.open, 0)
+})
+
+t.test('entry names: no drive letters, no backslashes; otherwise verbatim', async (t) => {
+  t.equal(zipEntryName('c:x.txt'), 'c_x.txt')
+  t.equal(zipEntryName('docs/..\\..\\evil'), 'docs/.._.._evil')
+  t.equal(zipEntryName('http:x/c:y'), 'http:x/c:y', 'only a leading drive form is changed (zip-stream drops any "word:")')
+  t.ok(isPrecompressed('a/B.JPG') && isPrecompressed('x.tar.gz') && !isPrecompressed('a.txt') && !isPrecompressed('png'))
+  const root = t.testdir({ 'c:x.txt': 'c', 'http:x.txt': 'h', 'x:': 'colon', d: { 'a\\b': 'back' } })
+  const driver = await createLocalDriver({ root })
+  const file = nodePath.join(await outDir(t), 'names.zip')
+  await fs.writeFile(file, await collect(t, await openZip(ctxOf(), driver, ['/'], { compression: 'auto' })))
+  await unzipTest(t, file)
+  const { entries } = await readZip(file)
+  t.same(
+    entries.map((e) => [e.name, e.sha256]),
+    [
+      ['c_x.txt', sha('c')],
+      ['d/', null],
+      ['d/a_b', sha('back')],
+      ['http:x.txt', sha('h')],
+      ['x_', sha('colon')],
+    ],
+  )
+})
+
+// Large cases ----------------------------------------------------------------
+
+const FOUR_GIB = 4 * 1024 * 1024 * 1024
+
+t.test('zip64: a sparse file over 4 GiB among small files', { skip: SKIP_LARGE, timeout: 300_000 }, async (t) => {
+  const root = t.testdir({ 'a.txt': 'before\n', 'z.txt': 'after\n' })
+  const big = nodePath.join(root, 'm-big.bin')
+  const bigSize = FOUR_GIB + 1024 * 1024
+  await sparseFile(big, bigSize)
+  const driver = await createLocalDriver({ root })
+  const file = nodePath.join(await outDir(t), 'big.zip')
+  const t0 = performance.now()
+  const { size } = await writeSparse(await openZip(ctxOf(), driver, ['/'], { compression: 'store' }), file)
+  const seconds = (performance.now() - t0) / 1000
+  t.comment(`zip64: ${(size / 2 ** 30).toFixed(2)} GiB archived in ${seconds.toFixed(1)} s (${(size / 1e6 / seconds).toFixed(0)} MB/s)`)
+  t.ok(size > bigSize)
+
+  const t1 = performance.now()
+  await unzipTest(t, file)
+  t.comment(`unzip -t: ${((performance.now() - t1) / 1000).toFixed(1)} s`)
+
+  const { entries } = await readZip(file, { hash: false })
+  t.same(entries.map((e) => [e.name, e.size, e.csize]), [
+    ['a.txt', 7, 7],
+    ['m-big.bin', bigSize, bigSize],
+    ['z.txt', 6, 6],
+  ])
+  const z = entries.find((e) => e.name === 'z.txt')!
+  t.ok(z.headerOffset > FOUR_GIB, 'an entry after 4 GiB (its offset needs the zip64 record)')
+
+  // The big entry's local header announces zip64 (what streaming readers need), and its
+  // data descriptor carries 8-byte sizes.
+  const m = entries.find((e) => e.name === 'm-big.bin')!
+  const fh = await fs.open(file, 'r')
+  try {
+    const lfh = Buffer.alloc(30 + 9 + 20 + 9)
+    await fh.read(lfh, 0, lfh.length, m.headerOffset)
+    t.equal(lfh.readUInt32LE(0), 0x04034b50, 'local header')
+    t.equal(lfh.readUInt16LE(4), 45, 'version needed 4.5')
+    t.equal(lfh.readUInt16LE(6) & 8, 8, 'data descriptor flag')
+    t.equal(lfh.readUInt32LE(18), 0xffffffff, 'compressed size: see zip64')
+    t.equal(lfh.readUInt32LE(22), 0xffffffff, 'size: see zip64')
+    const nameLen = lfh.readUInt16LE(26)
+    const extraLen = lfh.readUInt16LE(28)
+    t.equal(lfh.readUInt16LE(30 + nameLen), 0x0001, 'zip64 extra field first')
+    t.equal(lfh.readUInt16LE(32 + nameLen), 16, 'with both sizes')
+    const dd = Buffer.alloc(24)
+    await fh.read(dd, 0, 24, m.headerOffset + 30 + nameLen + extraLen + bigSize)
+    t.equal(dd.readUInt32LE(0), 0x08074b50, 'data descriptor after the data')
+    t.equal(Number(dd.readBigUInt64LE(8)), bigSize, 'compressed size, 8 bytes')
+    t.equal(Number(dd.readBigUInt64LE(16)), bigSize, 'size, 8 bytes')
+  } finally {
+    await fh.close()
+  }
+})
+
+/** Offset of the zip64 end-of-central-directory locator, or -1 (archives without a comment). */
+function zip64Locator(zip: Buffer): number {
+  const at = zip.length - 22 - 20
+  return at >= 0 && zip.readUInt32LE(at) === 0x07064b50 ? at : -1
+}
+
+t.test('65,535 and 65,536 entries: the zip64 end records', { skip: SKIP_LARGE, timeout: 300_000 }, async (t) => {
+  const root = t.testdir({ many: { 'f.txt': 'file\n' } })
+  const t0 = performance.now()
+  // Empty folders are the cheapest entries: no read per entry.
+  for (let i = 0; i < 65_533; i++) await fs.mkdir(nodePath.join(root, 'many', `d${String(i).padStart(5, '0')}`))
+  t.comment(`65,533 folders made in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+  const driver = await createLocalDriver({ root })
+  const dir = await outDir(t)
+
+  for (const count of [65_535, 65_536]) {
+    if (count === 65_536) await fs.mkdir(nodePath.join(root, 'many', 'zz'))
+    const t1 = performance.now()
+    const zip = await collect(t, await openZip(ctxOf(), driver, ['/many'], { compression: 'auto' }))
+    t.comment(`${count} entries zipped in ${((performance.now() - t1) / 1000).toFixed(1)} s, ${(zip.length / 1e6).toFixed(1)} MB`)
+    t.ok(zip64Locator(zip) > 0, `${count} entries: zip64 end records present`)
+    t.equal(zip.readUInt16LE(zip.length - 22 + 10), 0xffff, 'the 16-bit count says "see zip64"')
+    const file = nodePath.join(dir, `${count}.zip`)
+    await fs.writeFile(file, zip)
+    await unzipTest(t, file)
+    const { entries, count: n } = await readZip(file, { hash: false })
+    t.equal(n, count, 'yauzl counts them all')
+    t.equal(entries[0]?.name, 'many/')
+    t.equal(entries[entries.length - 1]?.name, count === 65_536 ? 'many/zz/' : 'many/f.txt')
+  }
+})
+
+t.test('below the limits: no zip64 records', async (t) => {
+  const root = t.testdir(fixture())
+  const zip = await collect(t, await openZip(ctxOf(), await createLocalDriver({ root }), ['/docs'], { compression: 'auto' }))
+  t.equal(zip64Locator(zip), -1)
+  t.equal(zip.readUInt16LE(zip.length - 22 + 10), DOCS_NAMES.length)
+})
