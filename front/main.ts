@@ -43,6 +43,7 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   const msg = err instanceof ConfigError ? `configuration error: ${err.message}` : `filegate could not start: ${(err as Error)?.message ?? String(err)}`
-  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'error', msg })}\n`)
+  // Plain text: whoever reads this is at a terminal or in a service manager's journal.
+  process.stderr.write(`filegate: ${msg}\n`)
   process.exit(1)
 })

@@ -4,6 +4,7 @@
  * every error turned into the contract's envelope in one place.
  */
 import { ApiError } from '../core/api-error.js'
+import { isFsError } from '../core/errors.js'
 import type { HttpHandler, HttpReply, HttpRequest } from '../core/http.js'
 import type { Storage } from '../core/storage.js'
 import type { BackendSpec } from '../core/backend.js'
@@ -70,7 +71,8 @@ export function createHandler(deps: ServerDeps): HttpHandler {
       return await fn(req)
     } catch (err) {
       const { reply, error } = errorReply(err)
-      if (error.code === 'INTERNAL') {
+      // A cancelled request is a client that left: nobody reads the reply, nothing to report.
+      if (error.code === 'INTERNAL' && !(isFsError(err) && err.code === 'ECANCELED')) {
         deps.logger.log('error', 'request failed', { requestId: req.requestId, err: describe(err) })
       }
       return reply

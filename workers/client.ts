@@ -47,8 +47,11 @@ class Channel {
       () => new Promise<never>(() => {}),
       (err: unknown) => Promise.reject(err),
     )
-    const onAbort = () => reader.cancel()
-    ctx.signal.addEventListener('abort', onAbort, { once: true })
+    // Aborting the request cancels the transfer, before or after the head. The listener
+    // stays for the stream's life; it dies with the request's signal.
+    const onAbort = () => reader.fail(new FsError('ECANCELED', 'the request was cancelled'))
+    if (ctx.signal.aborted) onAbort()
+    else ctx.signal.addEventListener('abort', onAbort, { once: true })
     try {
       const head = await Promise.race([reader.head<H>(), failed])
       // A later failure (a dead thread) ends the body with that error.
@@ -56,9 +59,8 @@ class Channel {
       return { head, body: reader, cancel: () => reader.cancel() }
     } catch (err) {
       reader.cancel()
-      throw err
-    } finally {
       ctx.signal.removeEventListener('abort', onAbort)
+      throw err
     }
   }
 

@@ -200,9 +200,11 @@ async function* archiveBytes(ctx: OpContext, driver: Driver, tops: readonly Entr
   // 'error' on an abandoned stream from becoming an uncaught exception.
   zs.on('error', () => {})
   const writer = new ArchiveWriter(zs, { signal: stop.signal, requestId: ctx.requestId }, driver, storeAll)
-  const feeding = feed(writer, tops).then(() => {
-    if (!stop.signal.aborted) zs.finalize()
-  }, fail)
+  const feeding = feed(writer, tops)
+    .then(() => {
+      if (!stop.signal.aborted) zs.finalize()
+    })
+    .catch(fail)
   const out = new Coalescer()
   try {
     for await (const chunk of zs as AsyncIterable<Buffer>) {
