@@ -40,11 +40,16 @@
  *   decides zip64 per entry only after the data, so a >4 GiB entry gets 8-byte sizes
  *   in its descriptor and a zip64 record in the central directory, but no zip64 extra
  *   field in its local header. Central-directory readers (unzip, yauzl, 7-Zip, Python)
- *   accept that; streaming readers need the local header to announce the 8-byte
- *   descriptor (APPNOTE 4.3.9.2). We know the size from stat, so a file of 3.75 GiB or
- *   more (margin for deflate growth and a file growing while read) gets the local
- *   header Info-ZIP's zip writes for a stream: version 4.5, sizes 0xFFFFFFFF, and a
- *   zip64 extra field with zero sizes.
+ *   accept that. Streaming readers do not agree on how to tell a 24-byte descriptor
+ *   from a 16-byte one: the spec (APPNOTE 4.3.9.2; libarchive, Python's stream-unzip)
+ *   says "when the local header has a zip64 extra field", Java's ZipInputStream says
+ *   "when more than 4 GiB went through". Both hold when the local header announces
+ *   zip64 exactly for the entries that turn out over 4 GiB, and stat tells us which:
+ *   a file of 0xFFFFFFFF bytes or more gets the local header Info-ZIP's zip writes for
+ *   a stream (version 4.5, sizes 0xFFFFFFFF, a zip64 extra field with zero sizes), and
+ *   a file just under 4 GiB is stored rather than deflated, so that deflate's growth
+ *   on incompressible data cannot push its compressed size over the line. Only a file
+ *   that crosses 4 GiB while being read still gets the descriptor-only form.
  * - compress-commons switches to zip64 only *above* 0xFFFFFFFF (an entry of exactly
  *   that size, a local header at exactly that offset) and above 65,535 entries. A
  *   field holding exactly the marker value with no zip64 record behind it is corrupt,
@@ -88,7 +93,13 @@ const PASS_THROUGH_MIN = 256 * 1024
 /** Files up to this size are read whole first: a stored entry then gets its sizes and CRC in its local header. */
 const SMALL_FILE = 1024 * 1024
 /** From this stat size on, an entry is written in zip64 form from its local header on. */
-const ZIP64_FROM = 0xf000_0000
+const ZIP64_FROM = 0xffff_ffff
+/**
+ * Files this close below ZIP64_FROM are stored even under 'auto': deflate can grow
+ * incompressible data by about 0.03% (1.3 MB at 4 GiB), which would cross 4 GiB
+ * without the local header having said so.
+ */
+const DEFLATE_GROWTH_MARGIN = 16 * 1024 * 1024
 const STAT_CONCURRENCY = 8
 const DEFLATE_LEVEL = 1
 
@@ -285,7 +296,8 @@ class ArchiveWriter {
   async file(e: Entry, name: string): Promise<void> {
     this.#check()
     const mtimeMs = e.mtimeMs ?? this.#now
-    const store = this.#storeAll || isPrecompressed(name)
+    const nearLimit = e.size >= ZIP64_FROM - DEFLATE_GROWTH_MARGIN && e.size < ZIP64_FROM
+    const store = this.#storeAll || nearLimit || isPrecompressed(name)
     const data: EntryData = { name: 'f', type: 'file', mode: 0o644, date: new Date(mtimeMs), store }
     const meta: EntryMeta = { name: zipEntryName(name), mtimeMs, zip64: e.size >= ZIP64_FROM }
     // Small files are collected first (bounded by SMALL_FILE); a file that turns out

@@ -28,7 +28,7 @@ export const HTTP_STATUS: Readonly<Record<ApiCode, number>> = {
 export const JSON_TYPE = 'application/json; charset=utf-8'
 
 export function jsonReply(status: number, value: unknown, headers: Record<string, string> = {}): HttpReply {
-  return { status, headers: { 'content-type': JSON_TYPE, 'cache-control': 'no-store', ...headers }, body: JSON.stringify(value) }
+  return { status, headers: { 'content-type': JSON_TYPE, 'cache-control': 'no-store', ...headers }, body: JSON.stringify(value) + '\n' }
 }
 
 export function okReply(extra: Record<string, unknown> = {}): HttpReply {
