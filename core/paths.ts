@@ -35,6 +35,8 @@ export function parseClientPath(raw: string | undefined, what = 'path'): ClientP
     throw new ApiError('INVALID_INPUT', `"${what}" is longer than ${MAX_PATH_BYTES} bytes`)
   }
   if (CONTROL.test(raw)) throw new ApiError('INVALID_INPUT', `"${what}" contains a control character`)
+  // A lone UTF-16 surrogate has no UTF-8 form: the disk would store U+FFFD, merging names.
+  if (!raw.isWellFormed()) throw new ApiError('INVALID_INPUT', `"${what}" is not valid Unicode`)
   if (raw.includes('\\')) throw new ApiError('INVALID_INPUT', `"${what}" contains a backslash`)
   if (!raw.startsWith('/')) throw new ApiError('INVALID_INPUT', `"${what}" must be an absolute path starting with "/"`)
   const out: string[] = []

@@ -156,6 +156,9 @@ t.test('hostile inputs are INVALID_INPUT', async (t) => {
     'control characters': controls,
     backslashes,
     'relative paths': relative,
+    // A lone surrogate has no UTF-8 form: written to disk it becomes U+FFFD, so two
+    // different requested names would reach the same file.
+    'lone UTF-16 surrogates': ['/a\uD800', '/\uDC00b', '/x/\uD83D/y'],
     'empty or missing': ['', undefined],
   }
   for (const [group, inputs] of Object.entries(groups)) {

@@ -222,8 +222,11 @@ class LocalDriver implements Driver {
   async rename(_ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<void> {
     const src = await this.#resolveLink(from)
     const dst = await this.#resolve(to)
+    await fs.lstat(src).catch((err: unknown) => {
+      throw classify(err, from)
+    })
+    // From here on a failure concerns the target (a missing or non-directory parent, a clash).
     try {
-      await fs.lstat(src)
       const target = await fs.lstat(dst).catch((err: NodeJS.ErrnoException) => {
         if (err.code === 'ENOENT') return null
         throw err
@@ -231,7 +234,7 @@ class LocalDriver implements Driver {
       if (target && (!opts.overwrite || target.isDirectory())) throw new FsError('EEXIST', `${to}: already exists`, { path: to })
       await fs.rename(src, dst)
     } catch (err) {
-      throw classify(err, from)
+      throw classify(err, to)
     }
   }
 
