@@ -21,7 +21,7 @@ import type * as LocalModule from '../workers/drivers/local.js'
 import type * as OpsModule from '../workers/ops.js'
 import type * as PoolModule from '../workers/pool.js'
 import { runBenchmark } from './lib/bench.js'
-import { MiB, ROOT, env } from './lib/env.js'
+import { MiB, ROOT, env, selected } from './lib/env.js'
 import { bigFile, plant, smallInputs, warm } from './lib/files.js'
 import { onCleanup } from './lib/proc.js'
 import { fmt, fmtRatio, median, progress, publish, ratio, table } from './lib/report.js'
@@ -107,7 +107,7 @@ runBenchmark('pool-hop', async () => {
     const n = await drain(d.read(c, path))
     if (n !== expect) throw new Error(`${d.kind}: read ${n} bytes of ${path}, expected ${expect}`)
   }
-  const ops: Op[] = [
+  const allOps: Op[] = [
     { name: 'stat', concurrency: 32, run: (d) => d.stat(ctx(), '/file4k.txt') },
     {
       name: 'list 50 entries',
@@ -123,6 +123,7 @@ runBenchmark('pool-hop', async () => {
     { name: 'read 4 KiB', concurrency: 32, run: (d) => readAll(d, '/file4k.txt', 4096) },
     { name: 'read 64 MiB', bytes: bigBytes, concurrency: 4, run: (d) => readAll(d, '/big.bin', bigBytes) },
   ]
+  const ops = allOps.filter((op) => selected(op.name))
 
   const seconds = Math.max(0.3, env.durationS / 5)
   progress(`warm-up: each op for ${seconds} s on each side`)

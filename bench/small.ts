@@ -11,7 +11,7 @@
  */
 import { join } from 'node:path'
 import { runBenchmark } from './lib/bench.js'
-import { ROOT, env } from './lib/env.js'
+import { ROOT, env, selected } from './lib/env.js'
 import { plant, smallInputs, warm } from './lib/files.js'
 import { reapedChildrenCpuSeconds, run } from './lib/proc.js'
 import { fmt, fmtRatio, median, progress, publish, ratio, table } from './lib/report.js'
@@ -68,7 +68,7 @@ function cases(kind: 'filegate' | 'node', token: string): Case[] {
   const session = JSON.stringify({ type: 'tmp', userID: 'bench' })
   const entries = (status: number, body: string) => ok(status, body) ?? ((JSON.parse(body) as { results: unknown[] }).results.length === 50 ? null : 'not 50 entries')
   const bytes4k = (status: number, body: string) => (status === 200 && body.length === 4096 ? null : `HTTP ${status}, ${body.length} bytes`)
-  return kind === 'filegate'
+  const all: Case[] = kind === 'filegate'
     ? [
         { name: 'ls 50 entries', method: 'GET', path: '/api/files/ls?path=/dir50/', headers: auth, check: entries },
         { name: 'cat 4 KiB', method: 'GET', path: '/api/files/cat?path=/file4k.txt', headers: auth, check: bytes4k },
@@ -79,6 +79,7 @@ function cases(kind: 'filegate' | 'node', token: string): Case[] {
         { name: 'cat 4 KiB', method: 'GET', path: '/cat?path=file4k.txt', headers: [], check: bytes4k },
         { name: 'session', method: 'POST', path: '/session', headers: json, body: session, check: ok },
       ]
+  return all.filter((c) => selected(c.name))
 }
 
 async function sanity(url: string, c: Case): Promise<void> {

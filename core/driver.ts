@@ -30,6 +30,12 @@ export interface Entry {
   readonly size: number
   /** Modification time in ms since the epoch; null when the backend cannot tell. */
   readonly mtimeMs: number | null
+  /**
+   * Reached through a symbolic link (the other fields describe its target). Walks
+   * (recursive delete, zip) never descend into a linked directory: removing a link
+   * removes the link only, and link cycles cannot trap a walk.
+   */
+  readonly link?: boolean
 }
 
 /** Static traits of a backend. */

@@ -68,7 +68,7 @@ export async function ensureParent(ctx: OpContext, d: Driver, path: string): Pro
 export async function removeTree(ctx: OpContext, d: Driver, path: string): Promise<void> {
   if (path === '/') throw new FsError('EACCES', 'the root cannot be removed', { path })
   const st = await d.stat(ctx, path)
-  if (st.kind === 'dir') {
+  if (st.kind === 'dir' && !st.link) {
     for (const child of await listSorted(ctx, d, path)) {
       if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled', { path })
       await removeTree(ctx, d, child.path)

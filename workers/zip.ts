@@ -246,14 +246,19 @@ async function* archiveBytes(ctx: OpContext, driver: Driver, tops: readonly Entr
 async function feed(w: ArchiveWriter, tops: readonly Entry[]): Promise<void> {
   for (const top of tops) {
     if (top.path === '/') await walk(w, top, '')
-    else if (top.kind === 'dir') await walk(w, top, top.name + '/')
+    else if (top.kind === 'dir') await walk(w, top, top.name + '/', true)
     else await w.file(top, top.name)
   }
 }
 
-/** Depth-first; `prefix` is the directory's entry name ('' for the root, which gets no entry). */
-async function walk(w: ArchiveWriter, dir: Entry, prefix: string): Promise<void> {
+/**
+ * Depth-first; `prefix` is the directory's entry name ('' for the root, which gets no
+ * entry). A linked directory met on the way is kept as an empty entry, not entered:
+ * links can form cycles. One named by the caller (`top`) is entered.
+ */
+async function walk(w: ArchiveWriter, dir: Entry, prefix: string, top = false): Promise<void> {
   if (prefix !== '') await w.directory(dir, prefix)
+  if (dir.link && !top) return
   const children = await w.listSorted(dir.path)
   for (let i = 0; i < children.length; i++) {
     const c = children[i]!

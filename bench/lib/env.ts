@@ -43,6 +43,8 @@ export const env = {
   smallFiles: num('BENCH_SMALL_FILES', QUICK ? 1000 : 10_000, 1),
   /** Keep filegate's one-log-line-per-request on (off by default: the references do not log). */
   logRequests: flag('BENCH_LOG_REQUESTS'),
+  /** Only the cases whose name contains one of these (comma-separated; small, pool-hop), e.g. for profiling one case. */
+  only: (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''),
   /** Start filegate (and the node reference) with --cpu-prof; profiles go next to the results. */
   cpuProf: flag('BENCH_CPU_PROF'),
   /** Never run apt-get, even as root. */
@@ -57,3 +59,6 @@ export const env = {
 
 export const MiB = 1024 * 1024
 export const GiB = 1024 * MiB
+
+/** Whether a case (by name) is selected by BENCH_ONLY. */
+export const selected = (name: string): boolean => env.only.length === 0 || env.only.some((o) => name.includes(o))

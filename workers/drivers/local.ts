@@ -96,7 +96,8 @@ class LocalDriver implements Driver {
   async stat(_ctx: OpContext, path: string): Promise<Entry> {
     const abs = await this.#resolve(path)
     try {
-      return toEntry(path, await fs.stat(abs))
+      const lst = await fs.lstat(abs)
+      return lst.isSymbolicLink() ? toEntry(path, await fs.stat(abs), true) : toEntry(path, lst)
     } catch (err) {
       throw classify(err, path)
     }
@@ -307,7 +308,7 @@ class LocalDriver implements Driver {
             continue
           }
           const real = await fs.realpath(abs)
-          if (real === this.#realRoot || real.startsWith(this.#realRoot + nodePath.sep)) out[i] = toEntry(path, await fs.stat(abs))
+          if (real === this.#realRoot || real.startsWith(this.#realRoot + nodePath.sep)) out[i] = toEntry(path, await fs.stat(abs), true)
         } catch {
           // Vanished since readdir, or a dangling link: not part of the listing.
         }
@@ -326,9 +327,10 @@ async function writeAll(fh: fs.FileHandle, chunk: Uint8Array): Promise<void> {
   }
 }
 
-function toEntry(path: string, st: Stats): Entry {
+function toEntry(path: string, st: Stats, link = false): Entry {
   const dir = st.isDirectory()
-  return { path, name: baseName(path), kind: dir ? 'dir' : 'file', size: dir ? 0 : st.size, mtimeMs: Math.floor(st.mtimeMs) }
+  const e: Entry = { path, name: baseName(path), kind: dir ? 'dir' : 'file', size: dir ? 0 : st.size, mtimeMs: Math.floor(st.mtimeMs) }
+  return link ? { ...e, link } : e
 }
 
 // 5) Factory -----------------------------------------------------------------
