@@ -17,7 +17,8 @@
  *   an Info-ZIP "UT" extra field with the exact second, which unzip, 7-Zip, yauzl and
  *   Go read. A backend that does not know a time gets the archive's start time.
  * - Compression: `store` stores everything; `auto` stores formats that are already
- *   compressed (by extension, list below) and deflates the rest at level 1, the
+ *   compressed (by extension, list below, or when the file's first 128 KiB barely
+ *   deflate: random or compressed data under any name) and deflates the rest at level 1, the
  *   fastest: deflate is what limits a zip download (about 50 MB/s per stream on
  *   incompressible data, 70-140 MB/s on text, against 500+ MB/s stored, on the 2-core
  *   test machine), and higher levels cost several times the CPU for a few percent.
@@ -71,6 +72,7 @@
 /// <reference path="./zip-stream.d.ts" />
 import { once } from 'node:events'
 import { PassThrough } from 'node:stream'
+import { deflateRawSync } from 'node:zlib'
 import ZipStream, { type EntryData, type ZipArchiveEntry } from 'zip-stream'
 import type { Driver, Entry, OpContext } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
@@ -103,6 +105,23 @@ const ZIP64_FROM = 0xffff_ffff
  */
 const DEFLATE_GROWTH_MARGIN = 16 * 1024 * 1024
 const STAT_CONCURRENCY = 8
+/** Bytes of a file's start deflated to judge whether the rest is worth deflating. */
+const SAMPLE_BYTES = 128 * 1024
+/** Stored when the sample deflates to more than this fraction of its size. */
+const INCOMPRESSIBLE_RATIO = 0.95
+
+/**
+ * True when the file's first bytes barely deflate: already-compressed or random
+ * content without a telling extension (a .bin, a .dat). Deflating it would cost about
+ * 20 ms of CPU per MB for nothing; storing it runs at disk speed.
+ */
+function incompressible(held: readonly Buffer[]): boolean {
+  const first = held[0]
+  if (!first) return false
+  const sample = first.byteLength >= SAMPLE_BYTES || held.length === 1 ? first.subarray(0, SAMPLE_BYTES) : Buffer.concat(held).subarray(0, SAMPLE_BYTES)
+  if (sample.byteLength < 4096) return false
+  return deflateRawSync(sample, { level: DEFLATE_LEVEL }).byteLength > sample.byteLength * INCOMPRESSIBLE_RATIO
+}
 const DEFLATE_LEVEL = 1
 
 const MAGIC32 = 0xffff_ffff
@@ -305,20 +324,22 @@ class ArchiveWriter {
     const mtimeMs = e.mtimeMs ?? this.#now
     const nearLimit = e.size >= ZIP64_FROM - DEFLATE_GROWTH_MARGIN && e.size < ZIP64_FROM
     const store = this.#storeAll || nearLimit || isPrecompressed(name)
-    const data: EntryData = { name: 'f', type: 'file', mode: 0o644, date: new Date(mtimeMs), store }
+    let data: EntryData = { name: 'f', type: 'file', mode: 0o644, date: new Date(mtimeMs), store }
     const meta: EntryMeta = { name: zipEntryName(name), mtimeMs, zip64: e.size >= ZIP64_FROM }
-    // Small files are collected first (bounded by SMALL_FILE); a file that turns out
-    // bigger than its stat said switches to streaming with what was already read.
+    // The first bytes are held before the entry starts: they tell whether deflate is
+    // worth its CPU. Small files are held whole (bounded by SMALL_FILE); a file that
+    // turns out bigger than its stat said switches to streaming with what was read.
     let held: Buffer[] = []
     let heldBytes = 0
-    let sink: { readonly input: PassThrough; readonly done: Promise<void> } | null = e.size <= SMALL_FILE ? null : this.#open(data, meta)
+    let sink: { readonly input: PassThrough; readonly done: Promise<void> } | null = null
     for await (const chunk of this.#driver.read(this.#ctx, e.path)) {
       this.#check()
       const buf = asBuffer(chunk)
       if (sink === null) {
         held.push(buf)
         heldBytes += buf.byteLength
-        if (heldBytes <= SMALL_FILE) continue
+        if (heldBytes <= SMALL_FILE && e.size <= SMALL_FILE) continue
+        if (!data.store && incompressible(held)) data = { ...data, store: true }
         sink = this.#open(data, meta)
         for (const h of held) await this.#write(sink.input, h)
         held = []
@@ -328,6 +349,7 @@ class ArchiveWriter {
     }
     this.#check()
     if (sink === null) {
+      if (!data.store && incompressible(held)) data = { ...data, store: true }
       await this.#settle(this.#zs.add(held.length === 1 ? held[0]! : Buffer.concat(held, heldBytes), data, meta))
     } else {
       sink.input.end()

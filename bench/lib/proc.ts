@@ -33,7 +33,7 @@ export async function cleanup(graceMs = 3000): Promise<void> {
 /** Stops one child by its pid and waits for it to exit. */
 export async function stop(child: ChildProcess, graceMs = 3000, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return
-  const exited = new Promise<void>((r) => child.once("exit", (c, s) => { if (process.env.BENCH_DEBUG) console.error("exit", child.pid, c, s); r() }))
+  const exited = new Promise<void>((r) => child.once('exit', () => r()))
   child.kill(signal)
   const t = setTimeout(() => child.kill('SIGKILL'), graceMs)
   await exited

@@ -6,7 +6,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
-import { cpus, release, totalmem } from 'node:os'
+import { cpus, loadavg, release, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { ROOT, env } from './env.js'
 
@@ -112,7 +112,7 @@ export function publish(r: Results): string {
   mkdirSync(env.resultsDir, { recursive: true })
   const stamp = new Date().toISOString().replace(/[:.]/g, '-')
   const file = join(env.resultsDir, `${r.name}-${stamp}.json`)
-  const doc = { ...r, quick: env.quick, at: new Date().toISOString(), machine: { ...machine(), cpus: cpus().map((c) => c.model), totalmem: totalmem() } }
+  const doc = { ...r, quick: env.quick, at: new Date().toISOString(), machine: { ...machine(), cpus: cpus().map((c) => c.model), totalmem: totalmem(), loadavg: loadavg() } }
   writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`)
   console.log(`\nresults: ${file}`)
   return file

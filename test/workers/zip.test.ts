@@ -223,7 +223,9 @@ const outDir = async (t: Test): Promise<string> => {
 const TEXT = 'the quick brown fox jumps over the lazy dog\n'.repeat(5000) // 220 KB, compresses well
 const PNG = randomBytes(50_000)
 const ZIP = randomBytes(30_000)
-const LARGE = randomBytes(3 * 1024 * 1024 + 123) // streamed (over 1 MiB), three read chunks and a bit
+// Streamed (over 1 MiB), three read chunks and a bit. Base64 text: it deflates (to about
+// 3/4), so an unknown extension is deflated; random bytes would be stored (see below).
+const LARGE = Buffer.from(randomBytes(3 * 1024 * 1024).toString('base64').slice(0, 3 * 1024 * 1024 + 123))
 const UNICODE = 'é日本.txt'
 const fixture = () => ({
   docs: {
@@ -301,7 +303,7 @@ t.test('a directory tree, auto compression, checked by yauzl and unzip', async (
   t.ok(byName.get('docs/a.txt')!.csize < TEXT.length / 10, 'and deflated well')
   t.equal(byName.get('docs/b.png')?.method, 0, '.png stored')
   t.equal(byName.get('docs/c.zip')?.method, 0, '.zip stored')
-  t.equal(byName.get('docs/large.bin')?.method, 8, 'unknown extension deflated')
+  t.equal(byName.get('docs/large.bin')?.method, 8, 'unknown extension, compressible content: deflated')
   t.equal(byName.get('docs/empty.txt')?.method, 0, 'an empty file is stored')
 
   // Times: the UT extra field keeps the second, the DOS field the even second below it (UTC).
@@ -526,6 +528,22 @@ function checkZip64Local(t: Test, rec: { lfh: Buffer; extra: Buffer; dd: Buffer 
   t.equal(Number(dd.readBigUInt64LE(8)), csize, 'compressed size, 8 bytes')
   t.equal(Number(dd.readBigUInt64LE(16)), size, 'size, 8 bytes')
 }
+
+t.test('auto mode stores content that does not deflate, whatever its name', async (t) => {
+  const noise = randomBytes(2 * 1024 * 1024 + 5)
+  const small = randomBytes(300 * 1024)
+  const root = t.testdir({ d: { 'noise.bin': noise, 'small.dat': small, 'text.bin': LARGE } })
+  const driver = await createLocalDriver({ root })
+  const file = nodePath.join(await outDir(t), 'sampled.zip')
+  await fs.writeFile(file, await collect(t, await openZip(ctxOf(), driver, ['/d'], { compression: 'auto' })))
+  await unzipTest(t, file)
+  const { entries } = await readZip(file)
+  const method = (n: string) => entries.find((e) => e.name === n)?.method
+  t.equal(method('d/noise.bin'), 0, 'random bytes (streamed) are stored')
+  t.equal(method('d/small.dat'), 0, 'random bytes (held whole) are stored')
+  t.equal(method('d/text.bin'), 8, 'compressible bytes are deflated')
+  t.equal(entries.find((e) => e.name === 'd/noise.bin')?.sha256, sha(noise), 'content intact')
+})
 
 t.test('zip64 local header for a file stat says is huge (small in fact: fast, always runs)', async (t) => {
   const root = t.testdir(fixture())
