@@ -8,13 +8,15 @@
  * - several concurrent tasks per worker: tasks wait on I/O, and a streaming task stays
  *   pending for its whole transfer;
  * - a bounded queue, checked before dispatch: piscina's own queue-full error has no
- *   code, so a full queue is answered here as EUNAVAILABLE (503 at the HTTP edge);
+ *   code, so a task that would wait behind `maxQueue` others is refused here as
+ *   EUNAVAILABLE (503 at the HTTP edge);
  * - threads live for the pool's lifetime (their driver caches are the point).
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { Transferable } from 'node:worker_threads'
 import { Piscina } from 'piscina'
+import { ApiError } from '../core/api-error.js'
 import { FsError, fromWire } from '../core/errors.js'
 import type { Reply, Request } from '../core/messages.js'
 
@@ -39,12 +41,14 @@ function entryFile(): string {
 
 export class WorkerPool {
   readonly #piscina: Piscina
-  readonly #maxQueue: number
+  /** Tasks that may run at once plus those that may wait: beyond it, refuse. */
+  readonly #limit: number
+  /** Tasks handed to piscina and not yet settled: running and queued. */
   #running = 0
   #closed = false
 
   constructor(opts: PoolOptions) {
-    this.#maxQueue = opts.maxQueue
+    this.#limit = opts.workers * opts.tasksPerWorker + opts.maxQueue
     this.#piscina = new Piscina({
       filename: entryFile(),
       minThreads: opts.workers,
@@ -59,13 +63,14 @@ export class WorkerPool {
   }
 
   /**
-   * Runs one request. Resolves with the reply value; rejects with an FsError: the op's
-   * own error, EUNAVAILABLE when the queue is full or the pool is closing, EIO when the
-   * worker thread died under the task.
+   * Runs one request. Resolves with the reply value; rejects with the op's own FsError,
+   * EIO when the worker thread died under the task, or ApiError UNAVAILABLE when the
+   * queue is full or the pool is closing.
    */
   async run<V>(msg: Request, transfer: readonly Transferable[] = []): Promise<V> {
-    if (this.#closed) throw new FsError('EUNAVAILABLE', 'the server is shutting down')
-    if (this.#piscina.queueSize >= this.#maxQueue) throw new FsError('EUNAVAILABLE', 'the server is overloaded, try again shortly')
+    // The service's own state, not the backend's: UNAVAILABLE (503), never BACKEND_UNREACHABLE.
+    if (this.#closed) throw new ApiError('UNAVAILABLE', 'the server is shutting down')
+    if (this.#running >= this.#limit) throw new ApiError('UNAVAILABLE', 'the server is overloaded, try again shortly')
     this.#running++
     let reply: Reply<V>
     try {

@@ -15,6 +15,7 @@
 import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
 import type * as UWS from 'uWebSockets.js'
+import { ApiError } from '../../core/api-error.js'
 import { FsError } from '../../core/errors.js'
 import type { HttpHandler, HttpReply, HttpRequest } from '../../core/http.js'
 import { errorReply, statusLine } from './status.js'
@@ -203,7 +204,8 @@ class Exchange implements HttpRequest {
 
   /** Shutting down: 503 and close the connection. */
   refuse(): void {
-    void this.#send({ ...errorReply(new FsError('EUNAVAILABLE', 'the server is shutting down')).reply, headers: { connection: 'close' } })
+    const { reply } = errorReply(new ApiError('UNAVAILABLE', 'the server is shutting down'))
+    void this.#send({ ...reply, headers: { ...reply.headers, connection: 'close' } })
   }
 
   // Request body ------------------------------------------------------------
