@@ -64,7 +64,7 @@ export class SessionService {
     }
     const params = body as Record<string, unknown>
     const { spec, identity } = params.type === 'tmp' ? this.#tmp(params) : this.#connection(params)
-    if (!('createRoot' in spec && spec.createRoot)) await this.#probe(spec, requestId)
+    if (!('createRoot' in spec && spec.createRoot)) await this.#check(spec, requestId)
     const now = Date.now()
     const payload: Payload = {
       v: 1,
@@ -99,6 +99,18 @@ export class SessionService {
   /** DELETE /api/session. */
   revoke(session: Session): Promise<void> {
     return this.#state.revokeToken(session.id, session.expiresAt)
+  }
+
+  /** Opens the backend once: a login fails now, not at the first file request. */
+  async #check(spec: BackendSpec, requestId: string): Promise<void> {
+    try {
+      await this.#probe(spec, requestId)
+    } catch (err) {
+      // A storage root that is not there is the server's misconfiguration, not the client's mistake.
+      const code = (err as { code?: unknown }).code
+      if (code === 'ENOENT' || code === 'ENOTDIR') throw new ApiError('BACKEND_UNREACHABLE', 'the storage of this connection cannot be reached', { cause: err })
+      throw err
+    }
   }
 
   #tmp(params: Record<string, unknown>): { spec: BackendSpec; identity: string } {

@@ -69,15 +69,16 @@ class Channel {
     const { port1, port2 } = new MessageChannel()
     const writer = new PortWriter(port1)
     const task = this.call<V>(ctx, { ...body, port: port2 }, [port2])
-    const pump = writer.pipeFrom(source).catch(() => {
+    writer.pipeFrom(source).catch(() => {
       // Cancelled by the worker (it failed, or finished early): the task's reply tells why.
       // A failing source was already sent down the stream as an error frame.
     })
     try {
       return await task
     } finally {
+      // Not waiting for the pump: it may be waiting on a slow client's next bytes, and the
+      // answer (say, a 409) must not. Once failed, the writer takes nothing more.
       writer.fail(new FsError('ECANCELED', 'upload stopped')) // no-op once ended
-      await pump
       port1.close()
     }
   }

@@ -212,10 +212,11 @@ class Exchange implements HttpRequest {
 
   #onData(ab: ArrayBuffer, last: boolean): void {
     if (this.#finished) return
-    if (ab.byteLength > 0) {
-      this.#received += ab.byteLength
-      const max = this.#opts.maxBodyBytes
-      if (max !== null && this.#received > max && !this.#bodyError) this.#bodyError = tooLarge(max)
+    this.#received += ab.byteLength
+    const max = this.#opts.maxBodyBytes
+    if (max !== null && this.#received > max && !this.#bodyError) this.#bodyError = tooLarge(max)
+    // A refused body (too large) is dropped as it arrives, not buffered.
+    if (ab.byteLength > 0 && !this.#bodyError) {
       // uWS reuses `ab` after this callback returns: copy it into a buffer of its own.
       const copy = Buffer.allocUnsafeSlow(ab.byteLength)
       copy.set(new Uint8Array(ab))

@@ -135,6 +135,12 @@ t.test('a configured local connection works by type and by label, fixed to its f
   await expectError(t, await post(url, { label: 'nope' }), 400, 'INVALID_INPUT', 'unknown label')
 })
 
+t.test('a local connection whose folder is missing → 502 BACKEND_UNREACHABLE at login', async (t) => {
+  const root = t.testdir({ data: {} })
+  const { url } = await startTestServer(t, { data_dir: join(root, 'data'), connections: [{ label: 'gone', type: 'local', path: join(root, 'not-there') }] })
+  await expectError(t, await post(url, { label: 'gone' }), 502, 'BACKEND_UNREACHABLE', 'missing folder')
+})
+
 t.test('GET /api/session answers the session without its token', async (t) => {
   const { url } = await startTestServer(t)
   const created = await login(url, { type: 'tmp', userID: 'alice' })
