@@ -8,6 +8,7 @@ import { ensureBuilt } from './build.js'
 import { env } from './env.js'
 import { cleanup, installExitHandlers } from './proc.js'
 import { machineLine, progress } from './report.js'
+import { serverReport } from './servers.js'
 
 export function runBenchmark(name: string, body: () => Promise<void>, opts: { needsBuild?: boolean } = {}): void {
   process.env.BENCH_NAME = name
@@ -24,6 +25,8 @@ export function runBenchmark(name: string, body: () => Promise<void>, opts: { ne
     },
     async (err: unknown) => {
       console.error(`\n${name} FAILED: ${(err as Error)?.stack ?? String(err)}`)
+      const servers = serverReport()
+      if (servers) console.error(`\nthe servers it started:\n${servers}`)
       await cleanup()
       process.exit(1)
     },

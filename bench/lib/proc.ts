@@ -30,8 +30,12 @@ export async function cleanup(graceMs = 3000): Promise<void> {
   }
 }
 
+/** Children stopped on purpose: their exit is not news. */
+export const stopped = new WeakSet<ChildProcess>()
+
 /** Stops one child by its pid and waits for it to exit. */
 export async function stop(child: ChildProcess, graceMs = 3000, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  stopped.add(child)
   if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return
   const exited = new Promise<void>((r) => child.once('exit', () => r()))
   child.kill(signal)

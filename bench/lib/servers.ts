@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { MAIN_JS } from './build.js'
 import { ensureCommand } from './debian.js'
 import { ROOT, env } from './env.js'
-import { cpuSeconds, onCleanup, stop, tail, track, treeCpuSeconds } from './proc.js'
+import { cpuSeconds, onCleanup, stop, stopped, tail, track, treeCpuSeconds } from './proc.js'
 import { progress } from './report.js'
 
 export interface Server {
@@ -40,11 +40,33 @@ export function profileDir(server: string): string {
   return dir
 }
 
-/** Waits for the child to print a line `match` accepts; fails if it exits first or takes over `ms`. */
-function waitForLine<T>(child: ChildProcess, what: string, match: (line: string) => T | null, ms = 30_000): Promise<T> {
+/** Every server started, for the failure report. */
+const started: { name: string; child: ChildProcess; output: () => string }[] = []
+
+/** The last lines each server printed, and how it ended: printed when a benchmark fails. */
+export function serverReport(): string {
+  return started
+    .map((s) => {
+      const how = s.child.exitCode !== null || s.child.signalCode !== null ? `exited (${s.child.exitCode ?? s.child.signalCode})` : 'running'
+      return `--- ${s.name} (pid ${s.child.pid}, ${how}), last output:\n${s.output() || '(none)'}`
+    })
+    .join('\n')
+}
+
+/**
+ * Waits for the child to print a line `match` accepts; fails if it exits first or takes
+ * over `ms`. Keeps the child's last output lines and reports an unexpected exit at once.
+ */
+function waitForLine<T>(name: string, child: ChildProcess, match: (line: string) => T | null, ms = 30_000): Promise<T> {
+  const out: string[] = []
+  const keep = (l: string) => {
+    out.push(l)
+    if (out.length > 60) out.shift()
+  }
+  const output = () => out.join('\n')
+  started.push({ name, child, output })
   return new Promise((resolve, reject) => {
     let done = false
-    const errTail = tail(child.stderr)
     const finish = (err: Error | null, v?: T) => {
       if (done) return
       done = true
@@ -52,18 +74,29 @@ function waitForLine<T>(child: ChildProcess, what: string, match: (line: string)
       if (err) reject(err)
       else resolve(v as T)
     }
-    tail(child.stdout, 40, (line) => {
+    tail(child.stderr, 60, keep)
+    tail(child.stdout, 60, (line) => {
+      keep(line)
       const v = match(line)
       if (v !== null) finish(null, v)
     })
-    const timer = setTimeout(() => finish(new Error(`${what} did not start within ${ms / 1000}s: ${errTail()}`)), ms)
-    child.once('exit', (code, sig) => setTimeout(() => finish(new Error(`${what} exited (${code ?? sig}) before listening: ${errTail()}`)), 50))
+    const timer = setTimeout(() => finish(new Error(`${name} did not start within ${ms / 1000}s: ${output()}`)), ms)
+    child.once('exit', (code, sig) => {
+      if (!done) setTimeout(() => finish(new Error(`${name} exited (${code ?? sig}) before listening: ${output()}`)), 50)
+      else if (!stopped.has(child)) console.error(`\n!!! ${name} (pid ${child.pid}) exited unexpectedly (${code ?? sig}); its last output:\n${output()}\n`)
+    })
     child.once('error', (err) => finish(err))
   })
 }
 
 function wrap(name: string, child: ChildProcess, url: string, cpu: () => number): Server {
-  return { name, url, pid: child.pid!, cpu, stop: () => stop(child, 5000) }
+  return {
+    name,
+    url,
+    pid: child.pid!,
+    cpu,
+    stop: () => stop(child, 5000),
+  }
 }
 
 /**
@@ -76,7 +109,7 @@ export async function startFilegate(dataDir: string, workers = env.workers): Pro
     cwd: ROOT,
     env: { ...process.env, FILEGATE_LOG_REQUESTS: env.logRequests ? 'true' : 'false', FILEGATE_SHUTDOWN_GRACE_SECONDS: '2', FILEGATE_LOG_LEVEL: 'info' },
   })
-  const url = await waitForLine(child, 'filegate', (line) => {
+  const url = await waitForLine('filegate', child, (line) => {
     try {
       const j = JSON.parse(line) as { msg?: string; url?: string }
       return j.msg === 'filegate listening' && j.url ? j.url : null
@@ -100,7 +133,7 @@ export async function tmpSession(url: string, userID: string): Promise<string> {
 export async function startNodeRef(root: string): Promise<Server> {
   const nodeArgs = env.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir('node-ref')] : []
   const child = track(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, 'bench', 'ref', 'node-server.ts'), '--root', root], { cwd: ROOT })
-  const port = await waitForLine(child, 'the node reference server', (line) => {
+  const port = await waitForLine('the node reference server', child, (line) => {
     try {
       const j = JSON.parse(line) as { msg?: string; port?: number }
       return j.msg === 'listening' && j.port ? j.port : null
@@ -176,6 +209,7 @@ http {
   writeFileSync(join(dir, 'nginx.conf'), conf)
   const child = track(found.path, ['-e', join(dir, 'error.log'), '-p', dir, '-c', join(dir, 'nginx.conf')], { cwd: dir })
   const errTail = tail(child.stderr)
+  started.push({ name: 'nginx', child, output: errTail })
   try {
     await waitForPort(port, child, 'nginx')
   } catch (err) {
