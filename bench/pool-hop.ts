@@ -4,7 +4,7 @@
  * in this thread (createLocalDriver) vs through the pool (RemoteDriver over a
  * WorkerPool of BENCH_WORKERS threads: a piscina task, typed messages, and for reads
  * a MessageChannel with credits and transferred buffers). In-process, no HTTP, on
- * the compiled code in dist/.
+ * the compiled code (a copy of dist/, see lib/build.ts).
  *
  * Operations, each the same work on both sides (what workers/entry.ts does for the op):
  * stat of a file; list of a 50-entry folder (stat + list + sort); read of a 4 KiB
@@ -21,13 +21,14 @@ import type * as LocalModule from '../workers/drivers/local.js'
 import type * as OpsModule from '../workers/ops.js'
 import type * as PoolModule from '../workers/pool.js'
 import { runBenchmark } from './lib/bench.js'
-import { MiB, ROOT, env, selected } from './lib/env.js'
+import { distDir } from './lib/build.js'
+import { MiB, env, selected } from './lib/env.js'
 import { bigFile, plant, smallInputs, warm } from './lib/files.js'
 import { onCleanup } from './lib/proc.js'
 import { fmt, fmtRatio, median, progress, publish, ratio, table } from './lib/report.js'
 import { tempDir } from './lib/servers.js'
 
-const dist = <T>(rel: string): Promise<T> => import(pathToFileURL(join(ROOT, 'dist', rel)).href) as Promise<T>
+const dist = <T>(rel: string): Promise<T> => import(pathToFileURL(join(distDir(), rel)).href) as Promise<T>
 
 /** A fresh context per op, as each HTTP request has: RemoteDriver listens on its signal. */
 const ctx = (): OpContext => ({ signal: new AbortController().signal, requestId: 'bench' })

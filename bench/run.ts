@@ -7,14 +7,15 @@
  *   npm run bench:quick           every benchmark, small and short (CI: checks they still work)
  *
  * Each benchmark runs as its own process (which starts and stops its own servers
- * and clients); this one only builds dist/ once, runs them in turn, and ends with a
+ * and clients); this one only builds dist/ once (and takes the copy they all run,
+ * see lib/build.ts), runs them in turn, and ends with a
  * summary: the tables, and a Markdown copy in bench/results/summary-<time>.md. The
  * exit code is non-zero when a benchmark broke, never because a figure is slow.
  */
 import { spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { ensureBuilt } from './lib/build.js'
+import { prepareDist } from './lib/build.js'
 import { ROOT, env } from './lib/env.js'
 import { machineLine } from './lib/report.js'
 
@@ -56,7 +57,7 @@ function runOne(name: string): Promise<number> {
     const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', `${name}.ts`)], {
       cwd: ROOT,
       stdio: 'inherit',
-      env: { ...process.env, BENCH_QUICK: quick ? '1' : '0', BENCH_SKIP_BUILD: '1' },
+      env: { ...process.env, BENCH_QUICK: quick ? '1' : '0' },
     })
     current = child
     child.once('error', () => resolve(1))
@@ -81,7 +82,7 @@ function latestResult(name: string, since: number): { file: string; table: strin
 async function main(): Promise<void> {
   const started = Date.now()
   console.log(`filegate bench${quick ? ' (quick)' : ''}: ${selected.join(', ')}`)
-  if (!env.skipBuild) await ensureBuilt()
+  await prepareDist()
   const outcome: { name: string; code: number; seconds: number }[] = []
   for (const name of selected) {
     if (interrupted) break

@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { ApiError } from '../core/api-error.js'
-import type { BackendSpec } from '../core/backend.js'
+import { type BackendSpec, backendIdentity, parseBackendSpec } from '../core/backend.js'
 import type { Config, ConnectionConfig } from '../core/config.js'
 import type { StateStore } from '../core/state.js'
 import { TokenError, seal, unseal } from '../core/token.js'
@@ -121,21 +121,22 @@ export class SessionService {
     }
     return {
       spec: { type: 'local', root: join(this.#config.data_dir, 'tmp', userID), createRoot: true },
-      identity: `tmp\0${userID}`,
+      identity: `tmp\0${userID}`, // not the folder: the same user keeps its id if data_dir moves
     }
   }
 
   #connection(params: Record<string, unknown>): { spec: BackendSpec; identity: string } {
     const conn = this.#pick(params)
-    switch (conn.type) {
-      case 'local': {
-        // Only the configured folder: a client never picks a folder of the server's disk.
-        const root = conn.path as string // validated absolute by core/config
-        return { spec: { type: 'local', root }, identity: `local\0${root}` }
-      }
-      default:
-        throw new ApiError('NOT_SUPPORTED', `backend type "${conn.type}" is not available in this version`)
+    let spec: BackendSpec
+    if (conn.type === 'local') {
+      // Only the configured folder: a client never picks a folder of the server's disk.
+      spec = { type: 'local', root: conn.path as string } // validated absolute by core/config
+    } else {
+      // The connection's fixed values override the client's.
+      const { label: _label, type: _type, ...fixed } = conn
+      spec = parseBackendSpec(conn.type, { ...params, ...fixed })
     }
+    return { spec, identity: backendIdentity(spec) }
   }
 
   #pick(params: Record<string, unknown>): ConnectionConfig {

@@ -1,21 +1,22 @@
 /**
  * @module bench/lib/bench
  * The frame every benchmark runs in: its name for the results file, handlers that
- * stop everything it started (also on Ctrl-C or failure), a fresh dist/ build, and
- * an exit code that is non-zero only when something broke (never for slow figures).
+ * stop everything it started (also on Ctrl-C or failure), the compiled code to run
+ * (lib/build.ts), and an exit code that is non-zero only when something broke (never
+ * for slow figures).
  */
-import { ensureBuilt } from './build.js'
+import { prepareDist } from './build.js'
 import { env } from './env.js'
 import { cleanup, installExitHandlers } from './proc.js'
 import { machineLine, progress } from './report.js'
 import { serverReport } from './servers.js'
 
-export function runBenchmark(name: string, body: () => Promise<void>, opts: { needsBuild?: boolean } = {}): void {
+export function runBenchmark(name: string, body: () => Promise<void>): void {
   process.env.BENCH_NAME = name
   installExitHandlers()
   const main = async () => {
     progress(`${name}${env.quick ? ' (quick)' : ''}: ${machineLine()}`)
-    if (opts.needsBuild !== false) await ensureBuilt()
+    await prepareDist()
     await body()
   }
   main().then(

@@ -10,7 +10,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { type AddressInfo, createConnection, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { MAIN_JS } from './build.js'
+import { distDir } from './build.js'
 import { ensureCommand } from './debian.js'
 import { ROOT, env } from './env.js'
 import { cpuSeconds, onCleanup, stop, stopped, tail, track, treeCpuSeconds } from './proc.js'
@@ -105,7 +105,7 @@ function wrap(name: string, child: ChildProcess, url: string, cpu: () => number)
  */
 export async function startFilegate(dataDir: string, workers = env.workers): Promise<Server> {
   const nodeArgs = env.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir('filegate')] : []
-  const child = track(process.execPath, [...nodeArgs, MAIN_JS, '--port', '0', '--data-dir', dataDir, '--workers', String(workers)], {
+  const child = track(process.execPath, [...nodeArgs, join(distDir(), 'front', 'main.js'), '--port', '0', '--data-dir', dataDir, '--workers', String(workers)], {
     cwd: ROOT,
     env: { ...process.env, FILEGATE_LOG_REQUESTS: env.logRequests ? 'true' : 'false', FILEGATE_SHUTDOWN_GRACE_SECONDS: '2', FILEGATE_LOG_LEVEL: 'info' },
   })

@@ -7,6 +7,7 @@
  */
 import type { BackendSpec } from '../../core/backend.js'
 import type { Driver } from '../../core/driver.js'
+import { FsError } from '../../core/errors.js'
 import { assertNever } from '../../core/messages.js'
 import { createLocalDriver } from './local.js'
 
@@ -14,7 +15,12 @@ export async function createDriver(spec: BackendSpec): Promise<Driver> {
   switch (spec.type) {
     case 'local':
       return createLocalDriver(spec.createRoot ? { root: spec.root, createRoot: true } : { root: spec.root })
+    case 's3':
+    case 'sftp':
+    case 'ftp':
+    case 'smb':
+      throw new FsError('ENOTSUP', `the ${spec.type} backend is not available in this version`)
     default:
-      return assertNever(spec.type)
+      return assertNever(spec)
   }
 }
