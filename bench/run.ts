@@ -106,7 +106,10 @@ async function main(): Promise<void> {
   writeFileSync(summary, `${md.join('\n')}\n`)
 
   console.log('\n======== summary ========')
-  for (const o of outcome) console.log(`${o.code === 0 ? 'ok    ' : 'FAILED'} ${o.name.padEnd(14)} ${o.seconds.toFixed(1)} s`)
+  for (const o of outcome) {
+    const status = o.code === 0 ? 'ok         ' : o.code === 130 || o.code === 143 ? 'interrupted' : 'FAILED     '
+    console.log(`${status} ${o.name.padEnd(14)} ${o.seconds.toFixed(1)} s`)
+  }
   console.log(`total ${((Date.now() - started) / 1000).toFixed(1)} s; tables in ${summary}`)
   const failed = outcome.filter((o) => o.code !== 0).length
   if (interrupted) process.exit(130)

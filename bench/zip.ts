@@ -17,7 +17,7 @@ import { basename, dirname, join } from 'node:path'
 import { runBenchmark } from './lib/bench.js'
 import { download } from './lib/curl.js'
 import { ensureCommand } from './lib/debian.js'
-import { GiB, env } from './lib/env.js'
+import { GiB, env, selected } from './lib/env.js'
 import { bigFile, mixedFolder, plant, smallFolder, treeStats, warm } from './lib/files.js'
 import { reapedChildrenCpuSeconds, run, runOk } from './lib/proc.js'
 import { fmt, fmtRatio, median, progress, publish, ratio, table } from './lib/report.js'
@@ -85,13 +85,14 @@ runBenchmark('zip', async () => {
       return { wallS: r.wallS, cpuS: filegate.cpu() - cpu0, archiveBytes: r.bytes }
     }
   const bigSize = statSync(big).size
-  const rows: { row: string; input: { files: number; bytes: number }; measure: Measure }[] = [
+  const allRows: { row: string; input: { files: number; bytes: number }; measure: Measure }[] = [
     { row: 'single file download (filegate, no zip)', input: { files: 1, bytes: bigSize }, measure: viaFilegate(`${filegate.url}/api/files/cat?path=/big.bin`) },
     { row: 'mixed, store: filegate', input: mixedStats, measure: viaFilegate(zipUrl('mixed', true)) },
   ]
-  if (zipTool.ok) rows.push({ row: 'mixed, store: zip -0', input: mixedStats, measure: () => zipCli(zipTool.path, mixed, 0) })
-  rows.push({ row: 'small files, default: filegate', input: smallStats, measure: viaFilegate(zipUrl('small', false)) })
-  if (zipTool.ok) rows.push({ row: 'small files: zip -1', input: smallStats, measure: () => zipCli(zipTool.path, small, 1) })
+  if (zipTool.ok) allRows.push({ row: 'mixed, store: zip -0', input: mixedStats, measure: () => zipCli(zipTool.path, mixed, 0) })
+  allRows.push({ row: 'small files, default: filegate', input: smallStats, measure: viaFilegate(zipUrl('small', false)) })
+  if (zipTool.ok) allRows.push({ row: 'small files: zip -1', input: smallStats, measure: () => zipCli(zipTool.path, small, 1) })
+  const rows = allRows.filter((r) => selected(r.row))
 
   progress('warm-up: each case once')
   for (const r of rows) await r.measure()
@@ -135,7 +136,7 @@ runBenchmark('zip', async () => {
 
   type Key = 'mbps' | 'filesPerS' | 'archiveBytes' | 'cpuPerGiB'
   const med = (row: string, key: Key) => median(samples.filter((s) => s.row === row).map((s) => s[key]))
-  const single = med(rows[0]!.row, 'mbps')
+  const single = med(allRows[0]!.row, 'mbps')
   const figures: Record<string, unknown> = {}
   for (const r of rows) {
     figures[r.row] = { mbps: med(r.row, 'mbps'), filesPerS: med(r.row, 'filesPerS'), archiveBytes: cliSizes[r.row] ?? med(r.row, 'archiveBytes'), cpuPerGiB: med(r.row, 'cpuPerGiB'), inputFiles: r.input.files, inputBytes: r.input.bytes }

@@ -7,7 +7,7 @@
  */
 import { prepareDist } from './build.js'
 import { env } from './env.js'
-import { cleanup, installExitHandlers } from './proc.js'
+import { cleanup, installExitHandlers, isExiting } from './proc.js'
 import { machineLine, progress } from './report.js'
 import { serverReport } from './servers.js'
 
@@ -25,6 +25,8 @@ export function runBenchmark(name: string, body: () => Promise<void>): void {
       process.exit(0)
     },
     async (err: unknown) => {
+      // Interrupted: the clients died of the same Ctrl-C; the exit handler is already stopping everything.
+      if (isExiting()) return
       console.error(`\n${name} FAILED: ${(err as Error)?.stack ?? String(err)}`)
       const servers = serverReport()
       if (servers) console.error(`\nthe servers it started:\n${servers}`)

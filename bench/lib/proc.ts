@@ -12,6 +12,9 @@ const live = new Set<ChildProcess>()
 const cleanups: (() => Promise<void> | void)[] = []
 let exiting = false
 
+/** True once Ctrl-C (or SIGTERM, or an uncaught error) started the shutdown. */
+export const isExiting = (): boolean => exiting
+
 /** Runs `fn` (e.g. removing a temp dir) when the benchmark ends, in reverse order of registration. */
 export function onCleanup(fn: () => Promise<void> | void): void {
   cleanups.push(fn)

@@ -9,10 +9,10 @@ import mime from 'mime-types'
 import { ApiError } from '../../core/api-error.js'
 import type { Entry } from '../../core/driver.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
-import type { ZipCompression } from '../../core/messages.js'
+import type { ReadHead, ZipCompression } from '../../core/messages.js'
 import { baseName, parseClientPath } from '../../core/paths.js'
 import { parseRange } from '../../core/range.js'
-import type { RequestContext } from '../../core/storage.js'
+import type { HeadedStream, RequestContext } from '../../core/storage.js'
 import { type Access, need } from '../access.js'
 import { errorReply, okReply } from '../http/status.js'
 
@@ -48,11 +48,21 @@ export const download: FileHandler = async (req, access) => {
   if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', `${path} is a directory: use /api/files/ls or /api/files/zip`)
   const spec = parseRange(req.header('range'))
   const stream = await access.storage.read(ctxOf(req), path, spec === 'invalid' || spec === null ? undefined : spec)
-  const { entry, range } = stream.head
+  try {
+    return replyFor(req, path, spec === 'invalid', stream)
+  } catch (err) {
+    stream.cancel() // the worker would otherwise wait for credits that never come
+    throw err
+  }
+}
+
+/** The reply to a read whose head arrived: 200, 206, 304, 416, or HEAD's headers. */
+function replyFor(req: HttpRequest, path: string, badRange: boolean, stream: HeadedStream<ReadHead>): HttpReply {
+  const { entry, range, unsatisfiable } = stream.head
   const headers = fileHeaders(req, entry, path)
   const cancel = () => stream.cancel()
   if (notModified(req, entry, headers.etag!)) return { status: 304, headers, finally: cancel }
-  if (spec === 'invalid' || stream.head.unsatisfiable) {
+  if (badRange || unsatisfiable) {
     stream.cancel()
     const { reply } = errorReply(new ApiError('RANGE_NOT_SATISFIABLE', `the range must lie within the file's ${entry.size} bytes`))
     return { ...reply, headers: { ...reply.headers, 'content-range': `bytes */${entry.size}` } }
