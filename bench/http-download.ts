@@ -11,8 +11,8 @@
  */
 import { basename, join } from 'node:path'
 import { runBenchmark } from './lib/bench.js'
-import { download } from './lib/curl.js'
-import { GiB, env } from './lib/env.js'
+import { download, requireCurl } from './lib/curl.js'
+import { GiB, env, selected } from './lib/env.js'
 import { bigFile, plant, warm } from './lib/files.js'
 import { fmt, fmtRatio, median, progress, publish, ratio, table } from './lib/report.js'
 import { type Server, startFilegate, startNginx, startNodeRef, tempDir, tmpSession } from './lib/servers.js'
@@ -41,6 +41,7 @@ async function measure(t: Target, clients: number, size: number): Promise<Omit<S
 }
 
 runBenchmark('http-download', async () => {
+  await requireCurl()
   const file = bigFile()
   const size = env.sizeMb * 1024 * 1024
   warm(file)
@@ -61,11 +62,12 @@ runBenchmark('http-download', async () => {
   for (const t of targets) await download(t.url, t.headers, 1, size)
 
   const samples: Sample[] = []
-  const clientCounts = [1, env.clients]
+  const clientCounts = [...new Set([1, env.clients])]
+  const measured = targets.filter((t) => selected(t.server.name))
   for (let run = 1; run <= env.runs; run++) {
     for (const clients of clientCounts) {
       // Servers interleaved within a run, so drift on a noisy machine hits all of them alike.
-      for (const t of targets) {
+      for (const t of measured) {
         const s = { ...(await measure(t, clients, size)), run }
         samples.push(s)
         progress(`run ${run}/${env.runs}, ${clients} client(s), ${s.server}: ${fmt(s.mbps)} MB/s, ${fmt(s.cpuPerGiB)} CPU s/GiB`)
@@ -79,7 +81,7 @@ runBenchmark('http-download', async () => {
   const ratios: Record<string, number | null> = {}
   const rows: string[][] = []
   for (const clients of clientCounts) {
-    for (const t of targets) {
+    for (const t of measured) {
       const name = t.server.name
       const mbps = med(name, clients, 'mbps')
       const cpu = med(name, clients, 'cpuPerGiB')

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto'
 import { createReadStream, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { runBenchmark } from './lib/bench.js'
-import { uploadChunked } from './lib/curl.js'
+import { requireCurl, uploadChunked } from './lib/curl.js'
 import { GiB, env } from './lib/env.js'
 import { bigFile, warm } from './lib/files.js'
 import { fmt, fmtRatio, median, progress, publish, ratio, table } from './lib/report.js'
@@ -33,6 +33,7 @@ async function sha256(path: string): Promise<string> {
 }
 
 runBenchmark('http-upload', async () => {
+  await requireCurl()
   const file = bigFile()
   const size = statSync(file).size
   warm(file)

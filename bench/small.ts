@@ -68,17 +68,17 @@ function cases(kind: 'filegate' | 'node', token: string): Case[] {
   const session = JSON.stringify({ type: 'tmp', userID: 'bench' })
   const entries = (status: number, body: string) => ok(status, body) ?? ((JSON.parse(body) as { results: unknown[] }).results.length === 50 ? null : 'not 50 entries')
   const bytes4k = (status: number, body: string) => (status === 200 && body.length === 4096 ? null : `HTTP ${status}, ${body.length} bytes`)
-  const all: Case[] = kind === 'filegate'
-    ? [
-        { name: 'ls 50 entries', method: 'GET', path: '/api/files/ls?path=/dir50/', headers: auth, check: entries },
-        { name: 'cat 4 KiB', method: 'GET', path: '/api/files/cat?path=/file4k.txt', headers: auth, check: bytes4k },
-        { name: 'session', method: 'POST', path: '/api/session', headers: json, body: session, check: ok },
-      ]
-    : [
-        { name: 'ls 50 entries', method: 'GET', path: '/ls?path=dir50', headers: [], check: entries },
-        { name: 'cat 4 KiB', method: 'GET', path: '/cat?path=file4k.txt', headers: [], check: bytes4k },
-        { name: 'session', method: 'POST', path: '/session', headers: json, body: session, check: ok },
-      ]
+  const filegate: Case[] = [
+    { name: 'ls 50 entries', method: 'GET', path: '/api/files/ls?path=/dir50/', headers: auth, check: entries },
+    { name: 'cat 4 KiB', method: 'GET', path: '/api/files/cat?path=/file4k.txt', headers: auth, check: bytes4k },
+    { name: 'session', method: 'POST', path: '/api/session', headers: json, body: session, check: ok },
+  ]
+  const node: Case[] = [
+    { name: 'ls 50 entries', method: 'GET', path: '/ls?path=dir50', headers: [], check: entries },
+    { name: 'cat 4 KiB', method: 'GET', path: '/cat?path=file4k.txt', headers: [], check: bytes4k },
+    { name: 'session', method: 'POST', path: '/session', headers: json, body: session, check: ok },
+  ]
+  const all = kind === 'filegate' ? filegate : node
   return all.filter((c) => selected(c.name))
 }
 

@@ -15,7 +15,7 @@
 import { closeSync, openSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { runBenchmark } from './lib/bench.js'
-import { download } from './lib/curl.js'
+import { download, requireCurl } from './lib/curl.js'
 import { ensureCommand } from './lib/debian.js'
 import { GiB, env, selected } from './lib/env.js'
 import { bigFile, mixedFolder, plant, smallFolder, treeStats, warm } from './lib/files.js'
@@ -53,6 +53,7 @@ async function zipCliSize(zipPath: string, folder: string, level: number): Promi
 }
 
 runBenchmark('zip', async () => {
+  await requireCurl()
   const mixed = mixedFolder()
   const small = smallFolder()
   const big = bigFile()

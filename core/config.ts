@@ -4,6 +4,7 @@
  * Pure: loading from files, environment and flags is front/config-load.ts.
  * Options are validated here, with precise messages, and trusted everywhere else.
  */
+import { PLUGIN_NAME, type PluginConfig } from './plugin.js'
 
 export interface ConnectionConfig {
   /** Picked by `label` in a session request (or by `type` when only one connection has it). */
@@ -36,7 +37,11 @@ export interface Config {
   /** Start even when uWebSockets.js fell back to its slow JS emulation. */
   readonly allow_uws_fallback: boolean
   readonly log: { readonly level: 'debug' | 'info' | 'warn' | 'error'; readonly requests: boolean }
-  readonly plugins: readonly string[]
+  /**
+   * Enabled plugins (core/plugin.ts), in order. In the file: a built-in's name, or
+   * `{"name", "path"?, "options"?}` (`path`: a third-party plugin's module, absolute).
+   */
+  readonly plugins: readonly PluginConfig[]
 }
 
 export const DEFAULTS: Config = {
@@ -103,9 +108,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     }
     return { ...o, label, type }
   })
-  if (!Array.isArray(m.plugins) || !m.plugins.every((p) => typeof p === 'string')) {
-    throw new ConfigError('plugins must be a list of plugin names')
-  }
+  const plugins = pluginList(m.plugins)
   return {
     host: str(m.host, 'host'),
     port: int(m.port, 'port', 0, 65535),
@@ -120,6 +123,35 @@ export function validateConfig(input: Record<string, unknown>): Config {
     shutdown_grace_seconds: int(m.shutdown_grace_seconds, 'shutdown_grace_seconds', 0, 86400),
     allow_uws_fallback: bool(m.allow_uws_fallback, 'allow_uws_fallback'),
     log: { level: log.level as Config['log']['level'], requests: bool(log.requests, 'log.requests') },
-    plugins: m.plugins as string[],
+    plugins,
   }
+}
+
+const PLUGIN_KEYS = new Set(['name', 'path', 'options'])
+
+/** `plugins`: names of built-ins, or objects; normalised to PluginConfig. */
+function pluginList(v: unknown): PluginConfig[] {
+  if (!Array.isArray(v)) throw new ConfigError('plugins must be a list of plugin names or {"name", "path", "options"} objects')
+  const seen = new Set<string>()
+  return v.map((p: unknown, i: number): PluginConfig => {
+    const at = `plugins[${i}]`
+    let o: Record<string, unknown>
+    if (typeof p === 'string') o = { name: p }
+    else if (p !== null && typeof p === 'object' && !Array.isArray(p)) o = p as Record<string, unknown>
+    else throw new ConfigError(`${at} must be a plugin name or a {"name", "path", "options"} object`)
+    for (const k of Object.keys(o)) if (!PLUGIN_KEYS.has(k)) throw new ConfigError(`${at}: unknown key "${k}" (known: name, path, options)`)
+    const name = o.name
+    if (typeof name !== 'string' || !PLUGIN_NAME.test(name)) {
+      throw new ConfigError(`${at}: the name must be 1 to 64 of a-z, 0-9 and "_", starting with a letter (got ${JSON.stringify(name)})`)
+    }
+    if (seen.has(name)) throw new ConfigError(`${at}: plugin "${name}" is enabled twice`)
+    seen.add(name)
+    if (o.path !== undefined && (typeof o.path !== 'string' || !o.path.startsWith('/'))) {
+      throw new ConfigError(`${at}: "path" must be the absolute path of the plugin's module (got ${JSON.stringify(o.path)})`)
+    }
+    const options = o.options ?? {}
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new ConfigError(`${at}: "options" must be an object`)
+    const base = { name, options: options as Record<string, unknown> }
+    return typeof o.path === 'string' ? { ...base, path: o.path } : base
+  })
 }

@@ -20,7 +20,8 @@ export const FS_ERROR_CODES = [
   'ETIMEDOUT', // the backend did not answer in time
   'EUNAVAILABLE', // the backend refused or dropped the connection
   'EAUTH', // the backend refused the credentials
-  'EFBIG', // over a size limit (the configured upload limit, a backend quota)
+  'EFBIG', // over a size limit (the configured upload limit, a backend quota, a plugin's input cap)
+  'EMEDIA', // a plugin cannot transform this file (e.g. ASCII art of a file that is not an image)
   'EIO', // anything else: a bug or an unexpected backend failure
 ] as const
 

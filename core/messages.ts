@@ -24,6 +24,15 @@ export interface RequestBase {
   readonly key: string
 }
 
+/**
+ * A download transform chosen on the main thread: the plugin's name and the parameters its
+ * `select` hook returned (plain data, already validated).
+ */
+export interface TransformRequest {
+  readonly plugin: string
+  readonly params: unknown
+}
+
 /** An unresolved HTTP-style range: `bytes=a-b`, `a-`, or the last `suffix` bytes. */
 export type RangeSpec = { readonly start: number; readonly end?: number } | { readonly suffix: number }
 
@@ -33,8 +42,11 @@ export type RequestBody =
   | { readonly op: 'stat'; readonly path: string }
   /** A directory's entries, sorted by name; a file is ENOTDIR. */
   | { readonly op: 'list'; readonly path: string }
-  /** Head frame: `ReadHead`; then the bytes. */
-  | { readonly op: 'read'; readonly path: string; readonly range?: RangeSpec; readonly port: MessagePort }
+  /**
+   * Head frame: `ReadHead`; then the bytes. With `transform`, a plugin's download transform
+   * (core/plugin.ts) runs on the bytes in the worker; `range` is not combined with it.
+   */
+  | { readonly op: 'read'; readonly path: string; readonly range?: RangeSpec; readonly transform?: TransformRequest; readonly port: MessagePort }
   /** Atomic; the worker grants credits on `port`. `parents`: create missing parent directories. */
   | {
       readonly op: 'write'
@@ -86,6 +98,11 @@ export interface ReadHead {
   readonly range: Required<ByteRange> | null
   /** The requested range does not overlap the file: no bytes follow. */
   readonly unsatisfiable: boolean
+  /**
+   * Set when a transform produced the bytes that follow: their media type. Their length is
+   * unknown, and `entry` describes the original file, not them.
+   */
+  readonly transformed?: { readonly type: string }
 }
 
 /** First frame of a zip stream: every path exists. */

@@ -8,7 +8,7 @@
  * Paths are canonical and already authorised.
  */
 import type { Entry } from './driver.js'
-import type { RangeSpec, ReadHead, ZipCompression, ZipHead } from './messages.js'
+import type { RangeSpec, ReadHead, TransformRequest, ZipCompression, ZipHead } from './messages.js'
 
 /** Per-request context: aborting `signal` cancels the request's transfer. */
 export interface RequestContext {
@@ -29,7 +29,8 @@ export interface Storage {
   stat(ctx: RequestContext, path: string): Promise<Entry>
   /** Sorted by name. @throws ENOTDIR for a file */
   list(ctx: RequestContext, dir: string): Promise<Entry[]>
-  read(ctx: RequestContext, path: string, range?: RangeSpec): Promise<HeadedStream<ReadHead>>
+  /** With `transform`, a plugin's download transform (core/plugin.ts) makes the bytes; no range then. */
+  read(ctx: RequestContext, path: string, range?: RangeSpec, transform?: TransformRequest): Promise<HeadedStream<ReadHead>>
   /** Atomic; parents created. */
   write(ctx: RequestContext, path: string, body: AsyncIterable<Uint8Array>, opts: { overwrite: boolean; size?: number }): Promise<Entry>
   /** mkdir -p; an existing directory is EEXIST. */

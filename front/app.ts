@@ -55,7 +55,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const secret = await loadOrCreateSecret(stateDir)
   const state = await openFileState(stateDir)
   const pool = new WorkerPool({ workers: config.workers, tasksPerWorker: config.tasks_per_worker, maxQueue: config.max_queue })
-  const storageFor = (spec: BackendSpec): Storage => new PoolStorage(pool, spec)
+  const storageFor = (spec: BackendSpec, key?: string): Storage => new PoolStorage(pool, spec, key)
   const sessions = new SessionService({
     secret,
     config,

@@ -17,7 +17,7 @@ import type { SessionService } from './sessions.js'
 
 export interface ServerDeps {
   readonly sessions: SessionService
-  readonly storageFor: (spec: BackendSpec) => Storage
+  readonly storageFor: (spec: BackendSpec, key?: string) => Storage
   readonly health: () => Record<string, unknown>
   /** Routes that gateways register, by exact path; they answer every method. */
   readonly gatewayRoutes?: Readonly<Record<string, HttpHandler>>
@@ -91,5 +91,5 @@ async function authenticate(deps: ServerDeps, req: HttpRequest): Promise<Access>
     throw new ApiError('NOT_AUTHENTICATED', 'share links and API keys are not enabled on this server yet; use a session token')
   }
   const session = await deps.sessions.authenticate(req.header('authorization'))
-  return { session, storage: deps.storageFor(session.spec), permissions: FULL_ACCESS }
+  return { session, storage: deps.storageFor(session.spec, session.key), permissions: FULL_ACCESS }
 }

@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { ApiError } from '../core/api-error.js'
-import { type BackendSpec, backendIdentity, parseBackendSpec } from '../core/backend.js'
+import { type BackendSpec, backendIdentity, backendKey, parseBackendSpec } from '../core/backend.js'
 import type { Config, ConnectionConfig } from '../core/config.js'
 import type { StateStore } from '../core/state.js'
 import { TokenError, seal, unseal } from '../core/token.js'
@@ -24,6 +24,8 @@ interface Payload {
   readonly backendID: string
   readonly home: string
   readonly spec: BackendSpec
+  /** backendKey(spec), computed once at login. */
+  readonly key: string
 }
 
 export interface Session {
@@ -31,6 +33,8 @@ export interface Session {
   readonly backendID: string
   readonly home: string
   readonly spec: BackendSpec
+  /** backendKey(spec): the worker's cache key for this backend. */
+  readonly key: string
   readonly expiresAt: number
 }
 
@@ -74,6 +78,7 @@ export class SessionService {
       backendID: createHash('sha256').update(identity).digest('hex').slice(0, 24),
       home: '/',
       spec,
+      key: backendKey(spec),
     }
     return { session: toSession(payload), token: seal(payload, this.#key) }
   }
@@ -157,5 +162,5 @@ export class SessionService {
 }
 
 function toSession(p: Payload): Session {
-  return { id: p.id, backendID: p.backendID, home: p.home, spec: p.spec, expiresAt: p.exp }
+  return { id: p.id, backendID: p.backendID, home: p.home, spec: p.spec, key: p.key, expiresAt: p.exp }
 }

@@ -12,7 +12,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads'
 import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../core/driver.js'
 import { FsError, isFsError } from '../core/errors.js'
-import { PROTOCOL_VERSION, type RangeSpec, type ReadHead, type Request, type RequestBody, type ZipCompression, type ZipHead } from '../core/messages.js'
+import { PROTOCOL_VERSION, type RangeSpec, type ReadHead, type Request, type RequestBody, type TransformRequest, type ZipCompression, type ZipHead } from '../core/messages.js'
 import { PortReader, PortWriter } from '../core/port-stream.js'
 import type { HeadedStream, RequestContext, Storage } from '../core/storage.js'
 import type { WorkerPool } from './pool.js'
@@ -25,10 +25,10 @@ class Channel {
   readonly #backend: BackendSpec
   readonly #key: string
 
-  constructor(pool: WorkerPool, backend: BackendSpec) {
+  constructor(pool: WorkerPool, backend: BackendSpec, key = backendKey(backend)) {
     this.#pool = pool
     this.#backend = backend
-    this.#key = backendKey(backend)
+    this.#key = key
   }
 
   call<V>(ctx: { requestId: string }, body: RequestBody, transfer: MessagePort[] = []): Promise<V> {
@@ -87,8 +87,9 @@ class Channel {
 export class PoolStorage implements Storage {
   readonly #ch: Channel
 
-  constructor(pool: WorkerPool, backend: BackendSpec) {
-    this.#ch = new Channel(pool, backend)
+  /** `key`: backendKey(backend), when the caller already has it (a session carries it). */
+  constructor(pool: WorkerPool, backend: BackendSpec, key?: string) {
+    this.#ch = new Channel(pool, backend, key)
   }
 
   stat(ctx: RequestContext, path: string): Promise<Entry> {
@@ -97,7 +98,8 @@ export class PoolStorage implements Storage {
   list(ctx: RequestContext, dir: string): Promise<Entry[]> {
     return this.#ch.call(ctx, { op: 'list', path: dir })
   }
-  read(ctx: RequestContext, path: string, range?: RangeSpec): Promise<HeadedStream<ReadHead>> {
+  read(ctx: RequestContext, path: string, range?: RangeSpec, transform?: TransformRequest): Promise<HeadedStream<ReadHead>> {
+    if (transform) return this.#ch.download(ctx, { op: 'read', path, transform })
     return this.#ch.download(ctx, range ? { op: 'read', path, range } : { op: 'read', path })
   }
   write(ctx: RequestContext, path: string, body: AsyncIterable<Uint8Array>, opts: { overwrite: boolean; size?: number }): Promise<Entry> {

@@ -14,6 +14,7 @@ import { PROTOCOL_VERSION, type ReadHead, type Reply, type Request, type ZipHead
 import { PortReader, PortWriter } from '../core/port-stream.js'
 import { resolveRange } from '../core/range.js'
 import { DriverCache } from './driver-cache.js'
+import { openTransformed } from './plugins.js'
 import { openZip } from './zip.js'
 import { listDir, mkdirOne, mkdirp, move, removeTree, touch, writeFile } from './ops.js'
 
@@ -58,6 +59,13 @@ async function run(d: Driver, msg: Request): Promise<unknown> {
       return touch(ctx, d, msg.path).then(() => null)
     case 'read':
       return produce(msg.port, msg.requestId, async (w, c) => {
+        if (msg.transform) {
+          // A plugin's transform: the head goes out once the plugin has accepted the file,
+          // so its refusals (415, 413...) are still the request's JSON answer.
+          const out = await openTransformed(c, d, msg.path, msg.transform)
+          w.head({ entry: out.entry, range: null, unsatisfiable: false, transformed: { type: out.type } } satisfies ReadHead)
+          return w.pipeFrom(out.body)
+        }
         const entry = await d.stat(c, msg.path)
         if (entry.kind !== 'file') throw new FsError('EISDIR', `${msg.path}: is a directory`, { path: msg.path })
         const range = msg.range ? resolveRange(msg.range, entry.size) : null

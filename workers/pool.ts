@@ -19,11 +19,15 @@ import { Piscina } from 'piscina'
 import { ApiError } from '../core/api-error.js'
 import { FsError, fromWire } from '../core/errors.js'
 import type { Reply, Request } from '../core/messages.js'
+import type { PluginConfig } from '../core/plugin.js'
+import type { PluginWorkerData } from './plugins.js'
 
 export interface PoolOptions {
   readonly workers: number
   readonly tasksPerWorker: number
   readonly maxQueue: number
+  /** Enabled plugins: every thread loads them (workers/plugins.ts). */
+  readonly plugins?: readonly PluginConfig[]
 }
 
 export interface PoolStats {
@@ -57,6 +61,7 @@ export class WorkerPool {
       concurrentTasksPerWorker: opts.tasksPerWorker,
       atomics: 'disabled',
       recordTiming: false,
+      workerData: { plugins: opts.plugins ?? [] } satisfies PluginWorkerData,
     })
     // Uncaught errors of idle workers: logged by whoever listens; never fatal to the process.
     this.#piscina.on('error', (err: unknown) => console.error(JSON.stringify({ level: 'error', msg: 'worker error', err: String(err) })))

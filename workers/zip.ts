@@ -17,8 +17,8 @@
  *   an Info-ZIP "UT" extra field with the exact second, which unzip, 7-Zip, yauzl and
  *   Go read. A backend that does not know a time gets the archive's start time.
  * - Compression: `store` stores everything; `auto` stores formats that are already
- *   compressed (by extension, list below, or when the file's first 128 KiB barely
- *   deflate: random or compressed data under any name) and deflates the rest at level 1, the
+ *   compressed (by extension, list below, or, for a file over 1 MiB, when its first
+ *   128 KiB barely deflate: random or compressed data under any name) and deflates the rest at level 1, the
  *   fastest: deflate is what limits a zip download (about 50 MB/s per stream on
  *   incompressible data, 70-140 MB/s on text, against 500+ MB/s stored, on the 2-core
  *   test machine), and higher levels cost several times the CPU for a few percent.
@@ -326,9 +326,10 @@ class ArchiveWriter {
     const store = this.#storeAll || nearLimit || isPrecompressed(name)
     let data: EntryData = { name: 'f', type: 'file', mode: 0o644, date: new Date(mtimeMs), store }
     const meta: EntryMeta = { name: zipEntryName(name), mtimeMs, zip64: e.size >= ZIP64_FROM }
-    // The first bytes are held before the entry starts: they tell whether deflate is
-    // worth its CPU. Small files are held whole (bounded by SMALL_FILE); a file that
-    // turns out bigger than its stat said switches to streaming with what was read.
+    // The first bytes are held before the entry starts: for a large file they tell
+    // whether deflate is worth its CPU. Small files are held whole (bounded by
+    // SMALL_FILE); a file that turns out bigger than its stat said switches to
+    // streaming with what was read.
     let held: Buffer[] = []
     let heldBytes = 0
     let sink: { readonly input: PassThrough; readonly done: Promise<void> } | null = null
@@ -349,7 +350,8 @@ class ArchiveWriter {
     }
     this.#check()
     if (sink === null) {
-      if (!data.store && incompressible(held)) data = { ...data, store: true }
+      // A small file is deflated without sampling first: the sample would be the whole
+      // file deflated twice, and storing it instead saves little.
       await this.#settle(this.#zs.add(held.length === 1 ? held[0]! : Buffer.concat(held, heldBytes), data, meta))
     } else {
       sink.input.end()

@@ -4,7 +4,22 @@
  * file from the page cache), so the client costs little next to the server. Each
  * call also reports the clients' own CPU seconds.
  */
+import { ensureCommand } from './debian.js'
 import { type Finished, reapedChildrenCpuSeconds, run } from './proc.js'
+
+let curl: string | null = null
+
+/** Finds curl (installing Debian's package when allowed); without it these benchmarks cannot run at all. */
+export async function requireCurl(): Promise<void> {
+  const found = await ensureCommand('curl', 'curl')
+  if (!found.ok) throw new Error(`curl is required: ${found.reason}`)
+  curl = found.path
+}
+
+function curlPath(): string {
+  if (!curl) throw new Error('requireCurl() was not called')
+  return curl
+}
 
 export interface Transfer {
   /** Wall seconds from the first curl's start to the last one's exit. */
@@ -33,7 +48,7 @@ export async function download(url: string, headers: readonly string[], clients:
   const args = ['-sS', '--noproxy', '*', '-o', out, '-w', '%{http_code} %{size_download}\n', ...headerArgs(headers), url]
   const c0 = reapedChildrenCpuSeconds()
   const t0 = performance.now()
-  const done = await Promise.all(Array.from({ length: clients }, () => run('curl', args)))
+  const done = await Promise.all(Array.from({ length: clients }, () => run(curlPath(), args)))
   const wallS = (performance.now() - t0) / 1000
   const clientCpuS = reapedChildrenCpuSeconds() - c0
   let bytes = 0
@@ -46,7 +61,7 @@ export async function uploadChunked(url: string, file: string, headers: readonly
   const args = ['-sS', '--noproxy', '*', '-X', 'POST', '-T', file, '-H', 'Transfer-Encoding: chunked', '-H', 'Expect:', ...headerArgs(headers), '-w', '\n%{http_code} %{size_upload}\n', url]
   const c0 = reapedChildrenCpuSeconds()
   const t0 = performance.now()
-  const r = await run('curl', args)
+  const r = await run(curlPath(), args)
   const wallS = (performance.now() - t0) / 1000
   const clientCpuS = reapedChildrenCpuSeconds() - c0
   const bytes = check(r, `POST ${url}`, (code) => (code < 200 || code > 299 ? `HTTP ${code}: ${r.stdout.slice(0, 500)}` : null))

@@ -43,7 +43,7 @@ export const env = {
   smallFiles: num('BENCH_SMALL_FILES', QUICK ? 1000 : 10_000, 1),
   /** Keep filegate's one-log-line-per-request on (off by default: the references do not log). */
   logRequests: flag('BENCH_LOG_REQUESTS'),
-  /** Only the cases whose name contains one of these (comma-separated; small, zip, pool-hop), e.g. to profile one. */
+  /** Only the cases (or servers) whose name contains one of these, comma-separated, e.g. to profile one. */
   only: (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''),
   /** Start filegate (and the node reference) with --cpu-prof; profiles go next to the results. */
   cpuProf: flag('BENCH_CPU_PROF'),

@@ -76,6 +76,13 @@ export interface HttpServer {
 const BODY_HIGH = 4 * 1024 * 1024
 const BODY_LOW = 1024 * 1024
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+/**
+ * Generated request ids: a random prefix per process and a counter. Unique, and cheap:
+ * drawing random bytes per request cost a third of the main thread under load.
+ */
+const ID_PREFIX = randomBytes(6).toString('base64url')
+let idCounter = 0
+const nextRequestId = () => `${ID_PREFIX}${(++idCounter).toString(36)}`
 
 export async function listen(host: string, port: number, opts: ServerOptions): Promise<HttpServer> {
   const { uws } = loadUws()
@@ -169,7 +176,7 @@ class Exchange implements HttpRequest {
     this.query = new URLSearchParams(req.getQuery() ?? '')
     req.forEach((k, v) => this.#headers.set(k, v))
     const sent = this.#headers.get('x-request-id')
-    this.requestId = sent && REQUEST_ID.test(sent) ? sent : randomBytes(9).toString('base64url')
+    this.requestId = sent && REQUEST_ID.test(sent) ? sent : nextRequestId()
     this.remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString()
     const cl = this.#headers.get('content-length')
     this.contentLength = cl !== undefined && /^\d+$/.test(cl) ? Number(cl) : null

@@ -8,19 +8,29 @@
 import type { BackendSpec } from '../../core/backend.js'
 import type { Driver } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
-import { assertNever } from '../../core/messages.js'
+import { createPluginDriver } from '../plugins.js'
+import { createFtpDriver } from './ftp.js'
 import { createLocalDriver } from './local.js'
+import { createS3Driver } from './s3.js'
+import { createSftpDriver } from './sftp.js'
 
 export async function createDriver(spec: BackendSpec): Promise<Driver> {
   switch (spec.type) {
     case 'local':
       return createLocalDriver(spec.createRoot ? { root: spec.root, createRoot: true } : { root: spec.root })
-    case 's3':
     case 'sftp':
+      return createSftpDriver(spec)
     case 'ftp':
+      return createFtpDriver(spec)
+    case 's3':
+      return createS3Driver(spec)
     case 'smb':
       throw new FsError('ENOTSUP', `the ${spec.type} backend is not available in this version`)
-    default:
-      return assertNever(spec)
+    default: {
+      // Each of filegate's own types has its case above (this line fails to compile otherwise);
+      // anything else is a storage type that an enabled plugin provides, or ENOTSUP.
+      const other: never = spec
+      return createPluginDriver(other)
+    }
   }
 }

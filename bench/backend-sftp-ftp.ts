@@ -1,0 +1,138 @@
+/**
+ * @module bench/backend-sftp-ftp
+ * Download and upload MB/s of one file (BENCH_SIZE_MB, default 256 MiB of random
+ * bytes) on loopback, in the same run:
+ * - through filegate's HTTP API (curl, GET /api/files/cat and POST with -T) on an
+ *   sftp session to OpenSSH sshd, and on an ftp session to vsftpd;
+ * - with the native clients straight to the same servers: ssh2 `fastGet`/`fastPut`
+ *   (chunkSize 261120, the setting SERVERS.md measured) and basic-ftp
+ *   `downloadTo`/`uploadFrom`.
+ * Figures are medians of BENCH_RUNS (3) runs, MB = 10^6 bytes. Needs root (the
+ * servers run for a throwaway user, as in the tests), openssh-server, vsftpd, curl.
+ *
+ *   node --import tsx bench/backend-sftp-ftp.ts
+ */
+import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { Client as FtpClient } from 'basic-ftp'
+import ssh2 from 'ssh2'
+import type { Test } from 'tap'
+import { validateConfig } from '../core/config.js'
+import { startFilegate } from '../front/app.js'
+import { silentLogger } from '../front/log.js'
+import { startSshd } from '../test/servers/sshd.js'
+import { startVsftpd } from '../test/servers/vsftpd.js'
+
+const MiB = 1024 * 1024
+const sizeMb = Number(process.env.BENCH_SIZE_MB ?? 256)
+const runs = Number(process.env.BENCH_RUNS ?? 3)
+const workers = Number(process.env.BENCH_WORKERS ?? 2)
+const size = sizeMb * MiB
+const exec = promisify(execFile)
+
+/** The test helpers want a tap Test for their teardowns; here the teardowns run at the end. */
+const cleanups: (() => unknown)[] = []
+const fakeTest = { teardown: (fn: () => unknown) => void cleanups.push(fn) } as unknown as Test
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+const mbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e6
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now()
+  await fn()
+  return performance.now() - t0
+}
+
+async function curl(args: string[]): Promise<string> {
+  const { stdout } = await exec('curl', ['-sS', '--noproxy', '*', '-w', '\n%{http_code}', ...args], { maxBuffer: 1 << 20 })
+  const code = stdout.trim().split('\n').at(-1)
+  if (code !== '200') throw new Error(`curl ${args.join(' ')}: HTTP ${code}: ${stdout.slice(0, 300)}`)
+  return stdout
+}
+
+async function session(url: string, body: Record<string, unknown>): Promise<string> {
+  const res = await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify(body) })
+  const json = (await res.json()) as { result?: { authorization: string } }
+  if (!json.result) throw new Error(`session failed: ${JSON.stringify(json)}`)
+  return json.result.authorization
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'filegate-bench-sftp-ftp-'))
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'big.bin')
+  const chunk = randomBytes(MiB)
+  writeFileSync(file, Buffer.concat(Array.from({ length: sizeMb }, () => chunk)))
+
+  const sshd = await startSshd(fakeTest)
+  const ftpd = await startVsftpd(fakeTest)
+  const config = validateConfig({
+    port: 0,
+    workers,
+    data_dir: join(dir, 'data'),
+    log: { level: 'error', requests: false },
+    connections: [
+      { label: 'sftp', type: 'sftp', hostname: '127.0.0.1', port: sshd.port },
+      { label: 'ftp', type: 'ftp', hostname: '127.0.0.1', port: ftpd.port },
+    ],
+  })
+  const app = await startFilegate(config, { logger: silentLogger })
+  cleanups.push(() => app.close(0))
+  const url = `http://127.0.0.1:${app.port}`
+  const sftpToken = await session(url, { type: 'sftp', username: sshd.username, password: sshd.password })
+  const ftpToken = await session(url, { type: 'ftp', username: ftpd.username, password: ftpd.password })
+
+  // Native clients, connected once (as filegate's pooled sessions are).
+  const ssh = new ssh2.Client()
+  await new Promise<void>((resolve, reject) => {
+    ssh.once('ready', () => resolve()).once('error', reject)
+    ssh.connect({ host: '127.0.0.1', port: sshd.port, username: sshd.username, password: sshd.password })
+  })
+  cleanups.push(() => ssh.end())
+  const sftp = await new Promise<ssh2.SFTPWrapper>((resolve, reject) => ssh.sftp((err, s) => (err ? reject(err) : resolve(s))))
+  const ftp = new FtpClient(60_000)
+  await ftp.access({ host: '127.0.0.1', port: ftpd.port, user: ftpd.username, password: ftpd.password })
+  cleanups.push(() => ftp.close())
+
+  const fast = { chunkSize: 261120 }
+  const cases: Record<string, () => Promise<unknown>> = {
+    'sftp download, filegate HTTP': () => curl(['-o', '/dev/null', '-H', `Authorization: Bearer ${sftpToken}`, `${url}/api/files/cat?path=/big.bin`]),
+    'sftp download, ssh2 fastGet': () => promisify(sftp.fastGet.bind(sftp))(`${sshd.root}/big.bin`, '/dev/null', fast),
+    'sftp upload, filegate HTTP': () => curl(['-X', 'POST', '-T', file, '-H', 'Expect:', '-H', `Authorization: Bearer ${sftpToken}`, `${url}/api/files/cat?path=/up.bin`]),
+    'sftp upload, ssh2 fastPut': () => promisify(sftp.fastPut.bind(sftp))(file, `${sshd.root}/up-native.bin`, fast),
+    'ftp download, filegate HTTP': () => curl(['-o', '/dev/null', '-H', `Authorization: Bearer ${ftpToken}`, `${url}/api/files/cat?path=/big.bin`]),
+    'ftp download, basic-ftp': () => ftp.downloadTo('/dev/null', `${ftpd.root}/big.bin`),
+    'ftp upload, filegate HTTP': () => curl(['-X', 'POST', '-T', file, '-H', 'Expect:', '-H', `Authorization: Bearer ${ftpToken}`, `${url}/api/files/cat?path=/up.bin`]),
+    'ftp upload, basic-ftp': () => ftp.uploadFrom(createReadStream(file), `${ftpd.root}/up-native.bin`),
+  }
+  // The file to download, uploaded once through each client (also a warm-up).
+  await promisify(sftp.fastPut.bind(sftp))(file, `${sshd.root}/big.bin`, fast)
+  await ftp.uploadFrom(createReadStream(file), `${ftpd.root}/big.bin`)
+  for (const fn of Object.values(cases)) await fn()
+
+  const samples: Record<string, number[]> = {}
+  for (let r = 1; r <= runs; r++) {
+    // Interleaved, so that drift on a noisy machine hits every case alike.
+    for (const [name, fn] of Object.entries(cases)) {
+      const v = mbps(size, await timed(fn))
+      ;(samples[name] ??= []).push(v)
+      console.error(`run ${r}/${runs}  ${name.padEnd(30)} ${v.toFixed(0)} MB/s`)
+    }
+  }
+  console.log(`\n${sizeMb} MiB, loopback, ${workers} filegate worker(s), median of ${runs} (MB/s = 10^6 bytes/s)\n`)
+  console.log('| case | MB/s |\n|---|---:|')
+  for (const [name, xs] of Object.entries(samples)) console.log(`| ${name} | ${median(xs).toFixed(0)} |`)
+}
+
+main()
+  .catch((err: unknown) => {
+    console.error(err)
+    process.exitCode = 1
+  })
+  .finally(async () => {
+    for (const fn of cleanups.reverse()) await Promise.resolve(fn()).catch(() => {})
+  })

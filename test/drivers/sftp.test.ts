@@ -1,0 +1,117 @@
+/**
+ * @module test/drivers/sftp.test
+ * The conformance suite against the sftp driver and a real OpenSSH sshd (started
+ * here, on a free port, for a throwaway user), each test in a fresh folder of the
+ * user's home. Then what only SFTP has: private-key login, the host key check, the
+ * login folder as root, and sessions that survive a server restart.
+ */
+import { randomBytes } from 'node:crypto'
+import { chownSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import type { Driver, Entry } from '../../core/driver.js'
+import { createSftpDriver, type SftpConfig } from '../../workers/drivers/sftp.js'
+import { startSshd } from '../servers/sshd.js'
+import { ctx, runDriverSuite } from './suite.js'
+
+const sshd = await startSshd(t)
+const base = { hostname: '127.0.0.1', port: sshd.port, username: sshd.username, password: sshd.password }
+
+/** A fresh folder in the user's home, owned by the user. */
+function folder(): string {
+  const name = `t-${randomBytes(6).toString('hex')}`
+  const abs = join(sshd.root, name)
+  mkdirSync(abs)
+  chownSync(abs, sshd.uid, sshd.gid)
+  return name
+}
+
+await runDriverSuite(t, {
+  name: 'sftp',
+  // A relative root: resolved against the login folder.
+  makeDriver: async () => createSftpDriver({ ...base, root: folder() }),
+})
+
+/** A driver over a fresh folder (`dir`, its absolute path on this machine), closed at teardown. */
+const open = async (t: Test, cfg: Partial<SftpConfig> = {}): Promise<Driver & { dir: string }> => {
+  const root = folder()
+  const d = await createSftpDriver({ ...base, root, ...cfg })
+  t.teardown(() => d.close())
+  return Object.assign(d, { dir: join(sshd.root, root) })
+}
+
+t.test('private key login', async (t) => {
+  const { password: _password, ...noPassword } = base
+  const d = await createSftpDriver({ ...noPassword, privateKey: sshd.privateKey, root: '' })
+  t.teardown(() => d.close())
+  t.match(await d.stat(ctx(), '/'), { kind: 'dir' })
+})
+
+t.test('empty root is the login folder; an absolute root works', async (t) => {
+  writeFileSync(join(sshd.root, 'marker.txt'), 'here')
+  const d = await open(t, { root: '' })
+  t.match(await d.stat(ctx(), '/marker.txt'), { kind: 'file', size: 4 })
+  const abs = await open(t, { root: sshd.root })
+  t.match(await abs.stat(ctx(), '/marker.txt'), { kind: 'file', size: 4 })
+})
+
+t.test('a missing root folder is ENOENT', async (t) => {
+  await t.rejects(createSftpDriver({ ...base, root: 'no/such/folder' }), { code: 'ENOENT' })
+})
+
+t.test('wrong password → EAUTH, quickly', async (t) => {
+  const started = Date.now()
+  await t.rejects(createSftpDriver({ ...base, password: 'wrong', root: '' }), { code: 'EAUTH' })
+  t.ok(Date.now() - started < 5000, `answered in ${Date.now() - started} ms`)
+})
+
+t.test('host key: the right fingerprint passes, another is refused (EUNAVAILABLE, not retryable)', async (t) => {
+  const d = await open(t, { hostkey: sshd.hostkeyFingerprint })
+  t.match(await d.stat(ctx(), '/'), { kind: 'dir' })
+  const wrong = `SHA256:${randomBytes(32).toString('base64').replace(/=+$/, '')}`
+  await t.rejects(createSftpDriver({ ...base, root: '', hostkey: wrong }), { code: 'EUNAVAILABLE', retryable: false, message: /host key/ })
+})
+
+t.test('nothing listening → EUNAVAILABLE', async (t) => {
+  const { freePort } = await import('../servers/process.js')
+  await t.rejects(createSftpDriver({ ...base, port: await freePort(), root: '' }), { code: 'EUNAVAILABLE' })
+})
+
+t.test('features: posix-rename makes renames atomic; mtimes in seconds', async (t) => {
+  const d = await open(t)
+  t.same(d.features, { emptyDirs: true, atomicRename: true, rangeRead: true, mtimePrecisionMs: 1000 })
+})
+
+t.test('a symlink is followed and marked; a dangling one is not listed; remove takes the link only', async (t) => {
+  const d = await open(t)
+  // Planted through the file system: the server is local.
+  writeFileSync(join(d.dir, 'target.txt'), 'abc')
+  mkdirSync(join(d.dir, 'sub'))
+  symlinkSync('target.txt', join(d.dir, 'to-file'))
+  symlinkSync('sub', join(d.dir, 'to-dir'))
+  symlinkSync('nowhere', join(d.dir, 'dangling'))
+  const all: Entry[] = []
+  for await (const page of d.list(ctx(), '/')) all.push(...page)
+  all.sort((a, b) => a.name.localeCompare(b.name))
+  t.match(all, [
+    { name: 'sub', kind: 'dir' },
+    { name: 'target.txt', kind: 'file', size: 3 },
+    { name: 'to-dir', kind: 'dir', link: true },
+    { name: 'to-file', kind: 'file', size: 3, link: true },
+  ])
+  t.equal(all.length, 4)
+  t.match(await d.stat(ctx(), '/to-file'), { kind: 'file', size: 3, link: true })
+  await d.remove(ctx(), '/to-dir')
+  t.ok(existsSync(join(d.dir, 'sub')), 'the linked folder stays')
+  t.notOk(readdirSync(d.dir).includes('to-dir'), 'the link is gone')
+})
+
+t.test('the pool survives a server restart: dead sessions are dropped', async (t) => {
+  const d = await open(t)
+  await d.mkdir(ctx(), '/x')
+  await sshd.stop()
+  await t.rejects(d.stat(ctx(), '/x'), { code: 'EUNAVAILABLE' }, 'server down: EUNAVAILABLE')
+  await sshd.start()
+  t.match(await d.stat(ctx(), '/x'), { kind: 'dir' }, 'server back: the next call works')
+  t.ok(existsSync(sshd.root))
+})
