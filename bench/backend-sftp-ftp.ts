@@ -99,18 +99,20 @@ async function main(): Promise<void> {
   cleanups.push(() => ftp.close())
 
   const fast = { chunkSize: 261120 }
+  const fastGet = (from: string, to: string): Promise<void> => new Promise((resolve, reject) => sftp.fastGet(from, to, fast, (err) => (err ? reject(err) : resolve())))
+  const fastPut = (from: string, to: string): Promise<void> => new Promise((resolve, reject) => sftp.fastPut(from, to, fast, (err) => (err ? reject(err) : resolve())))
   const cases: Record<string, () => Promise<unknown>> = {
     'sftp download, filegate HTTP': () => curl(['-o', '/dev/null', '-H', `Authorization: Bearer ${sftpToken}`, `${url}/api/files/cat?path=/big.bin`]),
-    'sftp download, ssh2 fastGet': () => promisify(sftp.fastGet.bind(sftp))(`${sshd.root}/big.bin`, '/dev/null', fast),
+    'sftp download, ssh2 fastGet': () => fastGet(`${sshd.root}/big.bin`, '/dev/null'),
     'sftp upload, filegate HTTP': () => curl(['-X', 'POST', '-T', file, '-H', 'Expect:', '-H', `Authorization: Bearer ${sftpToken}`, `${url}/api/files/cat?path=/up.bin`]),
-    'sftp upload, ssh2 fastPut': () => promisify(sftp.fastPut.bind(sftp))(file, `${sshd.root}/up-native.bin`, fast),
+    'sftp upload, ssh2 fastPut': () => fastPut(file, `${sshd.root}/up-native.bin`),
     'ftp download, filegate HTTP': () => curl(['-o', '/dev/null', '-H', `Authorization: Bearer ${ftpToken}`, `${url}/api/files/cat?path=/big.bin`]),
     'ftp download, basic-ftp': () => ftp.downloadTo('/dev/null', `${ftpd.root}/big.bin`),
     'ftp upload, filegate HTTP': () => curl(['-X', 'POST', '-T', file, '-H', 'Expect:', '-H', `Authorization: Bearer ${ftpToken}`, `${url}/api/files/cat?path=/up.bin`]),
     'ftp upload, basic-ftp': () => ftp.uploadFrom(createReadStream(file), `${ftpd.root}/up-native.bin`),
   }
   // The file to download, uploaded once through each client (also a warm-up).
-  await promisify(sftp.fastPut.bind(sftp))(file, `${sshd.root}/big.bin`, fast)
+  await fastPut(file, `${sshd.root}/big.bin`)
   await ftp.uploadFrom(createReadStream(file), `${ftpd.root}/big.bin`)
   for (const fn of Object.values(cases)) await fn()
 

@@ -68,7 +68,8 @@ export interface Plugin {
   readonly transform?: DownloadTransform
   /**
    * MAIN THREAD. Endpoints, by sub-path: `hello` is served at `/plugins/<name>/hello`,
-   * `''` at `/plugins/<name>`. Sub-paths are segments of `A-Z a-z 0-9 . _ ~ -` joined by `/`.
+   * `''` at `/plugins/<name>`. Sub-paths are segments of `A-Z a-z 0-9 . _ ~ -` (not `.` or
+   * `..`) joined by `/`.
    */
   readonly routes?: Readonly<Record<string, PluginRoute>>
   /** Storage types, by type name (as a connection's `type` in the configuration). */
@@ -177,6 +178,12 @@ export interface PluginBackend {
    */
   parse?(params: Readonly<Record<string, unknown>>, options: PluginOptions): PluginOptions
   /**
+   * MAIN THREAD: the non-secret identity of a login (server, user, root: never a password
+   * or key); sessions with the same identity share a `backendID`. Default: the parameters
+   * themselves, so a backend whose parameters hold a secret must provide this.
+   */
+  identity?(params: PluginOptions): string
+  /**
    * WORKER THREAD: a driver (core/driver.ts) for those parameters. Each worker keeps one
    * per distinct parameter set and closes it when idle.
    */
@@ -236,7 +243,9 @@ export async function importPlugin(name: string, path: string): Promise<Plugin> 
 }
 
 const HOOKS = new Set(['name', 'init', 'transform', 'routes', 'backends', 'gateway'])
-export const ROUTE_SUBPATH = /^(?:[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*)?$/
+/** Route sub-paths: segments of unreserved characters, none of them `.` or `..`. */
+const SEGMENT = '(?!\\.\\.?(?:/|$))[A-Za-z0-9._~-]+'
+export const ROUTE_SUBPATH = new RegExp(`^(?:${SEGMENT}(?:/${SEGMENT})*)?$`)
 
 /**
  * A module's default export → a `Plugin`, or a PluginLoadError saying what is wrong.
@@ -264,7 +273,7 @@ export function checkPlugin(value: unknown, name: string, where: string): Plugin
   }
   obj(p.routes, '"routes"')
   for (const [sub, r] of Object.entries((p.routes ?? {}) as Record<string, unknown>)) {
-    if (!ROUTE_SUBPATH.test(sub)) throw bad(`route ${JSON.stringify(sub)} must be segments of A-Z a-z 0-9 . _ ~ - joined by "/"`)
+    if (!ROUTE_SUBPATH.test(sub)) throw bad(`route ${JSON.stringify(sub)} must be segments of A-Z a-z 0-9 . _ ~ - (not "." or "..") joined by "/"`)
     obj(r, `route "${sub}"`)
     const route = r as Record<string, unknown>
     if (typeof route.handle !== 'function') throw bad(`route "${sub}" needs a "handle" function`)
@@ -278,6 +287,7 @@ export function checkPlugin(value: unknown, name: string, where: string): Plugin
     if (!/^[a-z][a-z0-9_-]{0,31}$/.test(type)) throw bad(`backend type ${JSON.stringify(type)} must be 1 to 32 of a-z, 0-9, "_", "-"`)
     obj(b, `backend "${type}"`)
     fn((b as Record<string, unknown>).parse, `backend "${type}": "parse"`)
+    fn((b as Record<string, unknown>).identity, `backend "${type}": "identity"`)
     if (typeof (b as Record<string, unknown>).create !== 'function') throw bad(`backend "${type}" needs a "create" function`)
   }
   return p as unknown as Plugin

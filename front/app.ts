@@ -14,6 +14,7 @@ import { PoolStorage } from '../workers/client.js'
 import { WorkerPool } from '../workers/pool.js'
 import { type HttpServer, type UwsInfo, listen, loadUws } from './http/uws.js'
 import { type Logger, createLogger } from './log.js'
+import { loadPlugins } from './plugins.js'
 import { loadOrCreateSecret } from './secret.js'
 import { SessionService } from './sessions.js'
 import { createHandler } from './server.js'
@@ -51,10 +52,14 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     node: process.versions.node,
   })
 
+  // Plugins first: one that fails stops start-up before anything is opened or listening.
+  const plugins = await loadPlugins(config.plugins)
+  if (config.plugins.length > 0) logger.log('info', 'plugins loaded', { plugins: config.plugins.map((p) => p.name) })
+
   const stateDir = join(config.data_dir, 'state')
   const secret = await loadOrCreateSecret(stateDir)
   const state = await openFileState(stateDir)
-  const pool = new WorkerPool({ workers: config.workers, tasksPerWorker: config.tasks_per_worker, maxQueue: config.max_queue })
+  const pool = new WorkerPool({ workers: config.workers, tasksPerWorker: config.tasks_per_worker, maxQueue: config.max_queue, plugins: plugins.enabled })
   const storageFor = (spec: BackendSpec, key?: string): Storage => new PoolStorage(pool, spec, key)
   const sessions = new SessionService({
     secret,
@@ -65,7 +70,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
   })
 
-  const gateways = opts.gateways ?? []
+  const gateways = [...(opts.gateways ?? []), ...plugins.gateways]
   const gatewayRoutes: Record<string, HttpHandler> = {}
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
   const started = Date.now()
@@ -74,6 +79,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     storageFor,
     logger,
     gatewayRoutes,
+    plugins,
     health: () => ({ uptime_ms: Date.now() - started, pool: pool.stats, in_flight: server?.inFlight ?? 0 }),
   })
   let server: HttpServer | undefined

@@ -6,6 +6,7 @@
 import { ApiError } from '../core/api-error.js'
 import { isFsError } from '../core/errors.js'
 import type { HttpHandler, HttpReply, HttpRequest } from '../core/http.js'
+import type { PluginRoute } from '../core/plugin.js'
 import type { Storage } from '../core/storage.js'
 import type { BackendSpec } from '../core/backend.js'
 import { type Access, FULL_ACCESS } from './access.js'
@@ -13,6 +14,7 @@ import { readJson } from './http/body.js'
 import { errorReply, okReply } from './http/status.js'
 import * as files from './routes/files.js'
 import type { Logger } from './log.js'
+import { NO_PLUGINS, type PluginHost } from './plugins.js'
 import type { SessionService } from './sessions.js'
 
 export interface ServerDeps {
@@ -21,12 +23,16 @@ export interface ServerDeps {
   readonly health: () => Record<string, unknown>
   /** Routes that gateways register, by exact path; they answer every method. */
   readonly gatewayRoutes?: Readonly<Record<string, HttpHandler>>
+  /** Enabled plugins: their routes under /plugins/<name>/ and their download transforms. */
+  readonly plugins?: PluginHost
   readonly logger: Logger
 }
 
 type Route = Partial<Record<string, (req: HttpRequest) => Promise<HttpReply>>>
 
 export function createHandler(deps: ServerDeps): HttpHandler {
+  const plugins = deps.plugins ?? NO_PLUGINS
+  const download: files.FileHandler = (req, access) => files.download(req, access, plugins)
   const authed =
     (fn: files.FileHandler) =>
     async (req: HttpRequest): Promise<HttpReply> =>
@@ -49,7 +55,7 @@ export function createHandler(deps: ServerDeps): HttpHandler {
       },
     },
     '/api/files/ls': { GET: authed(files.ls) },
-    '/api/files/cat': { GET: authed(files.download), HEAD: authed(files.download), POST: authed(files.upload) },
+    '/api/files/cat': { GET: authed(download), HEAD: authed(download), POST: authed(files.upload) },
     '/api/files/zip': { GET: authed(files.zip) },
     '/api/files/mv': { POST: authed(files.mv) },
     '/api/files/rm': { POST: authed(files.rm) },
@@ -57,6 +63,7 @@ export function createHandler(deps: ServerDeps): HttpHandler {
     '/api/files/touch': { POST: authed(files.touch) },
     '/healthz': { GET: async () => okReply({ result: deps.health() }) },
   }
+  for (const { path, route } of plugins.routes) routes[path] = pluginRoute(deps, route)
   return async (req) => {
     try {
       const path = req.path.length > 1 ? req.path.replace(/\/+$/, '') : req.path
@@ -84,6 +91,18 @@ function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err)
   const cause = err.cause === undefined ? '' : ` (cause: ${describe(err.cause)})`
   return `${err.stack ?? err.message}${cause}`
+}
+
+/** A plugin's route: its methods, behind the session check unless it does its own (core/plugin.ts). */
+function pluginRoute(deps: ServerDeps, route: PluginRoute): Route {
+  const handle: (req: HttpRequest) => Promise<HttpReply> =
+    route.auth === 'none'
+      ? (req) => route.handle(req)
+      : async (req) => {
+          const { session, storage, permissions } = await authenticate(deps, req)
+          return route.handle(req, { backendID: session.backendID, home: session.home, storage, permissions: { ...permissions } })
+        }
+  return Object.fromEntries((route.methods ?? ['GET']).map((m) => [m, handle]))
 }
 
 async function authenticate(deps: ServerDeps, req: HttpRequest): Promise<Access> {

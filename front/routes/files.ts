@@ -9,7 +9,8 @@ import mime from 'mime-types'
 import { ApiError } from '../../core/api-error.js'
 import type { Entry } from '../../core/driver.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
-import type { ReadHead, ZipCompression } from '../../core/messages.js'
+import type { ReadHead, TransformRequest, ZipCompression } from '../../core/messages.js'
+import type { TransformFile } from '../../core/plugin.js'
 import { baseName, parseClientPath } from '../../core/paths.js'
 import { parseRange } from '../../core/range.js'
 import type { HeadedStream, RequestContext } from '../../core/storage.js'
@@ -41,11 +42,19 @@ export const ls: FileHandler = async (req, access) => {
 
 const toListing = (e: Entry) => ({ name: e.name, type: e.kind === 'dir' ? 'directory' : 'file', size: e.size, time: e.mtimeMs ?? 0 })
 
-/** GET and HEAD. */
-export const download: FileHandler = async (req, access) => {
+/** Picks a plugin's download transform for a request (front/plugins.ts). */
+export interface TransformSelector {
+  selectTransform(query: URLSearchParams, file: TransformFile): TransformRequest | null
+}
+
+/** GET and HEAD. With `transforms`, a plugin may take the download over (CONTRACT.md section 6). */
+export const download = async (req: HttpRequest, access: Access, transforms?: TransformSelector): Promise<HttpReply> => {
   need(access, 'can_read')
   const { path, dirHint } = pathParam(req)
   if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', `${path} is a directory: use /api/files/ls or /api/files/zip`)
+  const name = baseName(path)
+  const transform = transforms?.selectTransform(req.query, { path, name, type: contentTypeOf(name) }) ?? null
+  if (transform) return transformedReply(req, path, await access.storage.read(ctxOf(req), path, undefined, transform))
   const spec = parseRange(req.header('range'))
   const stream = await access.storage.read(ctxOf(req), path, spec === 'invalid' || spec === null ? undefined : spec)
   try {
@@ -74,9 +83,35 @@ function replyFor(req: HttpRequest, path: string, badRange: boolean, stream: Hea
   return { status, headers, length, body: stream.body, finally: cancel }
 }
 
+/**
+ * A transformed download: the plugin's media type, streamed with no length; no ETag,
+ * Last-Modified or Accept-Ranges, as they would describe the original file (Range and
+ * conditional headers were not applied).
+ */
+function transformedReply(req: HttpRequest, path: string, stream: HeadedStream<ReadHead>): HttpReply {
+  const cancel = () => stream.cancel()
+  try {
+    const headers: Record<string, string> = {
+      'content-type': stream.head.transformed?.type ?? 'application/octet-stream',
+      'cache-control': 'private, no-cache',
+      'x-content-type-options': 'nosniff',
+      'content-security-policy': "sandbox; default-src 'none'",
+    }
+    const name = req.query.get('name')
+    if (name !== null) headers['content-disposition'] = attachment(name === '' ? baseName(path) : name)
+    if (req.method === 'HEAD') return { status: 200, headers, finally: cancel }
+    return { status: 200, headers, body: stream.body, finally: cancel }
+  } catch (err) {
+    cancel()
+    throw err
+  }
+}
+
+const contentTypeOf = (name: string): string => mime.contentType(name) || 'application/octet-stream'
+
 function fileHeaders(req: HttpRequest, e: Entry, path: string): Record<string, string> {
   const h: Record<string, string> = {
-    'content-type': mime.contentType(baseName(path)) || 'application/octet-stream',
+    'content-type': contentTypeOf(baseName(path)),
     'accept-ranges': 'bytes',
     etag: `"${e.size.toString(16)}-${(e.mtimeMs ?? 0).toString(16)}"`,
     'cache-control': 'private, no-cache',

@@ -7,10 +7,12 @@
  */
 import { randomBytes } from 'node:crypto'
 import { chownSync, existsSync, lchownSync, mkdirSync, readdirSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
+import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import type { Driver, Entry } from '../../core/driver.js'
-import { type FtpConfig, createFtpDriver, parseListDate } from '../../workers/drivers/ftp.js'
+import { type FtpConfig, createFtpDriver, parseListDate } from '../../workers/drivers/ftp/index.js'
+import { removeTree } from '../../workers/ops.js'
 import { api, startTestServer } from '../helpers/filegate.js'
 import { freePort } from '../servers/process.js'
 import { startVsftpd } from '../servers/vsftpd.js'
@@ -92,6 +94,18 @@ t.test('wrong password → EAUTH, quickly', async (t) => {
   t.ok(Date.now() - started < 5000, `answered in ${Date.now() - started} ms`)
 })
 
+t.test('a server that accepts but never answers → ETIMEDOUT, within the timeout', async (t) => {
+  const silent = createServer(() => {})
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    silent.close()
+  })
+  const port = (silent.address() as AddressInfo).port
+  const started = Date.now()
+  await t.rejects(createFtpDriver({ ...base, port, root: '', timeoutMs: 500 }), { code: 'ETIMEDOUT' })
+  t.ok(Date.now() - started < 5000, `gave up after ${Date.now() - started} ms`)
+})
+
 t.test('nothing listening → EUNAVAILABLE', async (t) => {
   await t.rejects(createFtpDriver({ ...base, port: await freePort(), root: '' }), { code: 'EUNAVAILABLE' })
 })
@@ -119,6 +133,20 @@ t.test('symlinks: followed and marked in listings and stat; a dangling one is no
   await d.remove(ctx(), '/to-dir')
   t.ok(existsSync(join(d.dir, 'sub', 'inside')), 'the linked folder and its content stay')
   t.notOk(readdirSync(d.dir).includes('to-dir'), 'the link is gone')
+})
+
+t.test('a folder whose name has quotes is no link (PWD quotes are doubled), and rm -r walks into it', async (t) => {
+  const d = await open(t)
+  const name = '" \' "" @ < > & ? + ≠'
+  await d.mkdir(ctx(), `/${name}`)
+  await d.write(ctx(), `/${name}/f`, (async function* () {
+    yield Buffer.from('x')
+  })())
+  const st = await d.stat(ctx(), `/${name}`)
+  t.match(st, { kind: 'dir', name })
+  t.notOk(st.link, 'not marked as a link')
+  await removeTree(ctx(), d, `/${name}`)
+  t.same(readdirSync(d.dir), [], 'removed with its content')
 })
 
 t.test('FTPS (explicit AUTH TLS)', async (t) => {

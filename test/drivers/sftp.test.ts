@@ -6,11 +6,13 @@
  * login folder as root, and sessions that survive a server restart.
  */
 import { randomBytes } from 'node:crypto'
-import { chownSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import type { Driver, Entry } from '../../core/driver.js'
-import { createSftpDriver, type SftpConfig } from '../../workers/drivers/sftp.js'
+import { createSftpDriver, type SftpConfig } from '../../workers/drivers/sftp/index.js'
+import { run } from '../servers/process.js'
 import { startSshd } from '../servers/sshd.js'
 import { ctx, runDriverSuite } from './suite.js'
 
@@ -47,6 +49,25 @@ t.test('private key login', async (t) => {
   t.match(await d.stat(ctx(), '/'), { kind: 'dir' })
 })
 
+t.test('private key with a passphrase: the right one logs in, a wrong one is EAUTH, a broken key EINVAL', async (t) => {
+  const { password: _password, ...noPassword } = base
+  const dir = t.testdir({ key: sshd.privateKey })
+  chmodSync(join(dir, 'key'), 0o600)
+  run('ssh-keygen', ['-q', '-p', '-P', '', '-N', 'secret phrase', '-f', join(dir, 'key')])
+  const encrypted = readFileSync(join(dir, 'key'), 'utf8')
+  const d = await createSftpDriver({ ...noPassword, privateKey: encrypted, passphrase: 'secret phrase', root: '' })
+  t.teardown(() => d.close())
+  t.match(await d.stat(ctx(), '/'), { kind: 'dir' })
+  await t.rejects(createSftpDriver({ ...noPassword, privateKey: encrypted, passphrase: 'wrong', root: '' }), { code: 'EAUTH' })
+  await t.rejects(createSftpDriver({ ...noPassword, privateKey: encrypted, root: '' }), { code: 'EAUTH' }, 'no passphrase')
+  await t.rejects(createSftpDriver({ ...noPassword, privateKey: 'not a key', root: '' }), { code: 'EINVAL' })
+})
+
+t.test('a fingerprint with base64 padding matches too', async (t) => {
+  const d = await open(t, { hostkey: `${sshd.hostkeyFingerprint}=` })
+  t.match(await d.stat(ctx(), '/'), { kind: 'dir' })
+})
+
 t.test('empty root is the login folder; an absolute root works', async (t) => {
   writeFileSync(join(sshd.root, 'marker.txt'), 'here')
   const d = await open(t, { root: '' })
@@ -70,6 +91,18 @@ t.test('host key: the right fingerprint passes, another is refused (EUNAVAILABLE
   t.match(await d.stat(ctx(), '/'), { kind: 'dir' })
   const wrong = `SHA256:${randomBytes(32).toString('base64').replace(/=+$/, '')}`
   await t.rejects(createSftpDriver({ ...base, root: '', hostkey: wrong }), { code: 'EUNAVAILABLE', retryable: false, message: /host key/ })
+})
+
+t.test('a server that accepts but never answers → ETIMEDOUT, within the timeout', async (t) => {
+  const silent = createServer(() => {})
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    silent.close()
+  })
+  const port = (silent.address() as AddressInfo).port
+  const started = Date.now()
+  await t.rejects(createSftpDriver({ ...base, port, root: '', timeoutMs: 500 }), { code: 'ETIMEDOUT' })
+  t.ok(Date.now() - started < 5000, `gave up after ${Date.now() - started} ms`)
 })
 
 t.test('nothing listening → EUNAVAILABLE', async (t) => {

@@ -9,10 +9,11 @@ import type { BackendSpec } from '../../core/backend.js'
 import type { Driver } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
 import { createPluginDriver } from '../plugins.js'
-import { createFtpDriver } from './ftp.js'
+import { createFtpDriver } from './ftp/index.js'
 import { createLocalDriver } from './local.js'
 import { createS3Driver } from './s3.js'
-import { createSftpDriver } from './sftp.js'
+import { createSmbDriver } from './smb/index.js'
+import { createSftpDriver } from './sftp/index.js'
 
 export async function createDriver(spec: BackendSpec): Promise<Driver> {
   switch (spec.type) {
@@ -25,7 +26,7 @@ export async function createDriver(spec: BackendSpec): Promise<Driver> {
     case 's3':
       return createS3Driver(spec)
     case 'smb':
-      throw new FsError('ENOTSUP', `the ${spec.type} backend is not available in this version`)
+      return createSmbDriver(spec)
     default: {
       // Each of filegate's own types has its case above (this line fails to compile otherwise);
       // anything else is a storage type that an enabled plugin provides, or ENOTSUP.

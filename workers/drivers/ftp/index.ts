@@ -3,8 +3,8 @@
  * A folder on an FTP server (`basic-ftp`): passive mode, FTPS (explicit AUTH TLS)
  * when `secure` is set.
  *
- * Sections, in the order every driver keeps: 1) config, 2) classify,
- * 3) sessions, 4) the driver, 5) factory.
+ * Sections, in the order every driver keeps: 1) config, 2) classify (errors.ts),
+ * 3) sessions (session.ts), 4) the driver, 5) factory.
  *
  * Sessions: one control connection each, from the one SessionPool
  * (workers/sessions.ts); an operation holds its session exclusively, and a transfer
@@ -27,13 +27,18 @@
  *   would be replaced.
  */
 import { randomBytes } from 'node:crypto'
-import { Readable, Writable } from 'node:stream'
+import { Readable } from 'node:stream'
 import type { ConnectionOptions } from 'node:tls'
-import type { Client, FileInfo } from 'basic-ftp'
-import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../core/driver.js'
-import { FsError, isFsError } from '../../core/errors.js'
-import { baseName } from '../../core/paths.js'
-import { SessionPool, type SessionPoolStats } from '../sessions.js'
+import type { FileInfo } from 'basic-ftp'
+import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../../core/driver.js'
+import { FsError } from '../../../core/errors.js'
+import { baseName } from '../../../core/paths.js'
+import { SessionPool, type SessionPoolStats } from '../../sessions.js'
+import { classify, ftpCode } from './errors.js'
+import { type BasicFtp, type FtpSession, DownloadSink, closeSession, isBroken, mfmtStamp, openSession, parseListDate, parseMdtm, probe, pwd } from './session.js'
+
+export { classify } from './errors.js'
+export { parseListDate } from './session.js'
 
 // 1) Config ------------------------------------------------------------------
 
@@ -58,234 +63,17 @@ export interface FtpConfig {
 
 /** Most bytes a read yields at once (what has arrived is coalesced up to this). */
 const READ_CHUNK = 1024 * 1024
-/** Bytes a download buffers before the data connection is paused. */
-const READ_BUFFER = 2 * 1024 * 1024
 /** Bytes an upload buffers ahead of the data connection. */
 const WRITE_BUFFER = 1024 * 1024
 const LIST_PAGE = 512
 const TEMP_NAME = /^\.filegate-[A-Za-z0-9_-]+\.part$/
 
-// 2) classify ----------------------------------------------------------------
-
-/** Socket-level codes: the server is not there (any more). */
-const UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED'])
-
-/**
- * basic-ftp / socket error → FsError. FTP's 550 covers "missing", "not allowed" and
- * "not that kind of entry" alike: operations look first (stat) where the difference
- * matters, and classify's 550 is ENOENT. Messages name the storage path only.
- */
-export function classify(err: unknown, path?: string): FsError {
-  if (isFsError(err)) return err
-  const e = (err ?? {}) as { code?: unknown; message?: unknown }
-  const msg = typeof e.message === 'string' ? e.message : String(err)
-  const at = path === undefined ? '' : `${path}: `
-  const opts = { cause: err, ...(path === undefined ? {} : { path }) }
-  if (typeof e.code === 'number') {
-    const c = e.code
-    if (c === 530) return new FsError('EAUTH', 'the FTP server refused the credentials', opts)
-    if (c === 550) return new FsError('ENOENT', `${at}no such file or directory`, opts)
-    if (c === 553) return new FsError('EACCES', `${at}the FTP server refused the name`, opts)
-    if (c === 552 || c === 452) return new FsError('EFBIG', `${at}the FTP server has no room for it`, opts)
-    if (c === 421 || c === 425 || c === 426) return new FsError('EUNAVAILABLE', 'the FTP connection was lost', opts)
-    if (c === 500 || c === 502 || c === 504) return new FsError('ENOTSUP', `${at}the FTP server does not support this operation`, opts)
-    if (c === 501) return new FsError('EINVAL', `${at}the FTP server refused the request`, opts)
-    return new FsError('EIO', `${at}the FTP server reported a failure (${c})`, opts)
-  }
-  if (typeof e.code === 'string' && UNAVAILABLE.has(e.code)) return new FsError('EUNAVAILABLE', `the FTP server cannot be reached (${e.code})`, opts)
-  if (e.code === 'ETIMEDOUT' || /^Timeout/.test(msg)) return new FsError('ETIMEDOUT', 'the FTP server did not answer in time', opts)
-  if (typeof e.code === 'string' && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(e.code)) {
-    return new FsError('EUNAVAILABLE', `the FTP server's TLS certificate is not trusted (${e.code})`, { ...opts, retryable: false })
-  }
-  if (/closed|FIN packet|transmission error|transfer strategies|no data connection/i.test(msg)) {
-    return new FsError('EUNAVAILABLE', 'the FTP connection was lost', opts)
-  }
-  return new FsError('EIO', `${at}storage error`, opts)
-}
-
-const ftpCode = (err: unknown): unknown => (err as { code?: unknown })?.code
-
-// 3) Sessions ----------------------------------------------------------------
-
-interface FtpSession {
-  readonly client: Client
-  /** Remote folder served as `/`, as the client names it. */
-  readonly root: string
-  /** Its physical path (PWD after CWD): what a folder without symlinks on the way reports. */
-  readonly realRoot: string
-  readonly mdtm: boolean
-  readonly mfmt: boolean
-  readonly mlsd: boolean
-  readonly rest: boolean
-  /** Set when the control connection is mid-reply or gone: never reused. */
-  broken: boolean
-}
-
-type BasicFtp = typeof import('basic-ftp')
-
-const isBroken = (s: FtpSession): boolean => s.broken || s.client.closed
-
-/** PWD's answer, `257 "<path>" ...` with `"` doubled inside (RFC 959). */
-async function pwd(client: Client): Promise<string> {
-  const res = await client.send('PWD')
-  const m = /^257 "((?:[^"]|"")*)"/.exec(res.message)
-  if (!m) throw new FsError('EIO', 'the FTP server gave an unreadable PWD answer')
-  return m[1]!.replace(/""/g, '"')
-}
-
-async function openSession(ftp: BasicFtp, cfg: FtpConfig, timeoutMs: number, signal: AbortSignal): Promise<FtpSession> {
-  const client = new ftp.Client(timeoutMs)
-  const onAbort = (): void => client.close()
-  signal.addEventListener('abort', onAbort, { once: true })
-  try {
-    await client.access({
-      host: cfg.hostname,
-      port: cfg.port,
-      user: cfg.username,
-      password: cfg.password,
-      secure: cfg.secure,
-      ...(cfg.secure ? { secureOptions: { ...cfg.tls } } : {}),
-    })
-    const feats = await client.features()
-    const home = await pwd(client)
-    const root = cfg.root === '' ? home : cfg.root.startsWith('/') ? cfg.root : `${home === '/' ? '' : home}/${cfg.root}`
-    try {
-      await client.send(`CWD ${root}`)
-    } catch (err) {
-      if (ftpCode(err) === 550) throw new FsError('ENOENT', 'the storage root folder does not exist on the FTP server', { cause: err })
-      throw err
-    }
-    const realRoot = await pwd(client)
-    return {
-      client,
-      root: root.length > 1 ? root.replace(/\/+$/, '') : root,
-      realRoot,
-      mdtm: feats.has('MDTM'),
-      mfmt: feats.has('MFMT'),
-      mlsd: feats.has('MLST'),
-      rest: feats.has('REST'),
-      broken: false,
-    }
-  } catch (err) {
-    client.close()
-    throw signal.aborted ? (signal.reason ?? err) : classify(err)
-  } finally {
-    signal.removeEventListener('abort', onAbort)
-  }
-}
-
-function closeSession(s: FtpSession): Promise<void> {
-  s.broken = true
-  s.client.close() // destroys the sockets: never waits for a dead peer
-  return Promise.resolve()
-}
-
-async function probe(s: FtpSession): Promise<void> {
-  if (isBroken(s)) throw new Error('connection closed')
-  await s.client.send('NOOP')
-}
+// 2) classify: errors.ts. 3) Sessions: session.ts.
 
 // 4) The driver --------------------------------------------------------------
 
-const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec']
-
-/**
- * A LIST date (`Nov 22 18:02` or `Apr 18 2025`, as basic-ftp joins it) → ms, read
- * as UTC (vsftpd's default). A date without a year is in the last twelve months.
- */
-export function parseListDate(raw: string, now = Date.now()): number | null {
-  const m = /^([A-Za-z]{3})\s+(\d{1,2})\s+(?:(\d{1,2}):(\d{2})|(\d{4}))$/.exec(raw.trim())
-  if (!m) return null
-  const month = MONTHS.indexOf(m[1]!.toLowerCase())
-  if (month < 0) return null
-  const day = Number(m[2])
-  if (m[5] !== undefined) return Date.UTC(Number(m[5]), month, day)
-  const year = new Date(now).getUTCFullYear()
-  const t = Date.UTC(year, month, day, Number(m[3]), Number(m[4]))
-  return t > now + 86_400_000 ? Date.UTC(year - 1, month, day, Number(m[3]), Number(m[4])) : t
-}
-
-/** MDTM's `213 YYYYMMDDhhmmss[.sss]` → ms. */
-function parseMdtm(message: string): number | null {
-  const m = /(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(?:\.(\d{1,3}))?/.exec(message.slice(4))
-  if (!m) return null
-  const [, y, mo, d, h, mi, se, ms] = m
-  return Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(se), ms === undefined ? 0 : Number(ms.padEnd(3, '0')))
-}
-
-function mfmtStamp(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/[-:T]/g, '').slice(0, 14)
-}
-
 const cancelled = (path: string): FsError => new FsError('ECANCELED', 'cancelled', { path })
 const lost = (): FsError => new FsError('EUNAVAILABLE', 'the FTP connection was lost')
-
-/**
- * The download side of a transfer: a Writable that basic-ftp pipes the data
- * connection into, and that the read generator pulls from. It holds at most
- * READ_BUFFER bytes (then the data connection pauses), and reports the end only when
- * the transfer itself has completed, never merely because the stream was ended
- * (basic-ftp ends it on failures too).
- */
-class DownloadSink extends Writable {
-  #queue: Buffer[] = []
-  #bytes = 0
-  #held: (() => void) | null = null
-  #wake: (() => void) | null = null
-  #done = false
-  #error: unknown = null
-
-  constructor() {
-    super({ highWaterMark: READ_BUFFER })
-  }
-
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    this.#queue.push(chunk)
-    this.#bytes += chunk.length
-    if (this.#bytes < READ_BUFFER) cb()
-    else this.#held = () => cb()
-    this.#notify()
-  }
-
-  /** The transfer completed (true) or failed. */
-  settle(error: unknown): void {
-    if (error === null) this.#done = true
-    else this.#error ??= error
-    this.#notify()
-  }
-
-  /** Up to `max` bytes in a fresh buffer; null at the end. @throws the transfer's error */
-  async take(max: number): Promise<Buffer | null> {
-    while (this.#bytes === 0) {
-      if (this.#error !== null) throw this.#error
-      if (this.#done) return null
-      await new Promise<void>((resolve) => (this.#wake = resolve))
-    }
-    const out = Buffer.allocUnsafeSlow(Math.min(max, this.#bytes))
-    let off = 0
-    while (off < out.length) {
-      const head = this.#queue[0]!
-      const n = Math.min(head.length, out.length - off)
-      head.copy(out, off, 0, n)
-      off += n
-      if (n === head.length) this.#queue.shift()
-      else this.#queue[0] = head.subarray(n)
-    }
-    this.#bytes -= out.length
-    if (this.#held !== null && this.#bytes < READ_BUFFER) {
-      const release = this.#held
-      this.#held = null
-      release()
-    }
-    return out
-  }
-
-  #notify(): void {
-    const w = this.#wake
-    this.#wake = null
-    w?.()
-  }
-}
 
 /** What a stat learns; `link` only for folders (see the module comment). */
 interface Probe {
@@ -340,7 +128,8 @@ class FtpDriver implements Driver {
       const now = Date.now()
       for (let i = 0; i < infos.length; i += LIST_PAGE) {
         if (ctx.signal.aborted) throw cancelled(dir)
-        yield await this.#entries(s, dir, infos.slice(i, i + LIST_PAGE), now)
+        const page = await this.#entries(s, dir, infos.slice(i, i + LIST_PAGE), now)
+        if (page.length > 0) yield page
       }
     } catch (err) {
       failure = classify(err, dir)
@@ -367,20 +156,25 @@ class FtpDriver implements Driver {
         const size = await s.client.size(abs).catch(() => Infinity)
         if (range.end < size - 1) want = range.end - start + 1
       }
-      if (start > 0 && !s.rest) throw new FsError('ENOTSUP', `${path}: this FTP server cannot start a download in the middle`, { path })
+      // Without REST the download starts at 0 and the bytes before the range are dropped.
+      let skip = start > 0 && !s.rest ? start : 0
       const sink = new DownloadSink()
       started = true
-      s.client.downloadTo(sink, abs, start).then(
+      s.client.downloadTo(sink, abs, start - skip).then(
         () => sink.settle(null),
         (err: unknown) => sink.settle(err),
       )
       let got = 0
       while (got < want) {
         if (ctx.signal.aborted) throw cancelled(path)
-        const chunk = await sink.take(Math.min(READ_CHUNK, want - got))
+        const chunk = await sink.take(Math.min(READ_CHUNK, skip > 0 ? skip : want - got))
         if (chunk === null) {
           complete = true
           break
+        }
+        if (skip > 0) {
+          skip -= chunk.length
+          continue
         }
         got += chunk.length
         yield chunk

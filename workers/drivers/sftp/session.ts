@@ -1,0 +1,245 @@
+/**
+ * @module workers/drivers/sftp/session
+ * Section 3 of the sftp driver: one session is one SSH connection with one SFTP
+ * channel; opening (login, host key check, root), closing, probing, and the
+ * request helpers an operation uses on its session.
+ */
+import { createHash } from 'node:crypto'
+import type { Client, ConnectConfig, SFTPWrapper, Stats } from 'ssh2'
+import { FsError } from '../../../core/errors.js'
+import { Status, classify } from './errors.js'
+import type { SftpConfig } from './index.js'
+
+/** Read and write request size when the server does not say (OpenSSH's limit is 255 KiB). */
+const DEFAULT_IO_LEN = 32 * 1024
+/** Never ask for more per request than this, whatever the server allows. */
+const MAX_IO_LEN = 256 * 1024
+const KEEPALIVE_MS = 15_000
+
+// 3) Sessions ----------------------------------------------------------------
+
+export interface SftpSession {
+  readonly client: Client
+  readonly sftp: SFTPWrapper
+  /** Absolute remote folder served as `/` (realpath of the configured root). */
+  readonly root: string
+  /** The server offers posix-rename@openssh.com (an atomic replacing rename). */
+  readonly posixRename: boolean
+  readonly readLen: number
+  readonly writeLen: number
+  /** Set when the connection closed or failed: the pool must not hand it out again. */
+  broken: boolean
+}
+
+export type Ssh2 = typeof import('ssh2')
+
+/** `SHA256:<base64, no padding>` of a host key blob, as ssh-keygen prints it. */
+export function fingerprint(key: Buffer): string {
+  return `SHA256:${createHash('sha256').update(key).digest('base64').replace(/=+$/, '')}`
+}
+
+/** ssh2's callback style → a promise. A synchronous throw (e.g. "Not connected") rejects it. */
+export function call<T = void>(fn: (cb: (err: Error | undefined | null, value?: T) => void) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    fn((err, value) => (err ? reject(err) : resolve(value as T)))
+  })
+}
+
+/** ssh2 keeps what the server announced in private fields; read them defensively. */
+function serverInfo(sftp: SFTPWrapper): { posixRename: boolean; readLen: number; writeLen: number } {
+  const x = sftp as unknown as { _extensions?: Record<string, string>; _maxReadLen?: unknown; _maxWriteLen?: unknown }
+  const len = (v: unknown): number => (typeof v === 'number' && v > 0 ? Math.min(v, MAX_IO_LEN) : DEFAULT_IO_LEN)
+  return { posixRename: x._extensions?.['posix-rename@openssh.com'] !== undefined, readLen: len(x._maxReadLen), writeLen: len(x._maxWriteLen) }
+}
+
+/** Connects, logs in, opens the SFTP channel and resolves the root. */
+export function openSession(ssh2: Ssh2, cfg: SftpConfig, timeoutMs: number, signal: AbortSignal): Promise<SftpSession> {
+  return new Promise<SftpSession>((resolve, reject) => {
+    const client = new ssh2.Client()
+    // ssh-keygen prints fingerprints without base64 padding; a client may send it with.
+    const expected = cfg.hostkey?.replace(/=+$/, '')
+    let presented: string | null = null
+    let settled = false
+    const fail = (err: unknown): void => {
+      if (settled) return
+      settled = true
+      signal.removeEventListener('abort', onAbort)
+      client.destroy()
+      if (presented !== null && expected !== undefined && presented !== expected) {
+        // Not the credentials' fault, and retrying will not help: refused, not retryable.
+        reject(new FsError('EUNAVAILABLE', `the SFTP server's host key ${presented} does not match the expected ${cfg.hostkey}`, { cause: err, retryable: false }))
+        return
+      }
+      reject(classify(err))
+    }
+    const onAbort = (): void => fail(signal.reason ?? new FsError('ECANCELED', 'cancelled'))
+    signal.addEventListener('abort', onAbort, { once: true })
+    // A permanent listener: an 'error' without one would crash the worker thread.
+    client.on('error', (err) => {
+      if (!settled) fail(err)
+    })
+    client.once('close', () => fail(new FsError('EUNAVAILABLE', 'the SFTP server closed the connection during login')))
+    client.once('ready', () => {
+      client.sftp((err, sftp) => {
+        if (err) return fail(err)
+        let broken = false
+        const broke = (): void => {
+          broken = true
+          if (session !== null) session.broken = true
+        }
+        let session: SftpSession | null = null
+        // Listeners from the start: an 'error' without one would crash the worker thread.
+        sftp.on('error', broke)
+        sftp.on('close', broke)
+        client.on('close', broke)
+        client.on('error', broke)
+        call<string>((cb) => sftp.realpath(cfg.root === '' ? '.' : cfg.root, cb)).then(
+          (root) => {
+            if (settled) return
+            settled = true
+            signal.removeEventListener('abort', onAbort)
+            session = { client, sftp, root, ...serverInfo(sftp), broken }
+            resolve(session)
+          },
+          (err: unknown) =>
+            fail(
+              (err as { code?: unknown }).code === Status.NO_SUCH_FILE
+                ? new FsError('ENOENT', 'the storage root folder does not exist on the SFTP server', { cause: err })
+                : err,
+            ),
+        )
+      })
+    })
+    const conf: ConnectConfig = {
+      host: cfg.hostname,
+      port: cfg.port,
+      username: cfg.username,
+      readyTimeout: timeoutMs,
+      keepaliveInterval: KEEPALIVE_MS,
+      keepaliveCountMax: 3,
+      tryKeyboard: false,
+      ...(cfg.password === undefined ? {} : { password: cfg.password }),
+      ...(cfg.privateKey === undefined ? {} : { privateKey: cfg.privateKey }),
+      ...(cfg.passphrase === undefined ? {} : { passphrase: cfg.passphrase }),
+      hostVerifier: (key: Buffer): boolean => {
+        presented = fingerprint(key)
+        return expected === undefined || presented === expected
+      },
+    }
+    try {
+      client.connect(conf)
+    } catch (err) {
+      // ssh2 throws synchronously on a private key it cannot parse or decrypt: a wrong or
+      // missing passphrase is a credential refused; anything else a malformed key.
+      const msg = String((err as Error)?.message ?? err)
+      if (/passphrase|decrypt/i.test(msg)) fail(new FsError('EAUTH', 'the private key cannot be decrypted with this passphrase', { cause: err }))
+      else if (/key/i.test(msg)) fail(new FsError('EINVAL', `the private key cannot be used: ${msg}`, { cause: err }))
+      else fail(err)
+    }
+  })
+}
+
+export function closeSession(s: SftpSession): Promise<void> {
+  s.broken = true
+  // destroy, not end: a dead peer must not hold the pool's place.
+  s.client.destroy()
+  return Promise.resolve()
+}
+
+/** Resolves when the connection still answers. */
+export async function probe(s: SftpSession): Promise<void> {
+  if (s.broken) throw new Error('connection closed')
+  await call<string>((cb) => s.sftp.realpath('.', cb))
+}
+
+// Requests on a session ---------------------------------------------------------
+
+/** A stat that answers null for a missing path. */
+export async function statOrNull(s: SftpSession, abs: string, follow = true): Promise<Stats | null> {
+  try {
+    return await call<Stats>((cb) => (follow ? s.sftp.stat(abs, cb) : s.sftp.lstat(abs, cb)))
+  } catch (err) {
+    if ((err as { code?: unknown }).code === Status.NO_SUCH_FILE) return null
+    throw err
+  }
+}
+
+/** One read request; the buffer is fresh and owned by whoever receives it. */
+export function readAt(s: SftpSession, handle: Buffer, pos: number, len: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const buf = Buffer.allocUnsafeSlow(len)
+    try {
+      s.sftp.read(handle, buf, 0, len, pos, (err, n) => {
+        if (err) return reject(err)
+        resolve(n === len ? buf : buf.subarray(0, n))
+      })
+    } catch (err) {
+      reject(err)
+    }
+  })
+}
+
+/** Requests in flight, remembering the first failure (none is left unobserved). */
+export class InFlight {
+  readonly #pending = new Set<Promise<void>>()
+  #error: unknown = null
+
+  add(p: Promise<unknown>): void {
+    const tracked: Promise<void> = p.then(
+      () => void this.#pending.delete(tracked),
+      (err: unknown) => {
+        this.#pending.delete(tracked)
+        this.#error ??= err
+      },
+    )
+    this.#pending.add(tracked)
+  }
+
+  get size(): number {
+    return this.#pending.size
+  }
+
+  /** Waits until fewer than `n` are in flight; throws the first failure. */
+  async below(n: number): Promise<void> {
+    this.#check()
+    while (this.#pending.size >= n) {
+      await Promise.race(this.#pending)
+      this.#check()
+    }
+  }
+
+  async all(): Promise<void> {
+    await Promise.all(this.#pending)
+    this.#check()
+  }
+
+  #check(): void {
+    if (this.#error !== null) throw this.#error
+  }
+}
+
+/** Cuts a body into chunks of exactly `len` bytes (the last may be shorter), copying only when a chunk spans parts. */
+export async function* rechunk(body: AsyncIterable<Uint8Array>, len: number): AsyncIterable<Buffer> {
+  let parts: Buffer[] = []
+  let have = 0
+  for await (const chunk of body) {
+    let c = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    while (c.length > 0) {
+      if (have === 0 && c.length >= len) {
+        yield c.subarray(0, len)
+        c = c.subarray(len)
+        continue
+      }
+      const take = Math.min(len - have, c.length)
+      parts.push(c.subarray(0, take))
+      have += take
+      c = c.subarray(take)
+      if (have === len) {
+        yield Buffer.concat(parts, have)
+        parts = []
+        have = 0
+      }
+    }
+  }
+  if (have > 0) yield Buffer.concat(parts, have)
+}

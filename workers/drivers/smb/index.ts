@@ -1,0 +1,459 @@
+/**
+ * @module workers/drivers/smb
+ * A folder of an SMB share (Samba, Windows), over SMB 2.0.2/2.1 with NTLMv2: the
+ * message encoder and NTLMv2 of `@tryjsky/v9u-smb2`, with this driver's own
+ * transport and operations (session.ts says why).
+ *
+ * Sections, in the order every driver keeps: 1) config, 2) classify (errors.ts),
+ * 3) sessions (session.ts, pooled here), 4) the driver, 5) factory.
+ *
+ * Sessions: one TCP connection, login and tree connect each, from the one
+ * SessionPool (workers/sessions.ts). An operation holds its session exclusively; a
+ * session whose connection failed kills itself (session.ts), its probe then fails
+ * and the pool replaces it. Idle sessions are closed after `idleMs`.
+ *
+ * Speed: SMB is request/response and this client is limited to 64 KiB per request
+ * (no large MTU), so reads keep READ_AHEAD requests in flight and yield them in
+ * order, in owned 1 MiB chunks; writes keep WRITE_AHEAD in flight.
+ *
+ * Atomic writes: bytes go to a hidden temporary file in the target's folder
+ * (`.filegate-<id>.part`, never listed); when complete, the open handle is renamed
+ * onto the target (replacing it, or refusing when it exists for overwrite=false:
+ * atomic either way) and closed. A failed write deletes its temporary file; when the
+ * connection is gone and it cannot, the name is kept and deleted after the next
+ * request that succeeds (DELETE_ON_CLOSE would let the server do it, but Samba keeps
+ * that flag through a rename and cannot clear it, so the finished file would vanish).
+ */
+import { randomBytes } from 'node:crypto'
+import type { SmbSpec } from '../../../core/backend.js'
+import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../../core/driver.js'
+import { FsError } from '../../../core/errors.js'
+import { baseName, joinPath, parentOf } from '../../../core/paths.js'
+import { SessionPool, type SessionPoolStats } from '../../sessions.js'
+import { SmbTransportError, classify } from './errors.js'
+import { ACCESS, DISPOSITION, IO_BLOCK, OPTIONS, type OpenFile, SmbSession } from './session.js'
+
+export { classify } from './errors.js'
+
+// 1) Config ------------------------------------------------------------------
+
+export interface SmbConfig extends Omit<SmbSpec, 'type'> {
+  /** Sessions (connections) per driver; default 4. */
+  readonly maxSessions?: number
+  /** An idle session is closed after this long; default 60 s. */
+  readonly idleMs?: number
+  /** Connecting and logging in, one request, or waiting for a session; default 20 s. */
+  readonly timeoutMs?: number
+}
+
+/** READ requests of 64 KiB in flight per transfer: 2 MiB. */
+const READ_AHEAD = 32
+/** WRITE requests of 64 KiB in flight per transfer. */
+const WRITE_AHEAD = 16
+/** Bytes per chunk handed to the consumer. */
+const READ_CHUNK = 1024 * 1024
+const TEMP_NAME = /^\.filegate-[A-Za-z0-9_-]+\.part$/
+/** Temporary files remembered for deletion, at most, and attempts for each. */
+const ORPHANS_MAX = 1000
+const ORPHAN_TRIES = 20
+
+// 3) Sessions (the pool; the session itself is session.ts) ---------------------
+
+function openPool(cfg: SmbConfig): SessionPool<SmbSession> {
+  const timeoutMs = cfg.timeoutMs ?? 20_000
+  const login = { hostname: cfg.hostname, port: cfg.port, share: cfg.share, domain: cfg.domain, username: cfg.username, password: cfg.password, timeoutMs }
+  return new SessionPool<SmbSession>({
+    open: async (signal) => {
+      try {
+        return await SmbSession.open(login, signal)
+      } catch (err) {
+        throw classify(err, '/')
+      }
+    },
+    close: async (s) => s.kill(new SmbTransportError('EUNAVAILABLE', 'the session was closed')),
+    probe: async (s) => {
+      if (s.dead) throw s.dead
+      const f = await s.create('', { access: ACCESS.READ_ATTRIBUTES | ACCESS.SYNCHRONIZE, disposition: DISPOSITION.OPEN, options: 0 })
+      await s.close(f.fileId)
+    },
+    max: cfg.maxSessions ?? 4,
+    idleMs: cfg.idleMs ?? 60_000,
+    acquireTimeoutMs: timeoutMs,
+  })
+}
+
+// 4) The driver --------------------------------------------------------------
+
+const FEATURES: Features = { emptyDirs: true, atomicRename: true, rangeRead: true, mtimePrecisionMs: 1 }
+
+const canceled = (path: string) => new FsError('ECANCELED', 'cancelled', { path })
+const toEntry = (path: string, f: { isDir: boolean; size: number; mtimeMs: number | null }): Entry => ({
+  path,
+  name: baseName(path),
+  kind: f.isDir ? 'dir' : 'file',
+  size: f.isDir ? 0 : f.size,
+  mtimeMs: f.mtimeMs,
+})
+
+class SmbDriver implements Driver {
+  readonly kind = 'smb'
+  readonly features = FEATURES
+  readonly #pool: SessionPool<SmbSession>
+  /** Share-relative folder served as `/`, with `\` separators ('' = the share's root). */
+  readonly #root: string
+  /** Temporary files that failed writes could not delete (the connection was gone): SMB path → attempts. */
+  readonly #orphans = new Map<string, number>()
+  #sweeping = false
+
+  constructor(cfg: SmbConfig) {
+    this.#pool = openPool(cfg)
+    this.#root = cfg.root.split('/').filter((s) => s !== '').join('\\')
+  }
+
+  /** Pool figures, for tests and health. */
+  stats(): SessionPoolStats {
+    return this.#pool.stats()
+  }
+
+  async stat(ctx: OpContext, path: string): Promise<Entry> {
+    return this.#use(ctx, path, async (s) => {
+      const f = await s.create(this.#smb(path), { access: ACCESS.READ_ATTRIBUTES | ACCESS.SYNCHRONIZE, disposition: DISPOSITION.OPEN, options: 0 })
+      await s.close(f.fileId)
+      return toEntry(path, f)
+    })
+  }
+
+  async *list(ctx: OpContext, dir: string): AsyncIterable<readonly Entry[]> {
+    const s = await this.#acquire(ctx, dir)
+    let failure: unknown
+    let f: OpenFile | null = null
+    try {
+      f = await s.create(this.#smb(dir), { access: ACCESS.READ_DATA | ACCESS.READ_ATTRIBUTES | ACCESS.SYNCHRONIZE, disposition: DISPOSITION.OPEN, options: OPTIONS.DIRECTORY })
+      for (;;) {
+        if (ctx.signal.aborted) throw canceled(dir)
+        const page = await s.queryDirectory(f.fileId)
+        if (page === null) break
+        const entries = page.filter((e) => !TEMP_NAME.test(e.name)).map((e) => toEntry(joinPath(dir, e.name), e))
+        if (entries.length > 0) yield entries
+      }
+    } catch (err) {
+      failure = classify(err, dir)
+      throw failure
+    } finally {
+      await this.#finish(s, f, failure)
+    }
+  }
+
+  async *read(ctx: OpContext, path: string, range?: ByteRange): AsyncIterable<Uint8Array> {
+    const s = await this.#acquire(ctx, path)
+    let failure: unknown
+    let f: OpenFile | null = null
+    try {
+      f = await s.create(this.#smb(path), { access: ACCESS.READ_DATA | ACCESS.READ_ATTRIBUTES | ACCESS.SYNCHRONIZE, disposition: DISPOSITION.OPEN, options: OPTIONS.NON_DIRECTORY })
+      const start = range?.start ?? 0
+      const end = Math.min(range?.end ?? Infinity, f.size - 1) + 1 // exclusive
+      yield* readPipelined(ctx, s, f.fileId, start, end, path)
+    } catch (err) {
+      failure = ctx.signal.aborted ? canceled(path) : classify(err, path)
+      throw failure
+    } finally {
+      await this.#finish(s, f, failure)
+    }
+  }
+
+  async write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}): Promise<Entry> {
+    if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
+    const target = this.#smb(path)
+    const temp = this.#smb(joinPath(parentOf(path), `.filegate-${randomBytes(9).toString('base64url')}.part`))
+    const replace = opts.overwrite !== false
+    return this.#use(ctx, path, async (s) => {
+      const f = await s.create(temp, {
+        access: ACCESS.WRITE_DATA | ACCESS.READ_ATTRIBUTES | ACCESS.WRITE_ATTRIBUTES | ACCESS.DELETE | ACCESS.SYNCHRONIZE,
+        disposition: DISPOSITION.CREATE,
+        options: OPTIONS.NON_DIRECTORY,
+      })
+      let size: number
+      try {
+        size = await writePipelined(ctx, s, f.fileId, body, path)
+        if (ctx.signal.aborted) throw canceled(path)
+        if (opts.mtimeMs !== undefined) await s.setMtime(f.fileId, opts.mtimeMs)
+        try {
+          await s.rename(f.fileId, target, replace)
+        } catch (err) {
+          throw await this.#renameFailure(s, err, target, path)
+        }
+      } catch (err) {
+        try {
+          await s.deleteOnClose(f.fileId)
+          await s.close(f.fileId)
+        } catch {
+          this.#orphan(temp) // the connection is gone: delete it once the server answers again
+        }
+        throw err
+      }
+      await s.close(f.fileId)
+      const now = Date.now()
+      return { path, name: baseName(path), kind: 'file', size, mtimeMs: opts.mtimeMs ?? now } satisfies Entry
+    })
+  }
+
+  async mkdir(ctx: OpContext, dir: string): Promise<void> {
+    if (dir === '/') return
+    return this.#use(ctx, dir, async (s) => {
+      let f: OpenFile
+      try {
+        f = await s.create(this.#smb(dir), { access: ACCESS.READ_ATTRIBUTES | ACCESS.SYNCHRONIZE, disposition: DISPOSITION.CREATE, options: OPTIONS.DIRECTORY })
+      } catch (err) {
+        const e = classify(err, dir)
+        if (e.code !== 'EEXIST') throw e
+        const existing = await s.create(this.#smb(dir), { access: ACCESS.READ_ATTRIBUTES | ACCESS.SYNCHRONIZE, disposition: DISPOSITION.OPEN, options: 0 })
+        await s.close(existing.fileId)
+        if (existing.isDir) return
+        throw e
+      }
+      await s.close(f.fileId)
+    })
+  }
+
+  async remove(ctx: OpContext, path: string): Promise<void> {
+    if (path === '/') throw new FsError('EACCES', 'the root cannot be removed', { path })
+    return this.#use(ctx, path, async (s) => {
+      const f = await s.create(this.#smb(path), { access: ACCESS.DELETE | ACCESS.READ_ATTRIBUTES | ACCESS.SYNCHRONIZE, disposition: DISPOSITION.OPEN, options: 0 })
+      try {
+        await s.deleteOnClose(f.fileId)
+      } finally {
+        if (!s.dead) await s.close(f.fileId)
+      }
+    })
+  }
+
+  async rename(ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<void> {
+    if (from === '/') throw new FsError('EACCES', 'the root cannot be renamed', { path: from })
+    return this.#use(ctx, from, async (s) => {
+      const f = await s.create(this.#smb(from), { access: ACCESS.DELETE | ACCESS.READ_ATTRIBUTES | ACCESS.SYNCHRONIZE, disposition: DISPOSITION.OPEN, options: 0 })
+      try {
+        await s.rename(f.fileId, this.#smb(to), opts.overwrite && !f.isDir)
+      } catch (err) {
+        throw await this.#renameFailure(s, err, this.#smb(to), to)
+      } finally {
+        if (!s.dead) await s.close(f.fileId)
+      }
+    })
+  }
+
+  async setMtime(ctx: OpContext, path: string, mtimeMs: number): Promise<void> {
+    return this.#use(ctx, path, async (s) => {
+      const f = await s.create(this.#smb(path), { access: ACCESS.WRITE_ATTRIBUTES | ACCESS.READ_ATTRIBUTES | ACCESS.SYNCHRONIZE, disposition: DISPOSITION.OPEN, options: 0 })
+      try {
+        await s.setMtime(f.fileId, mtimeMs)
+      } finally {
+        if (!s.dead) await s.close(f.fileId)
+      }
+    })
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.close()
+  }
+
+  // Internals ----------------------------------------------------------------
+
+  /** A canonical path → share-relative SMB path. */
+  #smb(path: string): string {
+    const rel = path === '/' ? '' : path.slice(1).replace(/\//g, '\\')
+    return this.#root === '' ? rel : rel === '' ? this.#root : `${this.#root}\\${rel}`
+  }
+
+  async #acquire(ctx: OpContext, path: string): Promise<SmbSession> {
+    try {
+      return await this.#pool.acquire(ctx.signal)
+    } catch (err) {
+      throw classify(err, path)
+    }
+  }
+
+  /** Runs `fn` on a pooled session; errors are classified, and the pool judges the session by them. */
+  async #use<T>(ctx: OpContext, path: string, fn: (s: SmbSession) => Promise<T>): Promise<T> {
+    const s = await this.#acquire(ctx, path)
+    let result: T
+    try {
+      result = await fn(s)
+    } catch (err) {
+      const e = ctx.signal.aborted ? canceled(path) : classify(err, path)
+      void this.#pool.release(s, e)
+      throw e
+    }
+    void this.#pool.release(s)
+    this.#sweep()
+    return result
+  }
+
+  #orphan(temp: string): void {
+    if (this.#orphans.size < ORPHANS_MAX) this.#orphans.set(temp, this.#orphans.get(temp) ?? 0)
+  }
+
+  /** After a success the server answers again: delete the temporary files failed writes left. */
+  #sweep(): void {
+    if (this.#orphans.size === 0 || this.#sweeping) return
+    this.#sweeping = true
+    void (async () => {
+      try {
+        const s = await this.#pool.acquire()
+        let err: unknown
+        try {
+          for (const [temp, tries] of [...this.#orphans]) {
+            try {
+              const f = await s.create(temp, { access: ACCESS.DELETE | ACCESS.SYNCHRONIZE, disposition: DISPOSITION.OPEN, options: OPTIONS.NON_DIRECTORY })
+              await s.deleteOnClose(f.fileId)
+              await s.close(f.fileId)
+              this.#orphans.delete(temp)
+            } catch (e) {
+              const c = classify(e, '/')
+              if (c.code === 'ENOENT' || tries + 1 >= ORPHAN_TRIES) this.#orphans.delete(temp)
+              else this.#orphans.set(temp, tries + 1)
+              if (c.code === 'EUNAVAILABLE' || c.code === 'ETIMEDOUT') {
+                err = c
+                break
+              }
+            }
+          }
+        } finally {
+          void this.#pool.release(s, err)
+        }
+      } catch {
+        // No session now: the next success tries again.
+      } finally {
+        this.#sweeping = false
+      }
+    })()
+  }
+
+  /** Closes a stream's handle (when the session still works) and gives the session back. */
+  async #finish(s: SmbSession, f: OpenFile | null, failure: unknown): Promise<void> {
+    let err = failure
+    if (f !== null && !s.dead) {
+      try {
+        await s.close(f.fileId)
+      } catch (e) {
+        err ??= classify(e, '/')
+      }
+    }
+    // A read stopped early (return()) left requests in flight: their replies still come,
+    // on a session that works, so it goes back as healthy.
+    void this.#pool.release(s, err)
+  }
+
+  /** Why a rename onto `target` failed: EISDIR / EEXIST when something is there, else the error itself. */
+  async #renameFailure(s: SmbSession, err: unknown, target: string, path: string): Promise<FsError> {
+    const e = classify(err, path)
+    if (s.dead || (e.code !== 'EEXIST' && e.code !== 'EACCES')) return e
+    try {
+      const t = await s.create(target, { access: ACCESS.READ_ATTRIBUTES | ACCESS.SYNCHRONIZE, disposition: DISPOSITION.OPEN, options: 0 })
+      await s.close(t.fileId)
+      if (t.isDir) return new FsError('EISDIR', `${path}: is a directory`, { path })
+      return new FsError('EEXIST', `${path}: already exists`, { path })
+    } catch {
+      return e
+    }
+  }
+}
+
+/**
+ * Reads [start, end) with READ_AHEAD requests in flight, in order. Replies are views
+ * into the socket's buffers: they are copied into fresh 1 MiB chunks, which the
+ * consumer owns (and may transfer to another thread).
+ */
+async function* readPipelined(ctx: OpContext, s: SmbSession, fileId: Buffer, start: number, end: number, path: string): AsyncIterable<Uint8Array> {
+  const blocks: { readonly len: number; readonly p: Promise<Buffer> }[] = []
+  let next = start
+  const issue = (): void => {
+    while (blocks.length < READ_AHEAD && next < end) {
+      const len = Math.min(IO_BLOCK, end - next)
+      const p = s.read(fileId, next, len)
+      p.catch(() => {}) // awaited in order below; an abandoned read must not be an unhandled rejection
+      blocks.push({ len, p })
+      next += len
+    }
+  }
+  issue()
+  let pos = start
+  let out = Buffer.allocUnsafeSlow(Math.min(READ_CHUNK, Math.max(0, end - start)))
+  let n = 0
+  while (blocks.length > 0) {
+    const { len, p } = blocks.shift()!
+    const data = await p
+    if (ctx.signal.aborted) throw canceled(path)
+    issue()
+    let off = 0
+    while (off < data.length) {
+      const k = Math.min(data.length - off, out.length - n)
+      data.copy(out, n, off, off + k)
+      n += k
+      off += k
+      pos += k
+      if (n === out.length) {
+        yield out
+        out = Buffer.allocUnsafeSlow(Math.min(READ_CHUNK, Math.max(1, end - pos)))
+        n = 0
+      }
+    }
+    if (data.length < len) break // the file ended earlier than its size said (it shrank)
+  }
+  if (n > 0) yield out.subarray(0, n)
+}
+
+/** Writes `body` from offset 0 in 64 KiB blocks, WRITE_AHEAD in flight; resolves with the byte count. */
+async function writePipelined(ctx: OpContext, s: SmbSession, fileId: Buffer, body: AsyncIterable<Uint8Array>, path: string): Promise<number> {
+  const inFlight = new Set<Promise<void>>()
+  let failure: unknown = null
+  let offset = 0
+  let block = Buffer.allocUnsafe(IO_BLOCK)
+  let n = 0
+  const send = async (data: Buffer): Promise<void> => {
+    const at = offset
+    offset += data.length
+    const p = s
+      .write(fileId, at, data)
+      .then((written) => {
+        if (written !== data.length) throw new FsError('EIO', `${path}: the SMB server wrote ${written} of ${data.length} bytes`, { path })
+      })
+      .catch((err: unknown) => {
+        failure ??= err
+      })
+      .finally(() => inFlight.delete(p))
+    inFlight.add(p)
+    while (inFlight.size >= WRITE_AHEAD) await Promise.race(inFlight)
+    if (failure !== null) throw failure
+  }
+  try {
+    for await (const chunk of body) {
+      if (ctx.signal.aborted) throw canceled(path)
+      let off = 0
+      while (off < chunk.byteLength) {
+        const k = Math.min(chunk.byteLength - off, IO_BLOCK - n)
+        block.set(chunk.subarray(off, off + k), n)
+        n += k
+        off += k
+        if (n === IO_BLOCK) {
+          await send(block)
+          block = Buffer.allocUnsafe(IO_BLOCK)
+          n = 0
+        }
+      }
+    }
+    if (n > 0) await send(block.subarray(0, n))
+    await Promise.all(inFlight)
+    if (failure !== null) throw failure
+    return offset
+  } catch (err) {
+    await Promise.allSettled(inFlight)
+    throw err
+  }
+}
+
+// 5) Factory -----------------------------------------------------------------
+
+export async function createSmbDriver(cfg: SmbConfig): Promise<Driver> {
+  return new SmbDriver(cfg)
+}
+
