@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto'
 import { ApiError } from './api-error.js'
+import type { PluginBackendSpec } from './plugin.js'
 
 /** A folder of the server's own disk (`local` connections and `tmp` spaces). */
 export interface LocalSpec {
@@ -69,8 +70,8 @@ export interface SmbSpec {
   readonly root: string
 }
 
-/** Every backend a worker can open. */
-export type BackendSpec = LocalSpec | S3Spec | SftpSpec | FtpSpec | SmbSpec
+/** Every backend a worker can open; `plugin`: a storage type an enabled plugin provides. */
+export type BackendSpec = LocalSpec | S3Spec | SftpSpec | FtpSpec | SmbSpec | PluginBackendSpec
 export type BackendType = BackendSpec['type']
 
 /** Stable cache key for a spec: same parameters, same key. */
@@ -90,6 +91,8 @@ export function backendIdentity(spec: BackendSpec): string {
       return `s3\0${spec.endpoint ?? 'aws'}\0${spec.region}\0${spec.accessKeyId}\0${spec.root}`
     case 'smb':
       return `smb\0${spec.hostname}:${spec.port}\0${spec.share}\0${spec.domain}\\${spec.username}\0${spec.root}`
+    case 'plugin': // sessions use the plugin's own `identity` hook when it has one (front/sessions.ts)
+      return `plugin\0${spec.plugin}\0${spec.backend}\0${stableJson(spec.params)}`
     default:
       return `${spec.type}\0${spec.hostname}:${spec.port}\0${spec.username}\0${spec.root}`
   }

@@ -65,6 +65,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     secret,
     config,
     state,
+    plugins,
     probe: async (spec, requestId) => {
       await storageFor(spec).stat({ requestId, signal: new AbortController().signal }, '/')
     },

@@ -12,6 +12,7 @@ import { ApiError } from '../core/api-error.js'
 import { type BackendSpec, backendIdentity, backendKey, parseBackendSpec } from '../core/backend.js'
 import type { Config, ConnectionConfig } from '../core/config.js'
 import type { StateStore } from '../core/state.js'
+import type { PluginStorageType } from './plugins.js'
 import { TokenError, seal, unseal } from '../core/token.js'
 
 /** What a token carries. Short keys: it travels on every request. */
@@ -48,17 +49,24 @@ const USER_ID = /^[A-Za-z0-9_-]{1,64}$/
 /** Checks a backend once at login (e.g. that its folder or server answers). */
 export type BackendProbe = (spec: BackendSpec, requestId: string) => Promise<void>
 
+/** Storage types that plugins provide (front/plugins.ts). */
+export interface PluginStorageTypes {
+  storageType(type: string): PluginStorageType | undefined
+}
+
 export class SessionService {
   readonly #key: Buffer
   readonly #config: Config
   readonly #state: StateStore
   readonly #probe: BackendProbe
+  readonly #plugins: PluginStorageTypes | undefined
 
-  constructor(opts: { secret: Buffer; config: Config; state: StateStore; probe: BackendProbe }) {
+  constructor(opts: { secret: Buffer; config: Config; state: StateStore; probe: BackendProbe; plugins?: PluginStorageTypes }) {
     this.#key = opts.secret
     this.#config = opts.config
     this.#state = opts.state
     this.#probe = opts.probe
+    this.#plugins = opts.plugins
   }
 
   /** POST /api/session: validates the request, checks the backend, issues a token. */
@@ -139,6 +147,13 @@ export class SessionService {
     } else {
       // The connection's fixed values override the client's.
       const { label: _label, type: _type, ...fixed } = conn
+      const provided = this.#plugins?.storageType(conn.type)
+      if (provided) {
+        const { plugin, backend, options } = provided
+        const p = backend.parse ? backend.parse({ ...params, ...fixed }, options) : {}
+        spec = { type: 'plugin', plugin, backend: conn.type, params: p }
+        return { spec, identity: backend.identity ? `plugin\0${plugin}\0${conn.type}\0${backend.identity(p)}` : backendIdentity(spec) }
+      }
       spec = parseBackendSpec(conn.type, { ...params, ...fixed })
     }
     return { spec, identity: backendIdentity(spec) }

@@ -280,6 +280,9 @@ class Exchange implements HttpRequest {
         this.#corked(() => {
           this.#writeHead(reply)
           if (reply.length !== undefined) this.#res.endWithoutBody(reply.length, this.#unreadBody)
+          // 304, or HEAD of a body whose length is unknown (a transformed download):
+          // announce no length at all; `end()` would claim Content-Length: 0.
+          else if (reply.status === 304 || this.method === 'HEAD') this.#res.endWithoutBody()
           else this.#res.end(undefined, this.#unreadBody)
         })
       } else if (typeof body === 'string' || body instanceof Uint8Array) {

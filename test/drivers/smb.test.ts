@@ -74,6 +74,20 @@ t.test('a Samba that requires signing is refused with a clear error', async (t) 
   await t.rejects(d.stat(ctx(), '/'), { code: 'ENOTSUP', message: /signing/ })
 })
 
+t.test('a share that requires encryption is refused with a clear error', async (t) => {
+  const strict = await startSamba(t, { extraGlobal: { 'smb encrypt': 'required' } })
+  const d = await createSmbDriver({ hostname: strict.hostname, port: strict.port, share: strict.share, domain: strict.domain, username: strict.username, password: strict.password, root: '' })
+  t.teardown(() => d.close())
+  await t.rejects(d.stat(ctx(), '/'), { code: 'EACCES', message: /encryption/ })
+})
+
+t.test('unknown users turned into guests (map to guest = bad user) are refused', async (t) => {
+  const lax = await startSamba(t, { extraGlobal: { 'map to guest': 'bad user' } })
+  const d = await createSmbDriver({ hostname: lax.hostname, port: lax.port, share: lax.share, domain: lax.domain, username: 'nobody-here', password: 'x', root: '' })
+  t.teardown(() => d.close())
+  await t.rejects(d.stat(ctx(), '/'), { code: 'EAUTH', message: /guest/ })
+})
+
 t.test('a Samba that allows only SMB3 is refused with a clear error', async (t) => {
   const strict = await startSamba(t, { extraGlobal: { 'server min protocol': 'SMB3' } })
   const d = await createSmbDriver({ hostname: strict.hostname, port: strict.port, share: strict.share, domain: strict.domain, username: strict.username, password: strict.password, root: '' })

@@ -79,6 +79,13 @@ t.test('each format renders at 80 columns, rows from the aspect ratio corrected 
   // Portrait: 100×200 at 80 columns → 80 rows.
   await put('/tall.png', await solid(100, 200, BLACK, 'png'))
   t.equal(lines((await art('/tall.png')).text).length, 80, 'a portrait image: 80 rows of 80 columns')
+
+  // A phone photo stored sideways: 200×100 pixels with EXIF orientation 6 (turn 90°) shows as 100×200.
+  const sideways = await sharp(await halves(200, 100, 'png')).jpeg().withMetadata({ orientation: 6 }).toBuffer()
+  await put('/sideways.jpg', sideways)
+  const turned = lines((await art('/sideways.jpg')).text)
+  t.equal(turned.length, 80, 'EXIF orientation applied: 80 rows, as a portrait')
+  t.ok(/^@+$/.test(turned[5]!.trim()) && /^ +$/.test(turned[75]!), 'turned clockwise: the black (left) half is now on top')
 })
 
 t.test('a dark image gives the dark end of the ramp, a light image the light end', async (t) => {

@@ -203,3 +203,19 @@ t.test('checkPlugin: a module of the wrong shape is refused with a precise messa
     message: /it is named "plg_example"/,
   })
 })
+
+t.test("a plugin's storage type, through a session and HTTP", async (t) => {
+  const s = await startTestServer(t, { plugins: [EXAMPLE], connections: [{ label: 'mem', type: 'memory', bucket: 'http' }] })
+  const created = (await (await fetch(`${s.url}/api/session`, { method: 'POST', body: JSON.stringify({ label: 'mem' }) })).json()) as {
+    result: { authorization: string; backendID: string }
+  }
+  const call = api(s.url, created.result.authorization)
+  t.equal((await call('POST', '/api/files/cat', { path: '/docs/m.txt' }, { body: 'memory over http' })).status, 200, 'upload')
+  t.equal(await (await call('GET', '/api/files/cat', { path: '/docs/m.txt' })).text(), 'memory over http', 'download')
+  t.equal(await (await call('GET', '/api/files/cat', { path: '/docs/m.txt', upper: '' })).text(), 'MEMORY OVER HTTP', 'and the transform on it')
+  const bad = await fetch(`${s.url}/api/session`, { method: 'POST', body: JSON.stringify({ type: 'memory', bucket: 'B A D' }) })
+  t.equal(bad.status, 200, "the connection's fixed bucket overrides the client's")
+  const none = await startTestServer(t, { connections: [{ label: 'mem', type: 'memory' }] })
+  const refused = await fetch(`${none.url}/api/session`, { method: 'POST', body: JSON.stringify({ label: 'mem' }) })
+  t.equal(refused.status, 400, 'without the plugin: the type is unknown')
+})

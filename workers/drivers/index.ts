@@ -8,10 +8,11 @@
 import type { BackendSpec } from '../../core/backend.js'
 import type { Driver } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
+import { assertNever } from '../../core/messages.js'
 import { createPluginDriver } from '../plugins.js'
 import { createFtpDriver } from './ftp/index.js'
 import { createLocalDriver } from './local.js'
-import { createS3Driver } from './s3.js'
+import { createS3Driver } from './s3/index.js'
 import { createSmbDriver } from './smb/index.js'
 import { createSftpDriver } from './sftp/index.js'
 
@@ -27,11 +28,9 @@ export async function createDriver(spec: BackendSpec): Promise<Driver> {
       return createS3Driver(spec)
     case 'smb':
       return createSmbDriver(spec)
-    default: {
-      // Each of filegate's own types has its case above (this line fails to compile otherwise);
-      // anything else is a storage type that an enabled plugin provides, or ENOTSUP.
-      const other: never = spec
-      return createPluginDriver(other)
-    }
+    case 'plugin':
+      return createPluginDriver(spec)
+    default:
+      return assertNever(spec)
   }
 }

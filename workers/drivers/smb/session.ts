@@ -18,8 +18,8 @@
  * request, and containment: any socket error, malformed reply or exception in a
  * handler kills this session only (every pending request rejects, the pool opens a
  * new one) and never reaches the process. Reads and writes are pipelined (many
- * 64 KiB requests in flight). Every failure is data: NtStatusError or
- * SmbTransportError (errors.ts).
+ * 64 KiB requests in flight). Every failure is data: NtStatusError,
+ * SmbTransportError (errors.ts) or FsError.
  *
  * Limits of the protocol level: SMB 2.0.2 and 2.1, without signing or encryption, so
  * a server that requires either refuses with a clear error (see the README).
@@ -27,6 +27,7 @@
 import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { type Socket, connect } from 'node:net'
+import { FsError } from '../../../core/errors.js'
 import { NtStatusError, STATUS, SmbTransportError } from './errors.js'
 
 // The library (CommonJS, untyped internals) ---------------------------------
@@ -182,7 +183,7 @@ export class SmbSession {
       return session
     } catch (err) {
       // A library exception (a malformed challenge, say) is a failed login too, never a crash.
-      const e = err instanceof NtStatusError || err instanceof SmbTransportError ? err : new SmbTransportError('EUNAVAILABLE', 'the SMB login failed', err)
+      const e = err instanceof NtStatusError || err instanceof SmbTransportError || err instanceof FsError ? err : new SmbTransportError('EUNAVAILABLE', 'the SMB login failed', err)
       session.kill(e instanceof SmbTransportError ? e : new SmbTransportError('EUNAVAILABLE', 'the SMB login failed', e))
       throw e
     } finally {
@@ -350,6 +351,7 @@ export class SmbSession {
     }
     const type3 = this.#lib.ntlm.encodeType3(type2, login.username, login.password, '', login.domain)
     const second = await this.#request(CMD.SESSION_SETUP, 'SESSION_SETUP', { Buffer: type3 })
+    refused(second)
     ok(second, 'SESSION_SETUP')
     const flags = second.readUInt16LE(66)
     if ((flags & 0x3) !== 0) {
@@ -357,6 +359,7 @@ export class SmbSession {
       throw new SmbTransportError('EAUTH', 'the SMB server refused the user name or password (it offered a guest session)')
     }
     const tree = await this.#request(CMD.TREE_CONNECT, 'TREE_CONNECT', { Buffer: Buffer.from(`\\\\${login.hostname}\\${login.share}`, 'ucs2') })
+    refused(tree)
     ok(tree, 'TREE_CONNECT')
     this.#treeId = tree.readUInt32LE(36)
     if ((tree.readUInt32LE(68) & 0x8) !== 0) {
@@ -501,6 +504,15 @@ export class SmbSession {
     // Anything else (an oplock break notice, a reply to nothing) is ignored.
     this.#pump()
   }
+}
+
+/**
+ * ACCESS_DENIED while logging in: the user may not use the share, or the server wants
+ * encryption (`smb encrypt = required`), which SMB 2.x cannot give. Said as such.
+ */
+function refused(frame: Buffer): void {
+  if (frame.readUInt32LE(8) !== STATUS.ACCESS_DENIED) return
+  throw new FsError('EACCES', 'the SMB server refused access to the share: the user may not use it, or the share requires encryption (smb encrypt = required), which this SMB client cannot do')
 }
 
 /** Throws the reply's status unless it is success. */

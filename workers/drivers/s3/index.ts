@@ -3,8 +3,8 @@
  * Amazon S3 and S3-compatible servers, through `@aws-sdk/client-s3` (imported
  * lazily by the factory, so a worker that never opens S3 never loads the SDK).
  *
- * Sections, in the order every driver keeps: 1) config, 2) classify,
- * 3) sessions, 4) the driver, 5) factory.
+ * Sections, in the order every driver keeps: 1) config, 2) classify (errors.ts),
+ * 3) sessions (session.ts), 4) the driver, 5) factory.
  *
  * Layout. The spec's root is `bucket[/prefix]`, or '' to serve every bucket of
  * the account: then `/` lists the buckets as directories, `/b/...` lies inside
@@ -29,20 +29,23 @@
  * memory stays bounded. Any failure or abort sends AbortMultipartUpload; an abort
  * that cannot reach the server is retried after the next successful request.
  */
-import { Agent as HttpAgent } from 'node:http'
-import { Agent as HttpsAgent } from 'node:https'
+import type { Agent as HttpAgent } from 'node:http'
+import type { Agent as HttpsAgent } from 'node:https'
 import type { Readable } from 'node:stream'
+import mime from 'mime-types'
 import type * as S3 from '@aws-sdk/client-s3'
-import type { S3Spec } from '../../core/backend.js'
-import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../core/driver.js'
-import { FsError, isFsError } from '../../core/errors.js'
-import { baseName, joinPath, parentOf } from '../../core/paths.js'
+import type { S3Spec } from '../../../core/backend.js'
+import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../../core/driver.js'
+import { FsError, isFsError } from '../../../core/errors.js'
+import { baseName, joinPath, parentOf } from '../../../core/paths.js'
+import { type SdkError, classify } from './errors.js'
+import { type AnyCommand, type OutputOf, PartCutter, type S3ClientOptions, type Sdk, inParallel, openClient } from './session.js'
+
+export { classify } from './errors.js'
 
 // 1) Config ------------------------------------------------------------------
 
-export interface S3Config extends Omit<S3Spec, 'type'> {
-  /** Most HTTP connections at once (the keep-alive agent's maxSockets). */
-  readonly maxSockets?: number
+export interface S3Config extends S3ClientOptions, Pick<S3Spec, 'root'> {
   /** Multipart part size in bytes (at least 5 MiB, S3's minimum). */
   readonly partSize?: number
 }
@@ -63,115 +66,9 @@ const READ_CHUNK = MiB
 const DELETE_BATCH = 1000
 /** Objects copied at once when a directory moves. */
 const COPY_CONCURRENCY = 8
-/** Matches the worker pool's default tasks per worker: one connection per concurrent task. */
-const MAX_SOCKETS = 64
-const CONNECT_TIMEOUT_MS = 5_000
-/** A socket silent this long is a hung server: TimeoutError → ETIMEDOUT. */
-const SOCKET_TIMEOUT_MS = 30_000
 const ABORT_RETRIES = 20
 
-// 2) classify ----------------------------------------------------------------
-
-interface SdkError {
-  name?: string
-  code?: string
-  Code?: string
-  message?: string
-  $metadata?: { httpStatusCode?: number }
-}
-
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE'])
-
-/** SDK or network error → FsError. The message names the storage path, never a key or URL. */
-export function classify(err: unknown, path: string): FsError {
-  if (isFsError(err)) return err
-  const e = (err ?? {}) as SdkError
-  const name = e.name ?? e.Code ?? ''
-  const status = e.$metadata?.httpStatusCode
-  const mk = (code: ConstructorParameters<typeof FsError>[0], msg: string) => new FsError(code, `${path}: ${msg}`, { path, cause: err })
-  if (name === 'AbortError') return new FsError('ECANCELED', 'cancelled', { path, cause: err })
-  switch (name) {
-    case 'NoSuchKey':
-    case 'NotFound':
-    case 'NoSuchUpload':
-      return mk('ENOENT', 'no such file or directory')
-    case 'NoSuchBucket':
-      return mk('ENOENT', 'no such bucket')
-    case 'InvalidAccessKeyId':
-    case 'SignatureDoesNotMatch':
-    case 'InvalidToken':
-    case 'ExpiredToken':
-    case 'TokenRefreshRequired':
-      return new FsError('EAUTH', 'the S3 server refused the credentials', { path, cause: err })
-    case 'AccessDenied':
-    case 'AllAccessDisabled':
-      return mk('EACCES', 'access denied by the S3 server')
-    case 'BucketNotEmpty':
-      return mk('ENOTEMPTY', 'bucket not empty')
-    case 'BucketAlreadyExists':
-    case 'PreconditionFailed':
-      return mk('EEXIST', 'already exists')
-    case 'InvalidBucketName':
-    case 'KeyTooLongError':
-    case 'InvalidArgument':
-      return mk('EINVAL', `the S3 server refused the name (${name})`)
-    case 'EntityTooLarge':
-      return mk('EFBIG', 'too large for the S3 server')
-    case 'NotImplemented':
-      return mk('ENOTSUP', 'the S3 server does not support this operation')
-    case 'TimeoutError':
-    case 'RequestTimeout':
-      return mk('ETIMEDOUT', 'the S3 server did not answer in time')
-    case 'SlowDown':
-    case 'ServiceUnavailable':
-    case 'InternalError':
-      return mk('EUNAVAILABLE', `the S3 server is unavailable (${name})`)
-  }
-  if (e.code !== undefined && NETWORK_CODES.has(e.code)) return mk('EUNAVAILABLE', 'the S3 server cannot be reached')
-  if (e.code === 'ETIMEDOUT') return mk('ETIMEDOUT', 'the S3 server did not answer in time')
-  if (status === 404) return mk('ENOENT', 'no such file or directory')
-  if (status === 403) return mk('EACCES', 'access denied by the S3 server')
-  if (status === 412) return mk('EEXIST', 'already exists')
-  if (status !== undefined && status >= 500) return mk('EUNAVAILABLE', `the S3 server failed (HTTP ${status})`)
-  if (status === undefined && /socket|network|aborted|connect/i.test(e.message ?? '')) return mk('EUNAVAILABLE', 'the S3 server cannot be reached')
-  return mk('EIO', 'storage error')
-}
-
-// 3) Sessions ----------------------------------------------------------------
-//
-// No SessionPool here: an S3 "session" is an HTTP request. One S3Client per
-// driver, over keep-alive agents of MAX_SOCKETS connections; the SDK retries a
-// request that met a stale keep-alive socket (the server restarted, say), and a
-// dead socket is simply not reused.
-
-type Sdk = typeof S3
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyCommand = S3.$Command<any, any, any, any, any>
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type OutputOf<C> = C extends S3.$Command<any, infer O, any, any, any> ? O : never
-
-function openClient(sdk: Sdk, cfg: S3Config): { client: S3.S3Client; agents: [HttpAgent, HttpsAgent] } {
-  const maxSockets = cfg.maxSockets ?? MAX_SOCKETS
-  const agents: [HttpAgent, HttpsAgent] = [new HttpAgent({ keepAlive: true, maxSockets }), new HttpsAgent({ keepAlive: true, maxSockets })]
-  const client = new sdk.S3Client({
-    region: cfg.region,
-    ...(cfg.endpoint === undefined ? {} : { endpoint: cfg.endpoint }),
-    forcePathStyle: cfg.forcePathStyle,
-    credentials: { accessKeyId: cfg.accessKeyId, secretAccessKey: cfg.secretAccessKey },
-    // The SDK's default sends streamed bodies aws-chunked with CRC trailers, which
-    // S3-compatible servers (s3rver, older MinIO, Ceph) store as data: SERVERS.md.
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-    maxAttempts: 3,
-    requestHandler: {
-      httpAgent: agents[0],
-      httpsAgent: agents[1],
-      connectionTimeout: CONNECT_TIMEOUT_MS,
-      socketTimeout: SOCKET_TIMEOUT_MS,
-    },
-  })
-  return { client, agents }
-}
+// 2) classify: errors.ts. 3) Sessions: session.ts (the client; no SessionPool, see there).
 
 // 4) The driver --------------------------------------------------------------
 
@@ -195,6 +92,8 @@ const prefixOf = (loc: KeyLoc): string => (loc.key === '' ? '' : `${loc.key}/`)
 /** CopySource: bucket/key, URL-encoded segment by segment. */
 const copySource = (bucket: string, key: string): string => `${encodeURIComponent(bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`
 const canceled = (path: string) => new FsError('ECANCELED', 'cancelled', { path })
+/** Stored with the object, for clients that read the bucket directly (browsers, CDNs). */
+const contentType = (path: string): string => mime.lookup(baseName(path)) || 'application/octet-stream'
 
 class S3Driver implements Driver {
   readonly kind = 's3'
@@ -371,7 +270,7 @@ class S3Driver implements Driver {
     if (done && !cutter.full()) {
       const data = cutter.take()
       await this.#conditional(create, (cond) =>
-        this.#send(ctx, path, new this.#sdk.PutObjectCommand({ Bucket: loc.bucket, Key: loc.key, Body: data, ContentLength: data.length, ...cond })),
+        this.#send(ctx, path, new this.#sdk.PutObjectCommand({ Bucket: loc.bucket, Key: loc.key, Body: data, ContentLength: data.length, ContentType: contentType(path), ...cond })),
       )
       return fileEntry(path, data.length, new Date())
     }
@@ -583,7 +482,7 @@ class S3Driver implements Driver {
 
   /** Uploads the cutter's parts and the rest of `it`; aborts the upload on any failure. */
   async #multipart(ctx: OpContext, path: string, loc: KeyLoc, cutter: PartCutter, it: AsyncIterator<Uint8Array> | null, create: boolean): Promise<number> {
-    const { UploadId } = await this.#send(ctx, path, new this.#sdk.CreateMultipartUploadCommand({ Bucket: loc.bucket, Key: loc.key }))
+    const { UploadId } = await this.#send(ctx, path, new this.#sdk.CreateMultipartUploadCommand({ Bucket: loc.bucket, Key: loc.key, ContentType: contentType(path) }))
     if (UploadId === undefined) throw new FsError('EIO', `${path}: the S3 server gave no upload id`, { path })
     // Parts in flight share one controller: the first failure stops the others.
     const ac = new AbortController()
@@ -722,65 +621,6 @@ class S3Driver implements Driver {
   }
 }
 
-/**
- * Cuts a stream of chunks into parts of exactly `partSize` bytes (the last one
- * shorter), each a fresh buffer: the body's chunks may be views the caller reuses.
- */
-class PartCutter {
-  readonly #partSize: number
-  #chunks: Uint8Array[] = []
-  size = 0
-
-  constructor(partSize: number) {
-    this.#partSize = partSize
-  }
-
-  push(chunk: Uint8Array): void {
-    if (chunk.byteLength === 0) return
-    this.#chunks.push(chunk)
-    this.size += chunk.byteLength
-  }
-
-  /** A whole part is ready. */
-  full(): boolean {
-    return this.size >= this.#partSize
-  }
-
-  /** The next part: `partSize` bytes, or what is left when less. */
-  take(): Buffer {
-    const n = Math.min(this.size, this.#partSize)
-    const out = Buffer.allocUnsafe(n)
-    let off = 0
-    while (off < n) {
-      const c = this.#chunks[0]!
-      const k = Math.min(c.byteLength, n - off)
-      out.set(k === c.byteLength ? c : c.subarray(0, k), off)
-      off += k
-      if (k === c.byteLength) this.#chunks.shift()
-      else this.#chunks[0] = c.subarray(k)
-    }
-    this.size -= n
-    return out
-  }
-}
-
-/** Runs `fn` over `items` with at most `n` in flight; the first failure wins. */
-async function inParallel<T>(n: number, items: readonly T[], fn: (x: T) => Promise<unknown>): Promise<void> {
-  let next = 0
-  let failed = false
-  const worker = async (): Promise<void> => {
-    while (!failed && next < items.length) {
-      try {
-        await fn(items[next++]!)
-      } catch (err) {
-        failed = true
-        throw err
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker))
-}
-
 // 5) Factory -----------------------------------------------------------------
 
 export async function createS3Driver(cfg: S3Config): Promise<Driver> {
@@ -789,3 +629,4 @@ export async function createS3Driver(cfg: S3Config): Promise<Driver> {
   const sdk = await import('@aws-sdk/client-s3')
   return new S3Driver(sdk, cfg)
 }
+
