@@ -103,6 +103,13 @@ export interface Driver {
   remove(ctx: OpContext, path: string): Promise<void>
 
   /**
+   * Removes a file, or a directory with everything under it, in bulk (S3: DeleteObjects,
+   * 1000 keys a request). Missing: workers/ops.ts walks the tree with `remove`.
+   * @throws FsError ENOENT
+   */
+  removeTree?(ctx: OpContext, path: string): Promise<void>
+
+  /**
    * Renames within this backend. With `overwrite` a file target is replaced; otherwise an
    * existing target is EEXIST. Missing method: workers/ops.ts copies and removes.
    */

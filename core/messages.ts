@@ -47,6 +47,12 @@ export type RequestBody =
    * (core/plugin.ts) runs on the bytes in the worker; `range` is not combined with it.
    */
   | { readonly op: 'read'; readonly path: string; readonly range?: RangeSpec; readonly transform?: TransformRequest; readonly port: MessagePort }
+  /**
+   * A read answered in the task's reply when it is `max` bytes or less: no port, no
+   * frames (two messages instead of about eight). Otherwise `bytes` is null and the
+   * caller streams with `read`. Reply value: `InlineRead`.
+   */
+  | { readonly op: 'readInline'; readonly path: string; readonly range?: RangeSpec; readonly max: number }
   /** Atomic; the worker grants credits on `port`. `parents`: create missing parent directories. */
   | {
       readonly op: 'write'
@@ -79,6 +85,7 @@ export interface ReplyValues {
   stat: Entry
   list: Entry[]
   read: null
+  readInline: InlineRead
   write: Entry
   mkdir: null
   remove: null
@@ -103,6 +110,12 @@ export interface ReadHead {
    * unknown, and `entry` describes the original file, not them.
    */
   readonly transformed?: { readonly type: string }
+}
+
+export interface InlineRead {
+  readonly head: ReadHead
+  /** The bytes, or null when there are more than asked for. */
+  readonly bytes: Uint8Array | null
 }
 
 /** First frame of a zip stream: every path exists. */

@@ -12,10 +12,17 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads'
 import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../core/driver.js'
 import { FsError, isFsError } from '../core/errors.js'
-import { PROTOCOL_VERSION, type RangeSpec, type ReadHead, type Request, type RequestBody, type TransformRequest, type ZipCompression, type ZipHead } from '../core/messages.js'
+import { type InlineRead, PROTOCOL_VERSION, type RangeSpec, type ReadHead, type Request, type RequestBody, type TransformRequest, type ZipCompression, type ZipHead } from '../core/messages.js'
 import { PortReader, PortWriter } from '../core/port-stream.js'
 import type { HeadedStream, RequestContext, Storage } from '../core/storage.js'
 import type { WorkerPool } from './pool.js'
+
+/** Reads up to this many bytes are answered inline, in the task's reply. */
+export const INLINE_READ_MAX = 64 * 1024
+
+async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  if (bytes.byteLength > 0) yield bytes
+}
 
 type Body<Op extends RequestBody['op']> = Omit<Extract<RequestBody, { op: Op }>, 'port'>
 
@@ -98,9 +105,17 @@ export class PoolStorage implements Storage {
   list(ctx: RequestContext, dir: string): Promise<Entry[]> {
     return this.#ch.call(ctx, { op: 'list', path: dir })
   }
-  read(ctx: RequestContext, path: string, range?: RangeSpec, transform?: TransformRequest): Promise<HeadedStream<ReadHead>> {
+  /**
+   * Small files come back in the task's reply (measured: a 4 KiB cat cost ~970 µs through
+   * a port, ~8 messages); larger ones then stream over a port, an extra round trip that
+   * is nothing next to their transfer. Transforms always stream.
+   */
+  async read(ctx: RequestContext, path: string, range?: RangeSpec, transform?: TransformRequest): Promise<HeadedStream<ReadHead>> {
     if (transform) return this.#ch.download(ctx, { op: 'read', path, transform })
-    return this.#ch.download(ctx, range ? { op: 'read', path, range } : { op: 'read', path })
+    const r = range ? { range } : {}
+    const inline = await this.#ch.call<InlineRead>(ctx, { op: 'readInline', path, max: INLINE_READ_MAX, ...r })
+    if (inline.bytes === null) return this.#ch.download(ctx, { op: 'read', path, ...r })
+    return { head: inline.head, body: once(inline.bytes), cancel: () => {} }
   }
   write(ctx: RequestContext, path: string, body: AsyncIterable<Uint8Array>, opts: { overwrite: boolean; size?: number }): Promise<Entry> {
     return this.#ch.upload(ctx, { op: 'write', path, parents: true, ...opts }, body)

@@ -10,7 +10,7 @@
 import { type MessagePort, threadId } from 'node:worker_threads'
 import type { Driver, OpContext } from '../core/driver.js'
 import { FsError, isFsError, toWire } from '../core/errors.js'
-import { PROTOCOL_VERSION, type ReadHead, type Reply, type Request, type ZipHead, assertNever } from '../core/messages.js'
+import { PROTOCOL_VERSION, type ReadHead, type Reply, type Request, type ZipHead, assertNever, type InlineRead, type RangeSpec } from '../core/messages.js'
 import { PortReader, PortWriter } from '../core/port-stream.js'
 import { resolveRange } from '../core/range.js'
 import { DriverCache } from './driver-cache.js'
@@ -66,14 +66,20 @@ async function run(d: Driver, msg: Request): Promise<unknown> {
           w.head({ entry: out.entry, range: null, unsatisfiable: false, transformed: { type: out.type } } satisfies ReadHead)
           return w.pipeFrom(out.body)
         }
-        const entry = await d.stat(c, msg.path)
-        if (entry.kind !== 'file') throw new FsError('EISDIR', `${msg.path}: is a directory`, { path: msg.path })
-        const range = msg.range ? resolveRange(msg.range, entry.size) : null
-        const unsatisfiable = msg.range !== undefined && range === null
-        w.head({ entry, range, unsatisfiable } satisfies ReadHead)
-        if (unsatisfiable) return w.end()
-        await w.pipeFrom(d.read(c, msg.path, range ?? undefined))
+        const head = await readHead(c, d, msg.path, msg.range)
+        w.head(head)
+        if (head.unsatisfiable) return w.end()
+        await w.pipeFrom(d.read(c, msg.path, head.range ?? undefined))
       })
+    case 'readInline': {
+      const head = await readHead(ctx, d, msg.path, msg.range)
+      const { range, entry } = head
+      const length = head.unsatisfiable ? 0 : range ? range.end - range.start + 1 : entry.size
+      if (length > msg.max) return { head, bytes: null } satisfies InlineRead
+      const parts: Uint8Array[] = []
+      if (length > 0) for await (const chunk of d.read(ctx, msg.path, range ?? undefined)) parts.push(chunk)
+      return { head, bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts) } satisfies InlineRead
+    }
     case 'zip':
       return produce(msg.port, msg.requestId, async (w, c) => {
         const zip = await openZip(c, d, msg.paths, { compression: msg.compression })
@@ -93,6 +99,14 @@ async function run(d: Driver, msg: Request): Promise<unknown> {
     default:
       return assertNever(msg)
   }
+}
+
+/** Stats a file for reading and resolves the requested range against its size. */
+async function readHead(ctx: OpContext, d: Driver, path: string, spec: RangeSpec | undefined): Promise<ReadHead> {
+  const entry = await d.stat(ctx, path)
+  if (entry.kind !== 'file') throw new FsError('EISDIR', `${path}: is a directory`, { path })
+  const range = spec ? resolveRange(spec, entry.size) : null
+  return { entry, range, unsatisfiable: spec !== undefined && range === null }
 }
 
 /** Runs a producing op on its port: its errors go down the stream, and the task resolves when it ends. */

@@ -67,6 +67,7 @@ export async function ensureParent(ctx: OpContext, d: Driver, path: string): Pro
 /** Removes a file, or a directory with everything under it (depth first). */
 export async function removeTree(ctx: OpContext, d: Driver, path: string): Promise<void> {
   if (path === '/') throw new FsError('EACCES', 'the root cannot be removed', { path })
+  if (d.removeTree) return d.removeTree(ctx, path)
   const st = await d.stat(ctx, path)
   if (st.kind === 'dir' && !st.link) {
     for (const child of await listSorted(ctx, d, path)) {
