@@ -1,14 +1,88 @@
 /**
  * @module core/state
- * The state store: what the service remembers between requests and restarts.
- * One small interface so an embedded store (a file, SQLite) and a shared one
- * (PostgreSQL, for several nodes) are interchangeable. Later issues add shares,
- * API keys and gateway users here.
+ * The state store: what the service remembers between requests and restarts
+ * (revoked tokens, share links, API keys, gateway users). One small interface so
+ * an embedded store (SQLite, front/state/sqlite-state.ts) and a shared one
+ * (PostgreSQL, for several nodes) are interchangeable: every method is async, the
+ * records are plain data, and nothing here names a database type.
+ *
+ * Secrets never reach the store in clear: passwords are scrypt hashes, API keys
+ * sha256 hashes, a share's backend credentials are sealed under the server secret.
  */
+
+/** A share link (CONTRACT.md section 4). */
+export interface ShareRecord {
+  /** Random, URL-safe, at least 64 bits. */
+  readonly id: string
+  /** The backendID of the session that created it: its owner. */
+  readonly owner: string
+  /** Canonical path inside the owner's storage; it becomes `/` for the share's users. */
+  readonly path: string
+  /** What `path` was when the share was created. */
+  readonly kind: 'file' | 'directory'
+  readonly can_read: boolean
+  readonly can_upload: boolean
+  readonly can_write: boolean
+  /** scrypt hash (front/passwords.ts), or null: no password. */
+  readonly password_hash: string | null
+  /** Epoch ms after which the share is GONE; null: never. */
+  readonly expire: number | null
+  /** The owner's backend spec and key, sealed under the server secret. Never returned to a client. */
+  readonly sealed: string
+  readonly created: number
+}
+
+/** An API key (CONTRACT.md section 2). The key itself is never stored, only its hash. */
+export interface ApiKeyRecord {
+  readonly id: string
+  readonly name: string
+  /** Hex sha256 of the key. */
+  readonly hash: string
+  /** Browser origins (`scheme://host[:port]`) the key may be used from. */
+  readonly origins: readonly string[]
+  readonly created: number
+  readonly last_used: number | null
+}
+
+/** A user of the protocol gateways (SFTP, S3), defined by the admin. */
+export interface GatewayUserRecord {
+  readonly name: string
+  /** scrypt hash. */
+  readonly password_hash: string
+  /** The label of a configured connection (or "tmp"). */
+  readonly connection: string
+  /** Canonical root path inside that connection. */
+  readonly root: string
+  readonly read_only: boolean
+  readonly created: number
+}
 
 export interface StateStore {
   /** Remembers a revoked token id until `untilMs` (its expiry): it is refused until then. */
   revokeToken(id: string, untilMs: number): Promise<void>
   isTokenRevoked(id: string): Promise<boolean>
+
+  putShare(share: ShareRecord): Promise<void>
+  getShare(id: string): Promise<ShareRecord | null>
+  /** All shares, or those of one owner; newest first. */
+  listShares(owner?: string): Promise<ShareRecord[]>
+  /** @returns false when there was no such share */
+  deleteShare(id: string): Promise<boolean>
+
+  putApiKey(key: ApiKeyRecord): Promise<void>
+  getApiKeyByHash(hash: string): Promise<ApiKeyRecord | null>
+  listApiKeys(): Promise<ApiKeyRecord[]>
+  /** Records a use (best effort; stores may coarsen it). */
+  touchApiKey(id: string, atMs: number): Promise<void>
+  /** @returns false when there was no such key */
+  deleteApiKey(id: string): Promise<boolean>
+
+  /** @returns false when a user of that name exists already (nothing changed) */
+  addGatewayUser(user: GatewayUserRecord): Promise<boolean>
+  getGatewayUser(name: string): Promise<GatewayUserRecord | null>
+  listGatewayUsers(): Promise<GatewayUserRecord[]>
+  /** @returns false when there was no such user */
+  deleteGatewayUser(name: string): Promise<boolean>
+
   close(): Promise<void>
 }
