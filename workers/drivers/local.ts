@@ -16,13 +16,13 @@
  * (`.filegate-<id>.part`, never listed), which is renamed over the target (or
  * hard-linked to it when the target must not be replaced) once complete.
  */
-import { randomBytes } from 'node:crypto'
 import { constants as fsc, type Stats } from 'node:fs'
 import * as fs from 'node:fs/promises'
 import * as nodePath from 'node:path'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../core/driver.js'
 import { FsError, type FsErrorCode, isFsError } from '../../core/errors.js'
 import { baseName } from '../../core/paths.js'
+import { isTempUploadName, tempUploadName } from './upload-names.js'
 
 // 1) Config ------------------------------------------------------------------
 
@@ -37,7 +37,6 @@ export interface LocalConfig {
 export const READ_CHUNK = 1024 * 1024
 const LIST_PAGE = 512
 const STAT_CONCURRENCY = 32
-const TEMP_NAME = /^\.filegate-[A-Za-z0-9_-]+\.part$/
 
 // 2) classify ----------------------------------------------------------------
 
@@ -114,7 +113,7 @@ class LocalDriver implements Driver {
     let names: string[] = []
     try {
       for await (const d of handle) {
-        if (TEMP_NAME.test(d.name)) continue
+        if (isTempUploadName(d.name)) continue
         names.push(d.name)
         if (names.length >= LIST_PAGE) {
           yield await this.#entries(ctx, dir, names)
@@ -165,7 +164,7 @@ class LocalDriver implements Driver {
     })
     if (existing?.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
     if (existing && opts.overwrite === false) throw new FsError('EEXIST', `${path}: already exists`, { path })
-    const tmp = nodePath.join(dir, `.filegate-${randomBytes(9).toString('base64url')}.part`)
+    const tmp = nodePath.join(dir, tempUploadName())
     let fh: fs.FileHandle | null = null
     try {
       fh = await fs.open(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o644)

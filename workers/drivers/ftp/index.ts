@@ -26,16 +26,17 @@
  *   check just before the rename, so a file created by someone else in that instant
  *   would be replaced.
  */
-import { randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
 import type { ConnectionOptions } from 'node:tls'
 import type { FileInfo } from 'basic-ftp'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../../core/driver.js'
 import { FsError } from '../../../core/errors.js'
-import { baseName } from '../../../core/paths.js'
+import { baseName, parentOf } from '../../../core/paths.js'
 import { SessionPool, type SessionPoolStats } from '../../sessions.js'
 import { classify, ftpCode } from './errors.js'
 import { type BasicFtp, type FtpSession, DownloadSink, closeSession, isBroken, mfmtStamp, openSession, parseListDate, parseMdtm, probe, pwd } from './session.js'
+import { isTempUploadName, tempUploadName } from '../upload-names.js'
+import { remoteParent, remotePath } from '../remote-path.js'
 
 export { classify } from './errors.js'
 export { parseListDate } from './session.js'
@@ -66,7 +67,6 @@ const READ_CHUNK = 1024 * 1024
 /** Bytes an upload buffers ahead of the data connection. */
 const WRITE_BUFFER = 1024 * 1024
 const LIST_PAGE = 512
-const TEMP_NAME = /^\.filegate-[A-Za-z0-9_-]+\.part$/
 
 // 2) classify: errors.ts. 3) Sessions: session.ts.
 
@@ -97,7 +97,7 @@ class FtpDriver implements Driver {
       this.setMtime = (ctx, path, mtimeMs) =>
         this.#with(ctx, path, async (s) => {
           if ((await this.#probe(s, path)) === null) throw new FsError('ENOENT', `${path}: no such file or directory`, { path })
-          await s.client.send(`MFMT ${mfmtStamp(mtimeMs)} ${absPath(s, path)}`)
+          await s.client.send(`MFMT ${mfmtStamp(mtimeMs)} ${remotePath(s.root, path)}`)
         })
     }
   }
@@ -114,7 +114,7 @@ class FtpDriver implements Driver {
     const s = await this.#acquire(ctx)
     let failure: FsError | undefined
     try {
-      const abs = absPath(s, dir)
+      const abs = remotePath(s.root, dir)
       try {
         await s.client.send(`CWD ${abs}`)
       } catch (err) {
@@ -147,7 +147,7 @@ class FtpDriver implements Driver {
     /** The server answered RETR with an error: the exchange is over, the session fine. */
     let refused = false
     try {
-      const abs = absPath(s, path)
+      const abs = remotePath(s.root, path)
       const start = range?.start ?? 0
       let want = Infinity
       if (range?.end !== undefined) {
@@ -200,8 +200,8 @@ class FtpDriver implements Driver {
 
   async write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}): Promise<Entry> {
     const s = await this.#acquire(ctx)
-    const abs = absPath(s, path)
-    const tmp = `${parentAbs(abs)}/.filegate-${randomBytes(9).toString('base64url')}.part`
+    const abs = remotePath(s.root, path)
+    const tmp = `${remoteParent(abs)}/${tempUploadName()}`
     let failure: FsError | undefined
     let uploadStarted = false
     /** Between STOR and its final reply: a failure there leaves the control connection unusable. */
@@ -260,7 +260,7 @@ class FtpDriver implements Driver {
   async mkdir(ctx: OpContext, dir: string): Promise<void> {
     return this.#with(ctx, dir, async (s) => {
       try {
-        await s.client.send(`MKD ${absPath(s, dir)}`)
+        await s.client.send(`MKD ${remotePath(s.root, dir)}`)
       } catch (err) {
         if (ftpCode(err) !== 550) throw err
         const p = await this.#probe(s, dir)
@@ -274,7 +274,7 @@ class FtpDriver implements Driver {
 
   async remove(ctx: OpContext, path: string): Promise<void> {
     return this.#with(ctx, path, async (s) => {
-      const abs = absPath(s, path)
+      const abs = remotePath(s.root, path)
       const p = await this.#probe(s, path)
       if (p === null) throw new FsError('ENOENT', `${path}: no such file or directory`, { path })
       if (p.kind === 'file') return void (await s.client.send(`DELE ${abs}`))
@@ -294,7 +294,7 @@ class FtpDriver implements Driver {
       if ((await this.#probe(s, from)) === null) throw new FsError('ENOENT', `${from}: no such file or directory`, { path: from })
       const target = await this.#probe(s, to)
       if (target && (!opts.overwrite || target.kind === 'dir')) throw new FsError('EEXIST', `${to}: already exists`, { path: to })
-      await this.#rename(s, absPath(s, from), absPath(s, to), to, target !== null)
+      await this.#rename(s, remotePath(s.root, from), remotePath(s.root, to), to, target !== null)
     })
   }
 
@@ -336,7 +336,7 @@ class FtpDriver implements Driver {
    * symlinks was reached through one.
    */
   async #probe(s: FtpSession, path: string, withTime = true): Promise<Probe | null> {
-    const abs = absPath(s, path)
+    const abs = remotePath(s.root, path)
     if (path !== '/') {
       const size = await s.client.size(abs).then(
         (n) => n,
@@ -401,7 +401,7 @@ class FtpDriver implements Driver {
   async #entries(s: FtpSession, dir: string, infos: readonly FileInfo[], now: number): Promise<Entry[]> {
     const out: Entry[] = []
     for (const f of infos) {
-      if (f.name === '.' || f.name === '..' || f.name === '' || f.name.includes('/') || TEMP_NAME.test(f.name)) continue
+      if (f.name === '.' || f.name === '..' || f.name === '' || f.name.includes('/') || isTempUploadName(f.name)) continue
       const path = dir === '/' ? `/${f.name}` : `${dir}/${f.name}`
       const mtimeMs = f.modifiedAt ? f.modifiedAt.getTime() : parseListDate(f.rawModifiedAt, now)
       if (f.isSymbolicLink) {
@@ -420,22 +420,6 @@ class FtpDriver implements Driver {
 function toEntry(path: string, p: Probe): Entry {
   const e: Entry = { path, name: baseName(path), kind: p.kind, size: p.size, mtimeMs: p.mtimeMs }
   return p.link ? { ...e, link: true } : e
-}
-
-/** Storage path → remote path. */
-function absPath(s: FtpSession, path: string): string {
-  if (path === '/') return s.root
-  return s.root === '/' ? path : s.root + path
-}
-
-function parentAbs(abs: string): string {
-  const i = abs.lastIndexOf('/')
-  return i <= 0 ? '' : abs.slice(0, i)
-}
-
-function parentOf(path: string): string {
-  const i = path.lastIndexOf('/')
-  return i <= 0 ? '/' : path.slice(0, i)
 }
 
 // 5) Factory -----------------------------------------------------------------

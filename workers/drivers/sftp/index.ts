@@ -21,7 +21,6 @@
  * plain SFTP rename when it must not be (OpenSSH's rename refuses an existing target,
  * so "create, never replace" is atomic too).
  */
-import { randomBytes } from 'node:crypto'
 import type { FileEntryWithStats, Stats } from 'ssh2'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../../core/driver.js'
 import { FsError, isFsError } from '../../../core/errors.js'
@@ -29,6 +28,8 @@ import { baseName } from '../../../core/paths.js'
 import { SessionPool, type SessionPoolStats } from '../../sessions.js'
 import { Status, classify } from './errors.js'
 import { type SftpSession, type Ssh2, InFlight, call, closeSession, openSession, probe, readAt, rechunk, statOrNull } from './session.js'
+import { isTempUploadName, tempUploadName } from '../upload-names.js'
+import { remoteParent, remotePath } from '../remote-path.js'
 
 export { classify } from './errors.js'
 export { fingerprint } from './session.js'
@@ -59,7 +60,6 @@ const READ_AHEAD = 32
 /** Write requests in flight per transfer. */
 const WRITE_AHEAD = 8
 const LIST_PAGE = 512
-const TEMP_NAME = /^\.filegate-[A-Za-z0-9_-]+\.part$/
 
 // 2) classify: errors.ts. 3) Sessions: session.ts.
 
@@ -85,7 +85,7 @@ class SftpDriver implements Driver {
 
   async stat(ctx: OpContext, path: string): Promise<Entry> {
     return this.#with(ctx, path, async (s) => {
-      const abs = absPath(s, path)
+      const abs = remotePath(s.root, path)
       const lst = await call<Stats>((cb) => s.sftp.lstat(abs, cb))
       return lst.isSymbolicLink() ? toEntry(path, await call<Stats>((cb) => s.sftp.stat(abs, cb)), true) : toEntry(path, lst)
     })
@@ -96,7 +96,7 @@ class SftpDriver implements Driver {
     let failure: FsError | undefined
     let handle: Buffer | null = null
     try {
-      const abs = absPath(s, dir)
+      const abs = remotePath(s.root, dir)
       try {
         handle = await call<Buffer>((cb) => s.sftp.opendir(abs, cb))
       } catch (err) {
@@ -136,7 +136,7 @@ class SftpDriver implements Driver {
     let handle: Buffer | null = null
     const inflight: { pos: number; len: number; data: Promise<Buffer> }[] = []
     try {
-      handle = await call<Buffer>((cb) => s.sftp.open(absPath(s, path), 'r', cb))
+      handle = await call<Buffer>((cb) => s.sftp.open(remotePath(s.root, path), 'r', cb))
       const h = handle
       const st = await call<Stats>((cb) => s.sftp.fstat(h, cb))
       if (st.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
@@ -188,11 +188,11 @@ class SftpDriver implements Driver {
 
   async write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}): Promise<Entry> {
     return this.#with(ctx, path, async (s) => {
-      const abs = absPath(s, path)
+      const abs = remotePath(s.root, path)
       const existing = await statOrNull(s, abs)
       if (existing?.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
       if (existing && opts.overwrite === false) throw new FsError('EEXIST', `${path}: already exists`, { path })
-      const tmp = `${parentAbs(abs)}/.filegate-${randomBytes(9).toString('base64url')}.part`
+      const tmp = `${remoteParent(abs)}/${tempUploadName()}`
       let handle: Buffer | null = null
       try {
         handle = await call<Buffer>((cb) => s.sftp.open(tmp, 'wx', { mode: 0o644 }, cb))
@@ -229,7 +229,7 @@ class SftpDriver implements Driver {
 
   async mkdir(ctx: OpContext, dir: string): Promise<void> {
     return this.#with(ctx, dir, async (s) => {
-      const abs = absPath(s, dir)
+      const abs = remotePath(s.root, dir)
       try {
         await call((cb) => s.sftp.mkdir(abs, { mode: 0o755 }, cb))
       } catch (err) {
@@ -246,7 +246,7 @@ class SftpDriver implements Driver {
 
   async remove(ctx: OpContext, path: string): Promise<void> {
     return this.#with(ctx, path, async (s) => {
-      const abs = absPath(s, path)
+      const abs = remotePath(s.root, path)
       // The entry itself (a symlink included) is removed, never what a link points at.
       const lst = await call<Stats>((cb) => s.sftp.lstat(abs, cb))
       if (!lst.isDirectory()) return call((cb) => s.sftp.unlink(abs, cb))
@@ -262,8 +262,8 @@ class SftpDriver implements Driver {
 
   async rename(ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<void> {
     return this.#with(ctx, from, async (s) => {
-      const src = absPath(s, from)
-      const dst = absPath(s, to)
+      const src = remotePath(s.root, from)
+      const dst = remotePath(s.root, to)
       await call<Stats>((cb) => s.sftp.lstat(src, cb))
       const target = await statOrNull(s, dst, false)
       if (target && (!opts.overwrite || target.isDirectory())) throw new FsError('EEXIST', `${to}: already exists`, { path: to })
@@ -273,7 +273,7 @@ class SftpDriver implements Driver {
 
   async setMtime(ctx: OpContext, path: string, mtimeMs: number): Promise<void> {
     return this.#with(ctx, path, (s) =>
-      call((cb) => s.sftp.utimes(absPath(s, path), Math.floor(Date.now() / 1000), Math.floor(mtimeMs / 1000), cb)),
+      call((cb) => s.sftp.utimes(remotePath(s.root, path), Math.floor(Date.now() / 1000), Math.floor(mtimeMs / 1000), cb)),
     )
   }
 
@@ -341,26 +341,15 @@ class SftpDriver implements Driver {
   async #entries(s: SftpSession, dir: string, batch: readonly FileEntryWithStats[]): Promise<Entry[]> {
     const out = await Promise.all(
       batch.map(async (f): Promise<Entry | null> => {
-        if (f.filename === '.' || f.filename === '..' || TEMP_NAME.test(f.filename)) return null
+        if (f.filename === '.' || f.filename === '..' || isTempUploadName(f.filename)) return null
         const path = dir === '/' ? `/${f.filename}` : `${dir}/${f.filename}`
         if (!f.attrs.isSymbolicLink()) return toEntry(path, f.attrs)
-        const st = await statOrNull(s, absPath(s, path))
+        const st = await statOrNull(s, remotePath(s.root, path))
         return st === null ? null : toEntry(path, st, true)
       }),
     )
     return out.filter((e): e is Entry => e !== null)
   }
-}
-
-/** Storage path → remote absolute path. */
-function absPath(s: SftpSession, path: string): string {
-  if (path === '/') return s.root
-  return s.root === '/' ? path : s.root + path
-}
-
-function parentAbs(abs: string): string {
-  const i = abs.lastIndexOf('/')
-  return i <= 0 ? '' : abs.slice(0, i)
 }
 
 // 5) Factory -----------------------------------------------------------------

@@ -24,7 +24,6 @@
  * request that succeeds (DELETE_ON_CLOSE would let the server do it, but Samba keeps
  * that flag through a rename and cannot clear it, so the finished file would vanish).
  */
-import { randomBytes } from 'node:crypto'
 import type { SmbSpec } from '../../../core/backend.js'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../../core/driver.js'
 import { FsError } from '../../../core/errors.js'
@@ -32,6 +31,7 @@ import { baseName, joinPath, parentOf } from '../../../core/paths.js'
 import { SessionPool, type SessionPoolStats } from '../../sessions.js'
 import { SmbTransportError, classify } from './errors.js'
 import { ACCESS, DISPOSITION, IO_BLOCK, OPTIONS, type OpenFile, SmbSession } from './session.js'
+import { isTempUploadName, tempUploadName } from '../upload-names.js'
 
 export { classify } from './errors.js'
 
@@ -52,7 +52,6 @@ const READ_AHEAD = 32
 const WRITE_AHEAD = 16
 /** Bytes per chunk handed to the consumer. */
 const READ_CHUNK = 1024 * 1024
-const TEMP_NAME = /^\.filegate-[A-Za-z0-9_-]+\.part$/
 /** Temporary files remembered for deletion, at most, and attempts for each. */
 const ORPHANS_MAX = 1000
 const ORPHAN_TRIES = 20
@@ -133,7 +132,7 @@ class SmbDriver implements Driver {
         if (ctx.signal.aborted) throw canceled(dir)
         const page = await s.queryDirectory(f.fileId)
         if (page === null) break
-        const entries = page.filter((e) => !TEMP_NAME.test(e.name)).map((e) => toEntry(joinPath(dir, e.name), e))
+        const entries = page.filter((e) => !isTempUploadName(e.name)).map((e) => toEntry(joinPath(dir, e.name), e))
         if (entries.length > 0) yield entries
       }
     } catch (err) {
@@ -164,7 +163,7 @@ class SmbDriver implements Driver {
   async write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}): Promise<Entry> {
     if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
     const target = this.#smb(path)
-    const temp = this.#smb(joinPath(parentOf(path), `.filegate-${randomBytes(9).toString('base64url')}.part`))
+    const temp = this.#smb(joinPath(parentOf(path), tempUploadName()))
     const replace = opts.overwrite !== false
     return this.#use(ctx, path, async (s) => {
       const f = await s.create(temp, {
