@@ -144,6 +144,16 @@ class Waiter<S> {
 
 // The pool -------------------------------------------------------------------
 
+/** How a driver sizes its session pool: the same knobs for every pooled driver. */
+export interface PoolKnobs {
+  /** Sessions (connections) per driver; default 4. */
+  readonly maxSessions?: number
+  /** An idle session is closed after this long; default 60 s. */
+  readonly idleMs?: number
+  /** Connecting and logging in, one request, or waiting for a session; default 20 s. */
+  readonly timeoutMs?: number
+}
+
 export class SessionPool<S extends object> {
   readonly #o: SessionPoolOptions<S>
   /** Most recently released last: reuse takes from the end, so cold sessions age out. */

@@ -32,7 +32,8 @@ import type { FileInfo } from 'basic-ftp'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../../core/driver.js'
 import { FsError } from '../../../core/errors.js'
 import { baseName, parentOf } from '../../../core/paths.js'
-import { SessionPool, type SessionPoolStats } from '../../sessions.js'
+import type { FtpSpec } from '../../../core/backend.js'
+import { type PoolKnobs, SessionPool, type SessionPoolStats } from '../../sessions.js'
 import { classify, ftpCode } from './errors.js'
 import { type BasicFtp, type FtpSession, DownloadSink, closeSession, isBroken, mfmtStamp, openSession, parseListDate, parseMdtm, probe, pwd } from './session.js'
 import { isTempUploadName, tempUploadName } from '../upload-names.js'
@@ -43,23 +44,10 @@ export { parseListDate } from './session.js'
 
 // 1) Config ------------------------------------------------------------------
 
-export interface FtpConfig {
-  readonly hostname: string
-  readonly port: number
-  readonly username: string
-  readonly password: string
-  /** Explicit FTPS (AUTH TLS) on the control and data connections. */
-  readonly secure: boolean
-  /** Remote folder served as `/`: absolute, relative to the login folder, or '' for the login folder. */
-  readonly root: string
+/** The spec's parameters (core/backend.ts documents them) and the pool's knobs. */
+export interface FtpConfig extends Omit<FtpSpec, 'type'>, PoolKnobs {
   /** TLS options for FTPS (e.g. `ca` for a private certificate authority). */
   readonly tls?: ConnectionOptions
-  /** Sessions (control connections) per driver; default 4. */
-  readonly maxSessions?: number
-  /** An idle session is closed after this long; default 60 s. */
-  readonly idleMs?: number
-  /** Connecting and logging in, waiting for a session, and a silent server; default 20 s. */
-  readonly timeoutMs?: number
 }
 
 /** Most bytes a read yields at once (what has arrived is coalesced up to this). */

@@ -25,7 +25,8 @@ import type { FileEntryWithStats, Stats } from 'ssh2'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../../core/driver.js'
 import { FsError, isFsError } from '../../../core/errors.js'
 import { baseName } from '../../../core/paths.js'
-import { SessionPool, type SessionPoolStats } from '../../sessions.js'
+import type { SftpSpec } from '../../../core/backend.js'
+import { type PoolKnobs, SessionPool, type SessionPoolStats } from '../../sessions.js'
 import { Status, classify } from './errors.js'
 import { type SftpSession, type Ssh2, InFlight, call, closeSession, openSession, probe, readAt, rechunk, statOrNull } from './session.js'
 import { isTempUploadName, tempUploadName } from '../upload-names.js'
@@ -36,24 +37,8 @@ export { fingerprint } from './session.js'
 
 // 1) Config ------------------------------------------------------------------
 
-export interface SftpConfig {
-  readonly hostname: string
-  readonly port: number
-  readonly username: string
-  readonly password?: string
-  readonly privateKey?: string
-  readonly passphrase?: string
-  /** `SHA256:<base64>` as ssh-keygen prints it; the server's key must match when given. */
-  readonly hostkey?: string
-  /** Remote folder served as `/`: absolute, relative to the login folder, or '' for the login folder. */
-  readonly root: string
-  /** Sessions (SSH connections) per driver; default 4. */
-  readonly maxSessions?: number
-  /** An idle session is closed after this long; default 60 s. */
-  readonly idleMs?: number
-  /** Connecting and logging in, or waiting for a session; default 20 s. */
-  readonly timeoutMs?: number
-}
+/** The spec's parameters (core/backend.ts documents them) and the pool's knobs. */
+export interface SftpConfig extends Omit<SftpSpec, 'type'>, PoolKnobs {}
 
 /** Read requests in flight per transfer, at most: 32 x 255 KiB = ~8 MiB (refilled from half). */
 const READ_AHEAD = 32

@@ -28,7 +28,7 @@ import type { SmbSpec } from '../../../core/backend.js'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../../core/driver.js'
 import { FsError } from '../../../core/errors.js'
 import { baseName, joinPath, parentOf } from '../../../core/paths.js'
-import { SessionPool, type SessionPoolStats } from '../../sessions.js'
+import { type PoolKnobs, SessionPool, type SessionPoolStats } from '../../sessions.js'
 import { SmbTransportError, classify } from './errors.js'
 import { ACCESS, DISPOSITION, IO_BLOCK, OPTIONS, type OpenFile, SmbSession } from './session.js'
 import { isTempUploadName, tempUploadName } from '../upload-names.js'
@@ -37,14 +37,8 @@ export { classify } from './errors.js'
 
 // 1) Config ------------------------------------------------------------------
 
-export interface SmbConfig extends Omit<SmbSpec, 'type'> {
-  /** Sessions (connections) per driver; default 4. */
-  readonly maxSessions?: number
-  /** An idle session is closed after this long; default 60 s. */
-  readonly idleMs?: number
-  /** Connecting and logging in, one request, or waiting for a session; default 20 s. */
-  readonly timeoutMs?: number
-}
+/** The spec's parameters (core/backend.ts documents them) and the pool's knobs. */
+export interface SmbConfig extends Omit<SmbSpec, 'type'>, PoolKnobs {}
 
 /** READ requests of 64 KiB in flight per transfer: 2 MiB. */
 const READ_AHEAD = 32
