@@ -15,10 +15,14 @@ import { WorkerPool } from '../workers/pool.js'
 import { type HttpServer, type UwsInfo, listen, loadUws } from './http/uws.js'
 import { type Logger, createLogger } from './log.js'
 import { loadPlugins } from './plugins.js'
-import { loadOrCreateSecret } from './secret.js'
+import { loadOrCreateSecret } from './server-secret.js'
 import { SessionService } from './sessions.js'
 import { createHandler } from './server.js'
-import { openFileState } from './state/file-state.js'
+import { openSqliteState } from './state/sqlite-state.js'
+import { AdminService } from './admin.js'
+import { ApiKeyService } from './api-keys.js'
+import { ShareService } from './shares.js'
+import { version } from './version.js'
 
 export interface Filegate {
   readonly port: number
@@ -58,7 +62,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
 
   const stateDir = join(config.data_dir, 'state')
   const secret = await loadOrCreateSecret(stateDir)
-  const state = await openFileState(stateDir)
+  const state = await openSqliteState(stateDir)
+  const keys = await ApiKeyService.open(state)
+  const admin = await AdminService.open(config.admin_password, secret, state)
   const pool = new WorkerPool({ workers: config.workers, tasksPerWorker: config.tasks_per_worker, maxQueue: config.max_queue, plugins: plugins.enabled })
   const storageFor = (spec: BackendSpec, key?: string): Storage => new PoolStorage(pool, spec, key)
   const sessions = new SessionService({
@@ -75,12 +81,30 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const gatewayRoutes: Record<string, HttpHandler> = {}
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
   const started = Date.now()
+  const shares = new ShareService({ state, secret, storageFor })
   const handler = createHandler({
     sessions,
     storageFor,
     logger,
     gatewayRoutes,
     plugins,
+    shares,
+    keys,
+    corsOrigins: config.cors.origins,
+    admin: {
+      admin,
+      keys,
+      state,
+      connections: () => [...(config.tmp_sessions ? ['tmp'] : []), ...config.connections.map((c) => c.label)],
+      status: () => ({
+        version,
+        uptime_ms: Date.now() - started,
+        sessions_issued: sessions.issued,
+        transfers_in_flight: server?.inFlight ?? 0,
+        pool: pool.stats,
+        connections: config.connections.map((c) => ({ label: c.label, type: c.type })),
+      }),
+    },
     health: () => ({ uptime_ms: Date.now() - started, pool: pool.stats, in_flight: server?.inFlight ?? 0 }),
   })
   let server: HttpServer | undefined

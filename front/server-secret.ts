@@ -1,5 +1,5 @@
 /**
- * @module front/secret
+ * @module front/server-secret
  * The server secret: 32 random bytes generated on first start and kept in the
  * data directory (mode 0600). Tokens are sealed under it; losing it logs
  * everyone out, leaking it lets anyone mint sessions.
