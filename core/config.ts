@@ -42,6 +42,13 @@ export interface Config {
    * `{"name", "path"?, "options"?}` (`path`: a third-party plugin's module, absolute).
    */
   readonly plugins: readonly PluginConfig[]
+  /** CORS (CONTRACT.md section 5): browser origins (`scheme://host[:port]`) allowed on every endpoint. */
+  readonly cors: { readonly origins: readonly string[] }
+  /**
+   * The admin console's password (also FILEGATE_ADMIN_PASSWORD); null: the admin API
+   * is off. Hashed (scrypt) at start-up; only the hash is used afterwards.
+   */
+  readonly admin_password: string | null
 }
 
 export const DEFAULTS: Config = {
@@ -59,6 +66,8 @@ export const DEFAULTS: Config = {
   allow_uws_fallback: false,
   log: { level: 'info', requests: true },
   plugins: [],
+  cors: { origins: [] },
+  admin_password: null,
 }
 
 export class ConfigError extends Error {
@@ -109,6 +118,10 @@ export function validateConfig(input: Record<string, unknown>): Config {
     return { ...o, label, type }
   })
   const plugins = pluginList(m.plugins)
+  const cors = corsConfig(m.cors)
+  if (m.admin_password !== null && (typeof m.admin_password !== 'string' || m.admin_password.length < 8)) {
+    throw new ConfigError('admin_password must be null or a string of at least 8 characters')
+  }
   return {
     host: str(m.host, 'host'),
     port: int(m.port, 'port', 0, 65535),
@@ -124,7 +137,26 @@ export function validateConfig(input: Record<string, unknown>): Config {
     allow_uws_fallback: bool(m.allow_uws_fallback, 'allow_uws_fallback'),
     log: { level: log.level as Config['log']['level'], requests: bool(log.requests, 'log.requests') },
     plugins,
+    cors,
+    admin_password: m.admin_password as string | null,
   }
+}
+
+/** `cors`: `{"origins": ["https://app.example.com", ...]}`, each exactly a browser Origin. */
+function corsConfig(v: unknown): Config['cors'] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('cors must be an object {"origins": [...]}')
+  for (const k of Object.keys(v)) if (k !== 'origins') throw new ConfigError(`cors: unknown key "${k}" (known: origins)`)
+  const origins = (v as { origins?: unknown }).origins ?? []
+  if (!Array.isArray(origins)) throw new ConfigError('cors.origins must be a list of origins like "https://app.example.com"')
+  origins.forEach((o: unknown, i: number) => {
+    let ok = false
+    try {
+      const u = new URL(o as string)
+      ok = typeof o === 'string' && (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === o
+    } catch {}
+    if (!ok) throw new ConfigError(`cors.origins[${i}] must be an origin like "https://app.example.com" (scheme, host, optional port; no path or trailing "/"; got ${JSON.stringify(o)})`)
+  })
+  return { origins: origins as string[] }
 }
 
 const PLUGIN_KEYS = new Set(['name', 'path', 'options'])

@@ -2,8 +2,7 @@
  * @module front/access
  * Who is calling and what they may do: resolved once per request, on the main
  * thread, before anything reaches a worker. Token sessions may do everything in
- * their storage; share links (a later credential) will narrow `permissions` and the
- * root.
+ * their storage; share links (front/shares.ts) narrow `permissions` and the root.
  */
 import { ApiError } from '../core/api-error.js'
 import type { Storage } from '../core/storage.js'
@@ -36,6 +35,8 @@ export interface Access {
   readonly session: Session
   readonly storage: Storage
   readonly permissions: Permissions
+  /** May an upload replace an existing file? A share with can_upload but not can_write may only create. */
+  readonly may_replace: boolean
 }
 
 /** @throws ApiError FORBIDDEN unless the caller has `right`. */

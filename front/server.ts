@@ -16,6 +16,11 @@ import * as files from './routes/files.js'
 import type { Logger } from './log.js'
 import { NO_PLUGINS, type PluginHost } from './plugins.js'
 import type { SessionService } from './sessions.js'
+import type { ShareService } from './shares.js'
+import type { ApiKeyService } from './api-keys.js'
+import { corsHeaders, preflight, withCors } from './cors.js'
+import { type AdminDeps, adminRoute } from './routes/admin.js'
+import { shareRoute } from './routes/share.js'
 
 export interface ServerDeps {
   readonly sessions: SessionService
@@ -26,6 +31,12 @@ export interface ServerDeps {
   /** Enabled plugins: their routes under /plugins/<name>/ and their download transforms. */
   readonly plugins?: PluginHost
   readonly logger: Logger
+  readonly shares: ShareService
+  readonly keys: ApiKeyService
+  /** The admin API and console; absent: /admin is not served. */
+  readonly admin?: AdminDeps
+  /** Origins from the configuration (`cors.origins`); each API key adds its own. */
+  readonly corsOrigins: readonly string[]
 }
 
 type Route = Partial<Record<string, (req: HttpRequest) => Promise<HttpReply>>>
@@ -63,12 +74,27 @@ export function createHandler(deps: ServerDeps): HttpHandler {
     '/api/files/touch': { POST: authed(files.touch) },
     '/healthz': { GET: async () => okReply({ result: deps.health() }) },
   }
+  const share = async (req: HttpRequest) => shareRoute(deps.shares, req, null, await authenticate(deps, req))
+  routes['/api/share'] = { GET: share, POST: share }
   for (const { path, route } of plugins.routes) routes[path] = pluginRoute(deps, route)
+  const configured = new Set(deps.corsOrigins)
+  const allowed = (origin: string) => configured.has(origin) || deps.keys.hasOrigin(origin)
+  const handle = dispatch(deps, routes)
+  return async (req) => {
+    if (req.method === 'OPTIONS') return preflight(req, allowed)
+    return withCors(await handle(req), corsHeaders(req, allowed))
+  }
+}
+
+function dispatch(deps: ServerDeps, routes: Record<string, Route>): HttpHandler {
   return async (req) => {
     try {
       const path = req.path.length > 1 ? req.path.replace(/\/+$/, '') : req.path
       const gateway = deps.gatewayRoutes?.[path]
       if (gateway) return await gateway(req)
+      if (path.startsWith('/api/share/')) return await shareRoute(deps.shares, req, path.slice('/api/share/'.length), await authenticate(deps, req))
+      const admin = deps.admin && adminRoute(deps.admin, req, req.path)
+      if (admin) return await admin
       const route = routes[path]
       if (!route) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
       const fn = route[req.method]
@@ -105,10 +131,18 @@ function pluginRoute(deps: ServerDeps, route: PluginRoute): Route {
   return Object.fromEntries((route.methods ?? ['GET']).map((m) => [m, handle]))
 }
 
+/**
+ * The caller: `?share=` (with `?key=` when an API key is used, alone like a public
+ * link), else the session token. A share narrows the root and the rights.
+ */
 async function authenticate(deps: ServerDeps, req: HttpRequest): Promise<Access> {
-  if (req.query.has('share') || req.query.has('key')) {
-    throw new ApiError('NOT_AUTHENTICATED', 'share links and API keys are not enabled on this server yet; use a session token')
+  const share = req.query.get('share')
+  const key = req.query.get('key')
+  if (key !== null) {
+    if (share === null) throw new ApiError('INVALID_INPUT', 'an API key goes with a share: send ?key=<API_KEY>&share=<SHARE_ID>')
+    await deps.keys.check(key, req.header('origin'))
   }
+  if (share !== null) return deps.shares.resolve(share, req)
   const session = await deps.sessions.authenticate(req.header('authorization'))
-  return { session, storage: deps.storageFor(session.spec, session.key), permissions: FULL_ACCESS }
+  return { session, storage: deps.storageFor(session.spec, session.key), permissions: FULL_ACCESS, may_replace: true }
 }

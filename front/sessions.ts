@@ -60,6 +60,7 @@ export class SessionService {
   readonly #state: StateStore
   readonly #probe: BackendProbe
   readonly #plugins: PluginStorageTypes | undefined
+  #issued = 0
 
   constructor(opts: { secret: Buffer; config: Config; state: StateStore; probe: BackendProbe; plugins?: PluginStorageTypes }) {
     this.#key = opts.secret
@@ -88,7 +89,13 @@ export class SessionService {
       spec,
       key: backendKey(spec),
     }
+    this.#issued++
     return { session: toSession(payload), token: seal(payload, this.#key) }
+  }
+
+  /** Sessions created since start (admin status). */
+  get issued(): number {
+    return this.#issued
   }
 
   /** The session behind an `Authorization` header. @throws ApiError NOT_AUTHENTICATED */

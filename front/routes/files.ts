@@ -148,6 +148,20 @@ export const upload: FileHandler = async (req, access) => {
   const overwrite = flag(req, 'overwrite', true)
   need(access, 'can_upload')
   const size = req.contentLength
+  if (!access.may_replace) {
+    // A share with can_upload but not can_write creates files, never replaces one.
+    const exists = await access.storage.stat(ctxOf(req), path).then(
+      () => true,
+      (err: unknown) => {
+        if ((err as { code?: unknown }).code === 'ENOENT') return false
+        throw err
+      },
+    )
+    if (exists) throw new ApiError('FORBIDDEN', 'this share allows uploading new files only, not replacing existing ones')
+    // overwrite=false: a file that appears meanwhile is a 409, not replaced.
+    await access.storage.write(ctxOf(req), path, req.body, size === null ? { overwrite: false } : { overwrite: false, size })
+    return okReply()
+  }
   await access.storage.write(ctxOf(req), path, req.body, size === null ? { overwrite } : { overwrite, size })
   return okReply()
 }

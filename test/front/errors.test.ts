@@ -139,7 +139,7 @@ t.test('missing path parameters → 400', async (t) => {
   await expectError(t, await call('GET', '/api/files/ls', { path: '' }), 400, 'INVALID_INPUT', 'an empty path')
 })
 
-t.test('credentials: none, Basic, garbage, share → 401', async (t) => {
+t.test('credentials: none, Basic, garbage, unknown key → 401; unknown share → 404', async (t) => {
   const { url } = await startTestServer(t)
   const token = await tmpSession(url)
   const ls = (headers: Record<string, string>, query = '') => fetch(`${url}/api/files/ls?path=/${query}`, { headers })
@@ -148,8 +148,8 @@ t.test('credentials: none, Basic, garbage, share → 401', async (t) => {
   await expectError(t, await ls({ authorization: `Basic ${Buffer.from('alice:pw').toString('base64')}` }), 401, 'NOT_AUTHENTICATED', 'Basic user:pw')
   await expectError(t, await ls({ authorization: 'Bearer' }), 401, 'NOT_AUTHENTICATED', 'Bearer without token')
   await expectError(t, await ls({ authorization: token }), 401, 'NOT_AUTHENTICATED', 'token without Bearer')
-  await expectError(t, await ls({}, '&share=abc'), 401, 'NOT_AUTHENTICATED', '?share= (not enabled yet)')
-  await expectError(t, await ls({}, '&key=k&share=abc'), 401, 'NOT_AUTHENTICATED', '?key=&share= (not enabled yet)')
+  await expectError(t, await ls({}, '&share=abc'), 404, 'NOT_FOUND', '?share= unknown (test/front/share.test.ts has the rest)')
+  await expectError(t, await ls({}, '&key=k&share=abc'), 401, 'NOT_AUTHENTICATED', '?key= unknown (test/front/apikey.test.ts has the rest)')
   t.equal((await ls({ authorization: `bearer ${token}` })).status, 200, 'the scheme is case-insensitive')
 })
 

@@ -1,0 +1,274 @@
+// filegate admin console: plain JS, no build, nothing fetched but this server's /admin/api/.
+// The admin token lives in sessionStorage (this tab only) and expires after an hour.
+'use strict'
+
+const $ = (id) => document.getElementById(id)
+let token = sessionStorage.getItem('filegate-admin-token')
+
+async function call(method, path, body) {
+  const res = await fetch(`/admin/api/${path}`, {
+    method,
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  })
+  let json
+  try {
+    json = await res.json()
+  } catch {
+    json = { status: 'error', message: `HTTP ${res.status}` }
+  }
+  if (res.status === 401 && path !== 'session') {
+    logout('Your admin session has ended: log in again.')
+    throw new Error(json.message)
+  }
+  if (json.status !== 'ok') throw new Error(json.message || `HTTP ${res.status}`)
+  return json
+}
+
+function flash(text, ok = false) {
+  const f = $('flash')
+  f.textContent = text
+  f.className = ok ? 'flash ok' : 'flash'
+  f.hidden = false
+  clearTimeout(flash.timer)
+  flash.timer = setTimeout(() => (f.hidden = true), 6000)
+}
+
+const when = (ms) => (ms === null || ms === undefined ? '—' : new Date(ms).toLocaleString())
+
+function cell(text, cls) {
+  const td = document.createElement('td')
+  if (text instanceof Node) td.append(text)
+  else td.textContent = text
+  if (cls) td.className = cls
+  return td
+}
+
+function tags(list) {
+  const span = document.createElement('span')
+  for (const x of list) {
+    const t = document.createElement('span')
+    t.className = 'tag'
+    t.textContent = x
+    span.append(t)
+  }
+  if (list.length === 0) span.textContent = '—'
+  return span
+}
+
+function button(label, onClick, cls = 'danger') {
+  const b = document.createElement('button')
+  b.type = 'button'
+  b.className = cls
+  b.textContent = label
+  b.addEventListener('click', onClick)
+  return b
+}
+
+function fill(tbody, rows, columns, emptyText) {
+  tbody.replaceChildren()
+  if (rows.length === 0) {
+    const tr = document.createElement('tr')
+    const td = cell(emptyText, 'empty')
+    td.colSpan = columns
+    tr.append(td)
+    tbody.append(tr)
+    return
+  }
+  for (const cells of rows) {
+    const tr = document.createElement('tr')
+    tr.append(...cells)
+    tbody.append(tr)
+  }
+}
+
+async function loadStatus() {
+  const { result: s } = await call('GET', 'status')
+  const items = [
+    ['Version', s.version],
+    ['Uptime', `${Math.floor(s.uptime_ms / 60000)} min`],
+    ['Sessions issued', s.sessions_issued],
+    ['Transfers in flight', s.transfers_in_flight],
+    ...Object.entries(s.pool || {}).filter(([, v]) => typeof v === 'number').map(([k, v]) => [`Pool ${k.replace(/_/g, ' ')}`, v]),
+  ]
+  $('status').replaceChildren(
+    ...items.map(([k, v]) => {
+      const d = document.createElement('div')
+      const dt = document.createElement('dt')
+      dt.textContent = k
+      const dd = document.createElement('dd')
+      dd.textContent = String(v)
+      d.append(dt, dd)
+      return d
+    }),
+  )
+  const sel = $('user-connection')
+  if (sel.options.length === 0) {
+    for (const label of ['tmp', ...(s.connections || []).map((c) => c.label)]) sel.append(new Option(label, label))
+  }
+}
+
+async function loadKeys() {
+  const { results } = await call('GET', 'keys')
+  fill(
+    $('keys'),
+    results.map((k) => [
+      cell(k.name),
+      cell(k.id, 'mono'),
+      cell(tags(k.origins)),
+      cell(when(k.created)),
+      cell(when(k.last_used)),
+      cell(
+        button('Revoke', async () => {
+          if (!confirm(`Revoke the API key "${k.name}"? Clients using it are refused at once.`)) return
+          await act(() => call('DELETE', `keys/${encodeURIComponent(k.id)}`), `Key "${k.name}" revoked.`)
+          await loadKeys()
+        }),
+      ),
+    ]),
+    6,
+    'No API keys yet.',
+  )
+}
+
+async function loadShares() {
+  const { results } = await call('GET', 'shares')
+  fill(
+    $('shares'),
+    results.map((s) => [
+      cell(s.id, 'mono'),
+      cell(s.path + (s.type === 'directory' ? '/' : '')),
+      cell(tags([s.can_read && 'read', s.can_upload && 'upload', s.can_write && 'write'].filter(Boolean))),
+      cell(s.has_password ? 'yes' : 'no'),
+      cell(s.expire ? when(s.expire) : 'never'),
+      cell(s.owner, 'mono'),
+      cell(
+        button('Revoke', async () => {
+          if (!confirm(`Revoke share ${s.id}?`)) return
+          await act(() => call('DELETE', `shares/${encodeURIComponent(s.id)}`), 'Share revoked.')
+          await loadShares()
+        }),
+      ),
+    ]),
+    7,
+    'No shares.',
+  )
+}
+
+async function loadUsers() {
+  const { results } = await call('GET', 'users')
+  fill(
+    $('users'),
+    results.map((u) => [
+      cell(u.name),
+      cell(u.connection),
+      cell(u.root, 'mono'),
+      cell(u.read_only ? 'read-only' : 'read-write'),
+      cell(when(u.created)),
+      cell(
+        button('Remove', async () => {
+          if (!confirm(`Remove gateway user "${u.name}"?`)) return
+          await act(() => call('DELETE', `users/${encodeURIComponent(u.name)}`), `User "${u.name}" removed.`)
+          await loadUsers()
+        }),
+      ),
+    ]),
+    6,
+    'No gateway users.',
+  )
+}
+
+async function act(fn, okText) {
+  try {
+    const r = await fn()
+    if (okText) flash(okText, true)
+    return r
+  } catch (err) {
+    flash(err.message)
+    return undefined
+  }
+}
+
+async function loadAll() {
+  await act(() => Promise.all([loadStatus(), loadKeys(), loadShares(), loadUsers()]))
+}
+
+function show(loggedIn) {
+  $('login-view').hidden = loggedIn
+  $('app-view').hidden = !loggedIn
+  $('logout').hidden = !loggedIn
+}
+
+function logout(message) {
+  token = null
+  sessionStorage.removeItem('filegate-admin-token')
+  show(false)
+  if (message) {
+    $('login-error').textContent = message
+    $('login-error').hidden = false
+  }
+}
+
+$('login-form').addEventListener('submit', async (e) => {
+  e.preventDefault()
+  $('login-error').hidden = true
+  try {
+    const { result } = await call('POST', 'session', { password: $('password').value })
+    token = result.authorization
+    sessionStorage.setItem('filegate-admin-token', token)
+    $('password').value = ''
+    show(true)
+    await loadAll()
+  } catch (err) {
+    $('login-error').textContent = err.message
+    $('login-error').hidden = false
+  }
+})
+
+$('logout').addEventListener('click', () => logout())
+$('refresh').addEventListener('click', () => loadAll())
+
+$('key-form').addEventListener('submit', async (e) => {
+  e.preventDefault()
+  const origins = $('key-origins').value.split(/[\s,]+/).filter(Boolean)
+  const r = await act(() => call('POST', 'keys', { name: $('key-name').value, origins }))
+  if (!r) return
+  $('new-key-value').value = r.result.key
+  $('new-key').hidden = false
+  $('key-form').reset()
+  await loadKeys()
+})
+
+$('copy-key').addEventListener('click', async () => {
+  const input = $('new-key-value')
+  try {
+    await navigator.clipboard.writeText(input.value)
+    flash('Key copied to the clipboard.', true)
+  } catch {
+    input.select()
+    flash('Select and copy the key (Ctrl+C).')
+  }
+})
+
+$('dismiss-key').addEventListener('click', () => {
+  $('new-key-value').value = ''
+  $('new-key').hidden = true
+})
+
+$('user-form').addEventListener('submit', async (e) => {
+  e.preventDefault()
+  const body = {
+    name: $('user-name').value,
+    password: $('user-password').value,
+    connection: $('user-connection').value,
+    root: $('user-root').value || '/',
+    read_only: $('user-ro').checked,
+  }
+  const r = await act(() => call('POST', 'users', body), `Gateway user "${body.name}" added.`)
+  if (!r) return
+  $('user-form').reset()
+  await loadUsers()
+})
+
+show(Boolean(token))
+if (token) loadAll()

@@ -1,0 +1,54 @@
+/**
+ * @module front/cors
+ * CORS (CONTRACT.md section 5). Off by default: an origin gets CORS headers only
+ * when the configuration (`cors.origins`) or some API key lists it. Which key may
+ * be used from which origin is checked separately, at authentication (a listed
+ * origin using another key's share gets 403 there). Other origins get no CORS
+ * headers at all, so the browser keeps the response from the page.
+ */
+import type { HttpReply, HttpRequest } from '../core/http.js'
+
+const ALLOW_METHODS = 'GET, HEAD, POST, DELETE, OPTIONS'
+const ALLOW_HEADERS = 'Authorization, Content-Type, X-Share-Password, Range, X-Request-Id, If-None-Match, If-Modified-Since'
+const EXPOSE_HEADERS = 'X-Request-Id, Content-Range, Content-Disposition, ETag, Content-Length, Accept-Ranges, Last-Modified'
+
+/** Is this origin allowed (config or any live key)? */
+export type OriginPolicy = (origin: string) => boolean
+
+/** The CORS headers for a request; empty when its Origin is absent or not allowed. */
+export function corsHeaders(req: HttpRequest, allowed: OriginPolicy): Record<string, string> {
+  const origin = req.header('origin')
+  if (origin === undefined || !allowed(origin)) return {}
+  return { 'access-control-allow-origin': origin, vary: 'Origin', 'access-control-expose-headers': EXPOSE_HEADERS }
+}
+
+/** An OPTIONS request: the preflight answer (204), with CORS headers only for an allowed origin. */
+export function preflight(req: HttpRequest, allowed: OriginPolicy): HttpReply {
+  const headers: Record<string, string> = { allow: ALLOW_METHODS, 'cache-control': 'no-store' }
+  const cors = corsHeaders(req, allowed)
+  if (cors['access-control-allow-origin'] !== undefined) {
+    Object.assign(headers, cors, {
+      'access-control-allow-methods': ALLOW_METHODS,
+      'access-control-allow-headers': ALLOW_HEADERS,
+      'access-control-max-age': '600',
+    })
+  }
+  return { status: 204, headers }
+}
+
+/** `reply` with the CORS headers added (a new object: replies are read-only). */
+export function withCors(reply: HttpReply, cors: Record<string, string>): HttpReply {
+  if (Object.keys(cors).length === 0) return reply
+  const vary = reply.headers?.vary
+  return { ...reply, headers: { ...reply.headers, ...cors, ...(vary && vary !== 'Origin' ? { vary: `${vary}, Origin` } : {}) } }
+}
+
+/** `https://app.example.com[:port]`, exactly as a browser sends it in Origin. */
+export function isOrigin(s: string): boolean {
+  try {
+    const u = new URL(s)
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === s
+  } catch {
+    return false
+  }
+}

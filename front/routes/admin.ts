@@ -1,0 +1,112 @@
+/**
+ * @module front/routes/admin
+ * The admin JSON API under /admin/api/ (CONTRACT.md section 2, Admin) and the
+ * console's static files under /admin (front/admin/). Every call but the login
+ * needs an admin token.
+ */
+import { readFile } from 'node:fs/promises'
+import { ApiError } from '../../core/api-error.js'
+import type { HttpReply, HttpRequest } from '../../core/http.js'
+import type { StateStore } from '../../core/state.js'
+import type { AdminService } from '../admin.js'
+import { userView } from '../admin.js'
+import type { ApiKeyService } from '../api-keys.js'
+import { readJson } from '../http/body.js'
+import { okReply } from '../http/status.js'
+import { shareView } from '../shares.js'
+
+export interface AdminDeps {
+  readonly admin: AdminService
+  readonly keys: ApiKeyService
+  readonly state: StateStore
+  /** Labels a gateway user may map to. */
+  readonly connections: () => readonly string[]
+  readonly status: () => Record<string, unknown>
+}
+
+const ASSETS: Readonly<Record<string, string>> = {
+  '/admin': 'index.html',
+  '/admin/': 'index.html',
+  '/admin/console.css': 'console.css',
+  '/admin/console.js': 'console.js',
+}
+const TYPES: Readonly<Record<string, string>> = { html: 'text/html; charset=utf-8', css: 'text/css; charset=utf-8', js: 'text/javascript; charset=utf-8' }
+const assetCache = new Map<string, string>()
+
+/** Answers /admin and /admin/...; null when `path` is not the admin's. */
+export function adminRoute(deps: AdminDeps, req: HttpRequest, path: string): Promise<HttpReply> | null {
+  if (path === '/admin' || path === '/admin/' || (path.startsWith('/admin/') && !path.startsWith('/admin/api/'))) return asset(req, path)
+  if (!path.startsWith('/admin/api/')) return null
+  return api(deps, req, path.slice('/admin/api/'.length).replace(/\/+$/, ''))
+}
+
+async function asset(req: HttpRequest, path: string): Promise<HttpReply> {
+  const file = ASSETS[path]
+  if (!file) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
+  if (req.method !== 'GET' && req.method !== 'HEAD') throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use GET`)
+  let text = assetCache.get(file)
+  if (text === undefined) {
+    // The console's files are plain HTML/CSS/JS next to the sources (front/admin/); a build keeps them in place.
+    text = await readFile(new URL(`../admin/${file}`, import.meta.url), 'utf8').catch(() => readFile(new URL(`../../../front/admin/${file}`, import.meta.url), 'utf8'))
+    assetCache.set(file, text)
+  }
+  const headers = {
+    'content-type': TYPES[file.split('.').pop()!]!,
+    'cache-control': 'no-cache',
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'no-referrer',
+    'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+  }
+  return req.method === 'HEAD' ? { status: 200, headers, length: Buffer.byteLength(text) } : { status: 200, headers, body: text }
+}
+
+/** One path segment, percent-decoded. @throws ApiError INVALID_INPUT on a malformed escape */
+export function decodeSegment(s: string): string {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    throw new ApiError('INVALID_INPUT', `malformed percent-encoding in ${JSON.stringify(s)}`)
+  }
+}
+
+async function api(deps: AdminDeps, req: HttpRequest, rest: string): Promise<HttpReply> {
+  const [what, id, extra] = rest.split('/') as [string, string | undefined, string | undefined]
+  const m = req.method
+  if (what === 'session' && id === undefined) {
+    if (m !== 'POST') throw new ApiError('INVALID_INPUT', `${m} is not supported on ${req.path}; use POST`)
+    const { token, expires } = await deps.admin.login(await readJson(req), req.remoteAddress)
+    return okReply({ result: { authorization: token, expires } })
+  }
+  deps.admin.authenticate(req.header('authorization'))
+  const one = id === undefined ? undefined : decodeSegment(id)
+  if (extra !== undefined || (one !== undefined && m !== 'DELETE')) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
+  const bad = (allowed: string) => new ApiError('INVALID_INPUT', `${m} is not supported on ${req.path}; use ${allowed}`)
+  switch (what) {
+    case 'keys':
+      if (one !== undefined) return (await deps.keys.remove(one), okReply())
+      if (m === 'GET') return okReply({ results: await deps.keys.list() })
+      if (m === 'POST') return okReply({ result: await deps.keys.create(await readJson(req)) })
+      throw bad('GET or POST')
+    case 'shares':
+      if (one !== undefined) {
+        if (!(await deps.state.deleteShare(one))) throw new ApiError('NOT_FOUND', 'no such share')
+        return okReply()
+      }
+      if (m === 'GET') return okReply({ results: (await deps.state.listShares()).map((s) => ({ ...shareView(s), owner: s.owner })) })
+      throw bad('GET')
+    case 'users':
+      if (one !== undefined) {
+        if (!(await deps.state.deleteGatewayUser(one))) throw new ApiError('NOT_FOUND', 'no such gateway user')
+        return okReply()
+      }
+      if (m === 'GET') return okReply({ results: (await deps.state.listGatewayUsers()).map(userView) })
+      if (m === 'POST') return okReply({ result: await deps.admin.addUser(await readJson(req), deps.connections()) })
+      throw bad('GET or POST')
+    case 'status':
+      if (m === 'GET' && one === undefined) return okReply({ result: deps.status() })
+      throw bad('GET')
+    default:
+      throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
+  }
+}

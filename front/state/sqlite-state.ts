@@ -1,0 +1,230 @@
+/**
+ * @module front/state/sqlite-state
+ * The embedded state store: one SQLite database (`state.db`) in the data directory's
+ * state folder, through better-sqlite3. Its calls are synchronous and short (indexed
+ * single-row statements on a local file, WAL mode), so they run inline on the main
+ * thread behind the async StateStore interface that a PostgreSQL store will share.
+ *
+ * Migrations: `schema_migrations` records each applied version; at open, every
+ * newer migration runs in its own transaction, in order. Add a migration by
+ * appending to MIGRATIONS, never by editing one that has shipped.
+ */
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import type { ApiKeyRecord, GatewayUserRecord, ShareRecord, StateStore } from '../../core/state.js'
+
+const MIGRATIONS: readonly string[] = [
+  // 1: revoked tokens, shares, API keys, gateway users.
+  `CREATE TABLE revoked_tokens (id TEXT PRIMARY KEY, until_ms INTEGER NOT NULL);
+   CREATE INDEX revoked_tokens_until ON revoked_tokens (until_ms);
+   CREATE TABLE shares (
+     id TEXT PRIMARY KEY, owner TEXT NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL,
+     can_read INTEGER NOT NULL, can_upload INTEGER NOT NULL, can_write INTEGER NOT NULL,
+     password_hash TEXT, expire_ms INTEGER, sealed TEXT NOT NULL, created_ms INTEGER NOT NULL);
+   CREATE INDEX shares_owner ON shares (owner);
+   CREATE TABLE api_keys (
+     id TEXT PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, origins TEXT NOT NULL,
+     created_ms INTEGER NOT NULL, last_used_ms INTEGER);
+   CREATE TABLE gateway_users (
+     name TEXT PRIMARY KEY, password_hash TEXT NOT NULL, connection TEXT NOT NULL, root TEXT NOT NULL,
+     read_only INTEGER NOT NULL, created_ms INTEGER NOT NULL);`,
+]
+
+interface ShareRow {
+  id: string
+  owner: string
+  path: string
+  kind: string
+  can_read: number
+  can_upload: number
+  can_write: number
+  password_hash: string | null
+  expire_ms: number | null
+  sealed: string
+  created_ms: number
+}
+interface KeyRow {
+  id: string
+  name: string
+  hash: string
+  origins: string
+  created_ms: number
+  last_used_ms: number | null
+}
+interface UserRow {
+  name: string
+  password_hash: string
+  connection: string
+  root: string
+  read_only: number
+  created_ms: number
+}
+
+const toShare = (r: ShareRow): ShareRecord => ({
+  id: r.id,
+  owner: r.owner,
+  path: r.path,
+  kind: r.kind === 'file' ? 'file' : 'directory',
+  can_read: r.can_read === 1,
+  can_upload: r.can_upload === 1,
+  can_write: r.can_write === 1,
+  password_hash: r.password_hash,
+  expire: r.expire_ms,
+  sealed: r.sealed,
+  created: r.created_ms,
+})
+const toKey = (r: KeyRow): ApiKeyRecord => ({
+  id: r.id,
+  name: r.name,
+  hash: r.hash,
+  origins: JSON.parse(r.origins) as string[],
+  created: r.created_ms,
+  last_used: r.last_used_ms,
+})
+const toUser = (r: UserRow): GatewayUserRecord => ({
+  name: r.name,
+  password_hash: r.password_hash,
+  connection: r.connection,
+  root: r.root,
+  read_only: r.read_only === 1,
+  created: r.created_ms,
+})
+
+/** The schema version this build knows. */
+export const SCHEMA_VERSION = MIGRATIONS.length
+
+/** Opens (creating and migrating as needed) `<dir>/state.db`. */
+export async function openSqliteState(dir: string): Promise<StateStore> {
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const db = new Database(join(dir, 'state.db'))
+  try {
+    db.pragma('journal_mode = WAL')
+    db.pragma('synchronous = NORMAL')
+    db.pragma('busy_timeout = 5000')
+    migrate(db)
+  } catch (err) {
+    db.close()
+    throw err
+  }
+  const q = {
+    revoke: db.prepare('INSERT OR REPLACE INTO revoked_tokens (id, until_ms) VALUES (?, ?)'),
+    revoked: db.prepare<[string, number], { one: number }>('SELECT 1 AS one FROM revoked_tokens WHERE id = ? AND until_ms > ?'),
+    purge: db.prepare('DELETE FROM revoked_tokens WHERE until_ms <= ?'),
+    putShare: db.prepare(
+      `INSERT OR REPLACE INTO shares (id, owner, path, kind, can_read, can_upload, can_write, password_hash, expire_ms, sealed, created_ms)
+       VALUES (@id, @owner, @path, @kind, @can_read, @can_upload, @can_write, @password_hash, @expire_ms, @sealed, @created_ms)`,
+    ),
+    getShare: db.prepare<[string], ShareRow>('SELECT * FROM shares WHERE id = ?'),
+    allShares: db.prepare<[], ShareRow>('SELECT * FROM shares ORDER BY created_ms DESC, id'),
+    ownerShares: db.prepare<[string], ShareRow>('SELECT * FROM shares WHERE owner = ? ORDER BY created_ms DESC, id'),
+    deleteShare: db.prepare('DELETE FROM shares WHERE id = ?'),
+    putKey: db.prepare(
+      `INSERT OR REPLACE INTO api_keys (id, name, hash, origins, created_ms, last_used_ms)
+       VALUES (@id, @name, @hash, @origins, @created_ms, @last_used_ms)`,
+    ),
+    keyByHash: db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE hash = ?'),
+    allKeys: db.prepare<[], KeyRow>('SELECT * FROM api_keys ORDER BY created_ms DESC, id'),
+    touchKey: db.prepare('UPDATE api_keys SET last_used_ms = ? WHERE id = ?'),
+    deleteKey: db.prepare('DELETE FROM api_keys WHERE id = ?'),
+    addUser: db.prepare(
+      `INSERT OR IGNORE INTO gateway_users (name, password_hash, connection, root, read_only, created_ms)
+       VALUES (@name, @password_hash, @connection, @root, @read_only, @created_ms)`,
+    ),
+    getUser: db.prepare<[string], UserRow>('SELECT * FROM gateway_users WHERE name = ?'),
+    allUsers: db.prepare<[], UserRow>('SELECT * FROM gateway_users ORDER BY name'),
+    deleteUser: db.prepare('DELETE FROM gateway_users WHERE name = ?'),
+  }
+  q.purge.run(Date.now())
+  let open = true
+  return {
+    async revokeToken(id, untilMs) {
+      if (untilMs <= Date.now()) return
+      q.revoke.run(id, untilMs)
+    },
+    async isTokenRevoked(id) {
+      return q.revoked.get(id, Date.now()) !== undefined
+    },
+    async putShare(s) {
+      q.putShare.run({
+        id: s.id,
+        owner: s.owner,
+        path: s.path,
+        kind: s.kind,
+        can_read: s.can_read ? 1 : 0,
+        can_upload: s.can_upload ? 1 : 0,
+        can_write: s.can_write ? 1 : 0,
+        password_hash: s.password_hash,
+        expire_ms: s.expire,
+        sealed: s.sealed,
+        created_ms: s.created,
+      })
+    },
+    async getShare(id) {
+      const r = q.getShare.get(id)
+      return r ? toShare(r) : null
+    },
+    async listShares(owner) {
+      return (owner === undefined ? q.allShares.all() : q.ownerShares.all(owner)).map(toShare)
+    },
+    async deleteShare(id) {
+      return q.deleteShare.run(id).changes > 0
+    },
+    async putApiKey(k) {
+      q.putKey.run({ id: k.id, name: k.name, hash: k.hash, origins: JSON.stringify(k.origins), created_ms: k.created, last_used_ms: k.last_used })
+    },
+    async getApiKeyByHash(hash) {
+      const r = q.keyByHash.get(hash)
+      return r ? toKey(r) : null
+    },
+    async listApiKeys() {
+      return q.allKeys.all().map(toKey)
+    },
+    async touchApiKey(id, atMs) {
+      q.touchKey.run(atMs, id)
+    },
+    async deleteApiKey(id) {
+      return q.deleteKey.run(id).changes > 0
+    },
+    async addGatewayUser(u) {
+      const r = q.addUser.run({
+        name: u.name,
+        password_hash: u.password_hash,
+        connection: u.connection,
+        root: u.root,
+        read_only: u.read_only ? 1 : 0,
+        created_ms: u.created,
+      })
+      return r.changes > 0
+    },
+    async getGatewayUser(name) {
+      const r = q.getUser.get(name)
+      return r ? toUser(r) : null
+    },
+    async listGatewayUsers() {
+      return q.allUsers.all().map(toUser)
+    },
+    async deleteGatewayUser(name) {
+      return q.deleteUser.run(name).changes > 0
+    },
+    async close() {
+      if (open) db.close()
+      open = false
+    },
+  }
+}
+
+function migrate(db: Database.Database): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL)')
+  const row = db.prepare<[], { v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations').get()
+  const current = row?.v ?? 0
+  if (current > MIGRATIONS.length) {
+    throw new Error(`the state database is at schema version ${current}, newer than this filegate knows (${MIGRATIONS.length}): upgrade filegate`)
+  }
+  for (let v = current + 1; v <= MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v - 1]!)
+      db.prepare('INSERT INTO schema_migrations (version, applied_ms) VALUES (?, ?)').run(v, Date.now())
+    })()
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * @module test/front/admin-console.test
+ * The admin console in a real headless Chromium (Debian's `chromium`, driven by
+ * playwright-core): log in, create an API key and read it from the page (shown
+ * once), use it with a share made through the API, revoke it in the page, and see
+ * the next request refused. A screenshot proves the page renders.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium } from 'playwright-core'
+import t from 'tap'
+import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
+import { ADMIN_PASSWORD, createShare, viaShare } from '../helpers/share.js'
+
+const CHROMIUM = '/usr/bin/chromium'
+
+t.test('log in, create a key, use it, revoke it in the page', { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install -y chromium)` }, async (t) => {
+  const { url } = await startTestServer(t, { admin_password: ADMIN_PASSWORD })
+  const token = await tmpSession(url)
+  await api(url, token)('POST', '/api/files/cat', { path: '/docs/a.txt' }, { body: 'hello' })
+  const share = await createShare(url, token, { path: '/docs', can_read: true })
+
+  const profile = mkdtempSync(join(tmpdir(), 'filegate-chromium-'))
+  // A fresh profile (--user-data-dir) per run: playwright passes it for a persistent context.
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1200, height: 900 },
+  })
+  t.teardown(async () => {
+    await browser.close()
+    rmSync(profile, { recursive: true, force: true })
+  })
+  const page = browser.pages()[0] ?? (await browser.newPage())
+  const failed: string[] = []
+  page.on('pageerror', (e) => failed.push(String(e)))
+  page.on('requestfailed', (r) => failed.push(`${r.url()} ${r.failure()?.errorText}`))
+  page.on('dialog', (d) => void d.accept())
+
+  await page.goto(`${url}/admin`)
+  await page.fill('#password', 'not the password')
+  await page.click('#login-form button[type=submit]')
+  await page.waitForSelector('#login-error:not([hidden])')
+  t.match(await page.textContent('#login-error'), /wrong admin password/, 'a wrong password is shown as such')
+
+  await page.fill('#password', ADMIN_PASSWORD)
+  await page.click('#login-form button[type=submit]')
+  await page.waitForSelector('#app-view:not([hidden])')
+  await page.waitForSelector('#status dd')
+  t.match(await page.textContent('#status'), /Sessions issued/, 'status shown')
+  await page.waitForSelector(`#shares td:text("${share.id}")`)
+
+  await page.fill('#key-name', 'browser test')
+  await page.fill('#key-origins', 'https://app.example.com')
+  await page.click('#key-form button[type=submit]')
+  await page.waitForSelector('#new-key:not([hidden])')
+  const key = await page.inputValue('#new-key-value')
+  t.match(key, /^fgk_[A-Za-z0-9_-]{43}$/, 'the new key is shown once')
+  await page.waitForSelector('#keys td:text("browser test")')
+
+  const v = viaShare(url, share.id, key)
+  t.equal(await (await v('GET', '/api/files/cat', { path: '/a.txt' })).text(), 'hello', 'the key works with the share')
+
+  const shot = join(t.testdirName, 'admin-console.png')
+  await page.screenshot({ path: shot, fullPage: true })
+  const png = readFileSync(shot)
+  // To look at it: FILEGATE_SCREENSHOT=/tmp/console.png npx tap test/front/admin-console.test.ts
+  if (process.env.FILEGATE_SCREENSHOT) writeFileSync(process.env.FILEGATE_SCREENSHOT, png)
+  t.ok(png.byteLength > 1000, 'a non-empty screenshot')
+  t.same([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG')
+
+  await page.click('#dismiss-key')
+  t.equal(await page.isHidden('#new-key'), true, 'the key can be dismissed')
+  await page.click('#keys tr:has-text("browser test") button:text("Revoke")')
+  await page.waitForSelector('#keys td.empty')
+  const refused = await v('GET', '/api/files/cat', { path: '/a.txt' })
+  t.equal(refused.status, 401, 'the revoked key is refused')
+  t.same(failed, [], 'no page errors or failed requests')
+})

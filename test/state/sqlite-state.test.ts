@@ -1,0 +1,57 @@
+/**
+ * @module test/state/sqlite-state.test
+ * The embedded SQLite state store behind the StateStore interface: migrations
+ * recorded and idempotent, every record kind round-trips, revocations expire.
+ */
+import Database from 'better-sqlite3'
+import t from 'tap'
+import { SCHEMA_VERSION, openSqliteState } from '../../front/state/sqlite-state.js'
+
+t.test('migrations run once and are recorded', async (t) => {
+  const dir = t.testdir()
+  await (await openSqliteState(dir)).close()
+  const s = await openSqliteState(dir) // reopening does not re-run them
+  await s.close()
+  const db = new Database(`${dir}/state.db`, { readonly: true })
+  t.same(db.prepare('SELECT version FROM schema_migrations ORDER BY version').all(), Array.from({ length: SCHEMA_VERSION }, (_, i) => ({ version: i + 1 })))
+  db.close()
+})
+
+t.test('a database newer than this build is refused', async (t) => {
+  const dir = t.testdir()
+  await (await openSqliteState(dir)).close()
+  const db = new Database(`${dir}/state.db`)
+  db.prepare('INSERT INTO schema_migrations (version, applied_ms) VALUES (?, ?)').run(SCHEMA_VERSION + 1, Date.now())
+  db.close()
+  await t.rejects(openSqliteState(dir), /newer than this filegate/)
+})
+
+t.test('records round-trip', async (t) => {
+  const s = await openSqliteState(t.testdir())
+  t.teardown(() => s.close())
+  await s.revokeToken('tok1', Date.now() + 60_000)
+  await s.revokeToken('old', Date.now() - 1)
+  t.equal(await s.isTokenRevoked('tok1'), true)
+  t.equal(await s.isTokenRevoked('old'), false, 'already expired: not kept')
+  t.equal(await s.isTokenRevoked('other'), false)
+  const share = { id: 'sh1', owner: 'o1', path: '/docs', kind: 'directory', can_read: true, can_upload: false, can_write: true, password_hash: null, expire: 123, sealed: 'x', created: 1 } as const
+  await s.putShare(share)
+  t.same(await s.getShare('sh1'), share)
+  t.same(await s.listShares('o1'), [share])
+  t.same(await s.listShares('o2'), [])
+  t.equal(await s.deleteShare('sh1'), true)
+  t.equal(await s.deleteShare('sh1'), false)
+  const key = { id: 'k1', name: 'n', hash: 'h', origins: ['https://a.com'], created: 2, last_used: null }
+  await s.putApiKey(key)
+  t.same(await s.getApiKeyByHash('h'), key)
+  await s.touchApiKey('k1', 99)
+  t.equal((await s.listApiKeys())[0]!.last_used, 99)
+  t.equal(await s.deleteApiKey('k1'), true)
+  t.equal(await s.getApiKeyByHash('h'), null)
+  const user = { name: 'u', password_hash: 'scrypt$..', connection: 'tmp', root: '/', read_only: false, created: 3 }
+  t.equal(await s.addGatewayUser(user), true)
+  t.equal(await s.addGatewayUser({ ...user, root: '/other' }), false, 'no overwrite of an existing user')
+  t.same(await s.getGatewayUser('u'), user)
+  t.same(await s.listGatewayUsers(), [user])
+  t.equal(await s.deleteGatewayUser('u'), true)
+})
