@@ -55,12 +55,13 @@ export function createHandler(deps: ServerDeps): HttpHandler {
         const { session, token } = await deps.sessions.create(await readJson(req), req.requestId)
         return okReply({ result: { home: session.home, is_authenticated: true, backendID: session.backendID, authorization: token } })
       },
+      // The token's own session: a share link or API key is not a session.
       GET: async (req) => {
-        const { session } = await authenticate(deps, req)
+        const session = await deps.sessions.authenticate(req.header('authorization'))
         return okReply({ result: { home: session.home, is_authenticated: true, backendID: session.backendID } })
       },
       DELETE: async (req) => {
-        const { session } = await authenticate(deps, req)
+        const session = await deps.sessions.authenticate(req.header('authorization'))
         await deps.sessions.revoke(session)
         return okReply()
       },

@@ -3,7 +3,8 @@
  * The admin console in a real headless Chromium (Debian's `chromium`, driven by
  * playwright-core): log in, create an API key and read it from the page (shown
  * once), use it with a share made through the API, revoke it in the page, and see
- * the next request refused. A screenshot proves the page renders.
+ * the next request refused; add and remove a gateway user; revoke a share. A
+ * screenshot proves the page renders.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -76,5 +77,21 @@ t.test('log in, create a key, use it, revoke it in the page', { skip: existsSync
   await page.waitForSelector('#keys td.empty')
   const refused = await v('GET', '/api/files/cat', { path: '/a.txt' })
   t.equal(refused.status, 401, 'the revoked key is refused')
+
+  // Gateway users: add one, see it listed, remove it.
+  await page.fill('#user-name', 'sftp-carol')
+  await page.fill('#user-password', 'carol password')
+  await page.fill('#user-root', '/home/carol')
+  await page.check('#user-ro')
+  await page.click('#user-form button[type=submit]')
+  await page.waitForSelector('#users td:text("sftp-carol")')
+  t.match(await page.textContent('#users'), /read-only/, 'the new user is listed, read-only')
+  await page.click('#users tr:has-text("sftp-carol") button:text("Remove")')
+  await page.waitForSelector('#users td.empty')
+
+  // Shares: revoke the test's share in the page; the link stops working.
+  await page.click(`#shares tr:has-text("${share.id}") button:text("Revoke")`)
+  await page.waitForSelector('#shares td.empty')
+  t.equal((await viaShare(url, share.id)('GET', '/api/files/ls', { path: '/' })).status, 404, 'the revoked share is gone')
   t.same(failed, [], 'no page errors or failed requests')
 })

@@ -58,6 +58,8 @@ t.test('a read-only share: ls/cat/zip work, with / as the share path; writes are
   await expectError(t, await v('POST', '/api/files/mv', { from: '/a.txt', to: '/b.txt' }), 403, 'FORBIDDEN', 'mv')
   await expectError(t, await v('POST', '/api/files/rm', { path: '/a.txt' }), 403, 'FORBIDDEN', 'rm')
   await expectError(t, await v('POST', '/api/share', {}, { body: '{"path":"/"}' }), 403, 'FORBIDDEN', 'a share cannot make shares')
+  await expectError(t, await v('GET', '/api/session'), 401, 'NOT_AUTHENTICATED', 'a share is not a session')
+  await expectError(t, await v('DELETE', '/api/session'), 401, 'NOT_AUTHENTICATED', 'a share cannot be "logged out"')
 })
 
 t.test('nothing above the share can be reached; errors do not show the outer path', async (t) => {
