@@ -9,11 +9,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
-import yauzl from 'yauzl'
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
 import { api, startTestServer } from '../helpers/filegate.js'
 import { freePort } from '../servers/process.js'
 import { type S3rverServer, startS3rver } from '../servers/s3rver.js'
+import { bodyStoppingServer, readToEnd, zipEntryNames } from '../helpers/transfers.js'
 
 t.setTimeout(300_000) // s3rver is a slow emulator (~100 MB/s, listings cost O(objects))
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
@@ -79,21 +79,6 @@ async function objectBytes(c: S3Client, bucket: string, key: string): Promise<Bu
   return Buffer.from(await out.Body!.transformToByteArray())
 }
 
-function zipEntries(buf: Buffer): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    yauzl.fromBuffer(buf, { lazyEntries: true }, (err, zip) => {
-      if (err || !zip) return reject(err)
-      const names: string[] = []
-      zip.on('entry', (e: yauzl.Entry) => {
-        names.push(e.fileName)
-        zip.readEntry()
-      })
-      zip.on('end', () => resolve(names))
-      zip.on('error', reject)
-      zip.readEntry()
-    })
-  })
-}
 
 t.test('every endpoint on s3', async (t) => {
   const url = await gate(t)
@@ -148,7 +133,7 @@ t.test('every endpoint on s3', async (t) => {
   await c.send(new PutObjectCommand({ Bucket: bucket, Key: 'docs/hello.txt', Body: 'hello filegate' }))
   res = await call('GET', '/api/files/zip', { path: ['/docs/', '/projects/notes.md'] })
   t.equal(res.status, 200, 'zip')
-  const names = await zipEntries(Buffer.from(await res.arrayBuffer()))
+  const names = await zipEntryNames(Buffer.from(await res.arrayBuffer()))
   t.same(names.sort(), ['docs/', 'docs/big.bin', 'docs/hello.txt', 'notes.md'], 'zip entries')
 
   // mv of a file (server-side copy + delete), of a folder into new parents, rm of a tree.
@@ -251,38 +236,15 @@ t.test('faults: s3rver stopped mid-download and mid-upload, then back on the sam
   t.equal(res.status, 200, 'the download starts')
   t.equal(res.headers.get('content-length'), String(size))
   const reader = res.body!.getReader()
-  let got = (await reader.read()).value?.length ?? 0
+  const first = (await reader.read()).value?.length ?? 0
   await own.stop()
-  const cut = await (async () => {
-    try {
-      for (;;) {
-        const { done, value } = await reader.read()
-        if (done) return false
-        got += value.length
-      }
-    } catch {
-      return true
-    }
-  })()
+  const { cut, bytes: got } = await readToEnd(reader, first)
   t.ok(cut, `the download is cut (${got} of ${size} bytes), not ended as if complete`)
   t.ok(got < size, 'short of the whole file')
 
   // An upload whose body keeps coming while the server goes away.
   await own.start()
-  let sent = 0
-  let stopped = false
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (sent >= 256 * MiB) return controller.close()
-      if (sent >= 20 * MiB && !stopped) {
-        stopped = true
-        await own.stop()
-      }
-      const chunk = randomBytes(MiB)
-      sent += chunk.length
-      controller.enqueue(chunk)
-    },
-  })
+  const body = bodyStoppingServer(() => own.stop(), 20 * MiB)
   const up = await call('POST', '/api/files/cat', { path: '/upload.bin' }, { body, duplex: 'half' } as RequestInit).then(
     async (r) => ({ status: r.status, json: (await r.json().catch(() => null)) as { code?: string } | null }),
     () => null,

@@ -10,10 +10,10 @@ import { createHash, randomBytes } from 'node:crypto'
 import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, truncateSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import yauzl from 'yauzl'
 import { api, startTestServer } from '../helpers/filegate.js'
 import { freePort } from '../servers/process.js'
 import { type Sshd, startSshd } from '../servers/sshd.js'
+import { bodyStoppingServer, readToEnd, zipEntryNames } from '../helpers/transfers.js'
 
 const MiB = 1024 * 1024
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex')
@@ -105,7 +105,7 @@ t.test('every endpoint on sftp', async (t) => {
   res = await call('GET', '/api/files/zip', { path: ['/docs/', '/projects/notes.md'] })
   t.equal(res.status, 200, 'zip')
   const zipped = Buffer.from(await res.arrayBuffer())
-  const names = await zipEntries(zipped)
+  const names = await zipEntryNames(zipped)
   t.same(names.sort(), ['docs/', 'docs/big.bin', 'docs/hello.txt', 'notes.md'], 'zip entries')
 
   // mv, rm.
@@ -125,21 +125,6 @@ t.test('every endpoint on sftp', async (t) => {
   await expectError(t, await call('GET', '/api/files/ls', { path: '/nothing/' }), 404, 'NOT_FOUND', 'ls missing')
 })
 
-function zipEntries(buf: Buffer): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    yauzl.fromBuffer(buf, { lazyEntries: true }, (err, zip) => {
-      if (err || !zip) return reject(err)
-      const names: string[] = []
-      zip.on('entry', (e: yauzl.Entry) => {
-        names.push(e.fileName)
-        zip.readEntry()
-      })
-      zip.on('end', () => resolve(names))
-      zip.on('error', reject)
-      zip.readEntry()
-    })
-  })
-}
 
 t.test('login answers', async (t) => {
   const url = await gate(t)
@@ -185,38 +170,15 @@ t.test('faults: sshd stopped mid-download and mid-upload, then back on the same 
   t.equal(res.status, 200, 'the download starts')
   t.equal(res.headers.get('content-length'), String(size))
   const reader = res.body!.getReader()
-  let got = (await reader.read()).value?.length ?? 0
+  const first = (await reader.read()).value?.length ?? 0
   await own.stop()
-  const cut = await (async () => {
-    try {
-      for (;;) {
-        const { done, value } = await reader.read()
-        if (done) return false
-        got += value.length
-      }
-    } catch {
-      return true
-    }
-  })()
+  const { cut, bytes: got } = await readToEnd(reader, first)
   t.ok(cut, `the download is cut (${got} of ${size} bytes), not ended as if complete`)
   t.ok(got < size, 'short of the whole file')
 
   // An upload whose body keeps coming while the server goes away.
   await own.start()
-  let sent = 0
-  let stopped = false
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (sent >= 256 * MiB) return controller.close()
-      if (sent >= 16 * MiB && !stopped) {
-        stopped = true
-        await own.stop()
-      }
-      const chunk = randomBytes(MiB)
-      sent += chunk.length
-      controller.enqueue(chunk)
-    },
-  })
+  const body = bodyStoppingServer(() => own.stop(), 16 * MiB)
   const up = await call('POST', '/api/files/cat', { path: '/upload.bin' }, { body, duplex: 'half' } as RequestInit).then(
     async (r) => ({ status: r.status, json: (await r.json().catch(() => null)) as { code?: string } | null }),
     () => null,
