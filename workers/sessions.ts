@@ -32,6 +32,11 @@ export interface SessionPoolOptions<S> {
   readonly close: (session: S) => Promise<void>
   /** Resolves when the session still works, rejects otherwise; bounded by `acquireTimeoutMs`. */
   readonly probe?: (session: S) => Promise<void>
+  /**
+   * True for a session known dead without asking (its socket closed while idle): it is
+   * discarded instead of handed out.
+   */
+  readonly isBroken?: (session: S) => boolean
   /** Most sessions at once; a positive integer. */
   readonly max: number
   /** A session idle this long is closed; positive ms, or Infinity to keep idle sessions. */
@@ -204,15 +209,18 @@ export class SessionPool<S extends object> {
   }
 
   /** Runs `fn` with a session and releases it with whatever `fn` threw. */
-  async use<T>(fn: (session: S) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  async use<T>(fn: (session: S) => Promise<T>, signal?: AbortSignal, classify: (err: unknown) => unknown = (e) => e): Promise<T> {
     const s = await this.acquire(signal)
     let result: T
     try {
       result = await fn(s)
     } catch (err) {
-      // Not awaited: the caller gets its error now, while a probe runs in the background.
-      void this.release(s, err)
-      throw err
+      // Classified first (a driver's native error → FsError): that tells release whether
+      // the session is still good. Not awaited: the caller gets its error now, while a
+      // probe runs in the background.
+      const e = classify(err)
+      void this.release(s, e)
+      throw e
     }
     void this.release(s)
     return result
@@ -341,11 +349,17 @@ export class SessionPool<S extends object> {
   }
 
   #takeIdle(): S | undefined {
-    const s = this.#idle.pop()
-    if (s === undefined) return undefined
-    this.#clearIdleTimer(s)
-    this.#busy.add(s)
-    return s
+    for (;;) {
+      const s = this.#idle.pop()
+      if (s === undefined) return undefined
+      this.#clearIdleTimer(s)
+      if (this.#o.isBroken?.(s)) {
+        void this.#discard(s)
+        continue
+      }
+      this.#busy.add(s)
+      return s
+    }
   }
 
   #expire(s: S): void {

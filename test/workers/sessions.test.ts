@@ -410,3 +410,33 @@ t.test('close() during an open rejects its caller and closes the late session', 
   gate.resolve()
   await within(closed, 'the late session closed')
 })
+
+t.test('isBroken: an idle session known dead is discarded, never handed out', async (t) => {
+  const f = factory({ isBroken: (s) => s.broken })
+  const pool = new SessionPool(f.opts)
+  t.teardown(() => pool.close())
+  const a = await pool.acquire()
+  await pool.release(a)
+  a.broken = true // its socket closed while it sat idle
+  const b = await pool.acquire()
+  t.not(b.id, a.id, 'a fresh session instead of the dead one')
+  t.ok(a.closed, 'the dead one was closed')
+  await pool.release(b)
+})
+
+t.test('use(fn, signal, classify): the classified error is thrown and judges the session', async (t) => {
+  const f = factory()
+  const pool = new SessionPool(f.opts)
+  t.teardown(() => pool.close())
+  const native = Object.assign(new Error('No such file'), { code: 2 })
+  await t.rejects(
+    pool.use(async () => Promise.reject(native), undefined, () => new FsError('ENOENT', 'x: no such file or directory')),
+    { name: 'FsError', code: 'ENOENT' },
+    'the caller gets the classified error',
+  )
+  t.equal(pool.stats().idle, 1, 'a regular error keeps the session')
+  const closed = once(f.events, 'close')
+  await t.rejects(pool.use(async () => Promise.reject(native), undefined, () => new FsError('EUNAVAILABLE', 'connection lost')), { code: 'EUNAVAILABLE' })
+  await closed
+  t.equal(f.closed, 1, 'a connection error discards it (no probe configured)')
+})

@@ -99,7 +99,7 @@ class FtpDriver implements Driver {
   }
 
   async *list(ctx: OpContext, dir: string): AsyncIterable<readonly Entry[]> {
-    const s = await this.#acquire(ctx)
+    const s = await this.#pool.acquire(ctx.signal)
     let failure: FsError | undefined
     try {
       const abs = remotePath(s.root, dir)
@@ -128,7 +128,7 @@ class FtpDriver implements Driver {
   }
 
   async *read(ctx: OpContext, path: string, range?: ByteRange): AsyncIterable<Uint8Array> {
-    const s = await this.#acquire(ctx)
+    const s = await this.#pool.acquire(ctx.signal)
     let failure: FsError | undefined
     let complete = false
     let started = false
@@ -187,7 +187,7 @@ class FtpDriver implements Driver {
   }
 
   async write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}): Promise<Entry> {
-    const s = await this.#acquire(ctx)
+    const s = await this.#pool.acquire(ctx.signal)
     const abs = remotePath(s.root, path)
     const tmp = `${remoteParent(abs)}/${tempUploadName()}`
     let failure: FsError | undefined
@@ -362,27 +362,9 @@ class FtpDriver implements Driver {
   }
 
   /** A live session: one whose connection died while idle is discarded, and another taken. */
-  async #acquire(ctx: OpContext): Promise<FtpSession> {
-    for (;;) {
-      const s = await this.#pool.acquire(ctx.signal)
-      if (!isBroken(s)) return s
-      void this.#pool.release(s, lost())
-    }
-  }
-
   async #with<T>(ctx: OpContext, path: string, fn: (s: FtpSession) => Promise<T>): Promise<T> {
     if (ctx.signal.aborted) throw cancelled(path)
-    const s = await this.#acquire(ctx)
-    let result: T
-    try {
-      result = await fn(s)
-    } catch (err) {
-      const e = classify(err, path)
-      void this.#pool.release(s, e)
-      throw e
-    }
-    void this.#pool.release(s)
-    return result
+    return this.#pool.use(fn, ctx.signal, (err) => classify(err, path))
   }
 
   /** A page of LIST/MLSD entries → Entries: `.`/`..` and temporary files out, symlinks resolved (dangling ones out). */
@@ -421,6 +403,7 @@ export async function createFtpDriver(cfg: FtpConfig): Promise<Driver> {
   const ftp = mod.default ?? mod
   const timeoutMs = cfg.timeoutMs ?? 20_000
   const pool = new SessionPool<FtpSession>({
+    isBroken: isBroken,
     open: (signal) => openSession(ftp, cfg, timeoutMs, signal),
     close: closeSession,
     probe,

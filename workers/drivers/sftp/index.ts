@@ -77,7 +77,7 @@ class SftpDriver implements Driver {
   }
 
   async *list(ctx: OpContext, dir: string): AsyncIterable<readonly Entry[]> {
-    const s = await this.#acquire(ctx)
+    const s = await this.#pool.acquire(ctx.signal)
     let failure: FsError | undefined
     let handle: Buffer | null = null
     try {
@@ -116,7 +116,7 @@ class SftpDriver implements Driver {
   }
 
   async *read(ctx: OpContext, path: string, range?: ByteRange): AsyncIterable<Uint8Array> {
-    const s = await this.#acquire(ctx)
+    const s = await this.#pool.acquire(ctx.signal)
     let failure: FsError | undefined
     let handle: Buffer | null = null
     const inflight: { pos: number; len: number; data: Promise<Buffer> }[] = []
@@ -293,28 +293,10 @@ class SftpDriver implements Driver {
   }
 
   /** A live session: one the pool hands out but whose connection died while idle is discarded, and another taken. */
-  async #acquire(ctx: OpContext): Promise<SftpSession> {
-    for (;;) {
-      const s = await this.#pool.acquire(ctx.signal)
-      if (!s.broken) return s
-      void this.#pool.release(s, new FsError('EUNAVAILABLE', 'the SFTP connection was lost'))
-    }
-  }
-
   /** Runs `fn` with a session; errors come out classified, and tell the pool whether the session is still good. */
   async #with<T>(ctx: OpContext, path: string, fn: (s: SftpSession) => Promise<T>): Promise<T> {
     if (ctx.signal.aborted) throw cancelled(path)
-    const s = await this.#acquire(ctx)
-    let result: T
-    try {
-      result = await fn(s)
-    } catch (err) {
-      const e = classify(err, path)
-      void this.#pool.release(s, e)
-      throw e
-    }
-    void this.#pool.release(s)
-    return result
+    return this.#pool.use(fn, ctx.signal, (err) => classify(err, path))
   }
 
   async #closeHandle(s: SftpSession, handle: Buffer): Promise<void> {
@@ -348,6 +330,7 @@ export async function createSftpDriver(cfg: SftpConfig): Promise<Driver> {
   const ssh2 = mod.default ?? mod
   const timeoutMs = cfg.timeoutMs ?? 20_000
   const pool = new SessionPool<SftpSession>({
+    isBroken: (s) => s.broken,
     open: (signal) => openSession(ssh2, cfg, timeoutMs, signal),
     close: closeSession,
     probe,
