@@ -10,7 +10,7 @@ import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
 
 t.test('a full queue answers 503 UNAVAILABLE, then recovers', async (t) => {
   // One worker, one task at a time, one waiting: a held download plus one queued request fill it.
-  const { url, dataDir } = await startTestServer(t, { workers: 1, tasks_per_worker: 1, max_queue: 1 })
+  const { app, url, dataDir } = await startTestServer(t, { workers: 1, tasks_per_worker: 1, max_queue: 1 })
   const token = await tmpSession(url, 'busy')
   await mkdir(join(dataDir, 'tmp', 'busy'), { recursive: true })
   await writeFile(join(dataDir, 'tmp', 'busy', 'big.bin'), Buffer.alloc(32 * 1024 * 1024, 7))
@@ -28,7 +28,8 @@ t.test('a full queue answers 503 UNAVAILABLE, then recovers', async (t) => {
       .on('error', reject)
   })
   const queued = call('GET', '/api/files/ls', { path: '/' }) // waits behind the transfer
-  await new Promise((r) => setTimeout(r, 100))
+  // Until the pool holds both (the transfer running, the listing queued): no sleep to hope for it.
+  while (app.pool.stats.running < 2) await new Promise((r) => setTimeout(r, 5))
   const refused = await call('GET', '/api/files/ls', { path: '/' })
   t.equal(refused.status, 503, 'beyond the queue: 503')
   t.equal(refused.headers.get('retry-after'), '5', 'with Retry-After')
