@@ -29,8 +29,9 @@ import { pipeline } from 'node:stream/promises'
 import { promisify } from 'node:util'
 import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, GetObjectCommand, PutObjectCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3'
 import type { Readable } from 'node:stream'
-import type { Test } from 'tap'
 import { validateConfig } from '../core/config.js'
+import { cleanup, curl, fakeTest, mbps, onCleanup, session, timed } from './lib/backend.js'
+import { median } from './lib/report.js'
 import { startFilegate } from '../front/app.js'
 import { silentLogger } from '../front/log.js'
 import { startS3rver } from '../test/servers/s3rver.js'
@@ -46,32 +47,6 @@ const workers = Number(process.env.BENCH_WORKERS ?? 2)
 const size = sizeMb * MiB
 const exec = promisify(execFile)
 
-/** The test helpers want a tap Test for their teardowns; here the teardowns run at the end. */
-const cleanups: (() => unknown)[] = []
-const fakeTest = { teardown: (fn: () => unknown) => void cleanups.push(fn) } as unknown as Test
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-const mbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e6
-
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = performance.now()
-  await fn()
-  return performance.now() - t0
-}
-
-async function curl(args: string[]): Promise<string> {
-  const { stdout } = await exec('curl', ['-sS', '--noproxy', '*', '-w', '\n%{http_code}', ...args], { maxBuffer: 1 << 20 })
-  const code = stdout.trim().split('\n').at(-1)
-  if (code !== '200') throw new Error(`curl ${args.join(' ')}: HTTP ${code}: ${stdout.slice(0, 300)}`)
-  return stdout
-}
-
-async function session(url: string, body: Record<string, unknown>): Promise<string> {
-  const res = await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify(body) })
-  const json = (await res.json()) as { result?: { authorization: string } }
-  if (!json.result) throw new Error(`session failed: ${JSON.stringify(json)}`)
-  return json.result.authorization
-}
 
 /** A sink that counts and drops. */
 const devNull = (): Writable => new Writable({ write: (_c, _e, cb) => cb() })
@@ -90,7 +65,7 @@ function smbLib(s: SambaServer): SmbLib {
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'filegate-bench-s3-smb-'))
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  onCleanup(() => rmSync(dir, { recursive: true, force: true }))
   const file = join(dir, 'big.bin')
   writeFileSync(file, randomBytes(size))
   const data = readFileSync(file)
@@ -111,7 +86,7 @@ async function main(): Promise<void> {
     ],
   })
   const app = await startFilegate(config, { logger: silentLogger })
-  cleanups.push(() => app.close(0))
+  onCleanup(() => app.close(0))
   const url = `http://127.0.0.1:${app.port}`
   const s3Token = await session(url, { label: 's3', access_key_id: s3.accessKeyId, secret_access_key: s3.secretAccessKey, path: bucket })
   const smbToken = await session(url, { label: 'smb', username: smb.username, password: smb.password })
@@ -126,11 +101,11 @@ async function main(): Promise<void> {
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
   })
-  cleanups.push(() => sdk.destroy())
+  onCleanup(() => sdk.destroy())
   const lib = smbLib(smbNoAio)
-  cleanups.push(() => lib.disconnect())
+  onCleanup(() => lib.disconnect())
   const driver = await createSmbDriver({ hostname: '127.0.0.1', port: smb.port, share: smb.share, domain: smb.domain, username: smb.username, password: smb.password, root: '' })
-  cleanups.push(() => driver.close())
+  onCleanup(() => driver.close())
   const ctx = () => ({ signal: new AbortController().signal, requestId: 'bench' })
   const smbclient = (s: SambaServer, command: string) =>
     exec('smbclient', [`//127.0.0.1/${s.share}`, '-p', String(s.port), '-U', `${s.username}%${s.password}`, '-c', command], { maxBuffer: 1 << 20 })
@@ -207,5 +182,5 @@ main()
     process.exitCode = 1
   })
   .finally(async () => {
-    for (const fn of cleanups.reverse()) await Promise.resolve(fn()).catch(() => {})
+    await cleanup()
   })

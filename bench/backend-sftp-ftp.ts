@@ -12,16 +12,15 @@
  *
  *   node --import tsx bench/backend-sftp-ftp.ts
  */
-import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { createReadStream, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { promisify } from 'node:util'
 import { Client as FtpClient } from 'basic-ftp'
 import ssh2 from 'ssh2'
-import type { Test } from 'tap'
 import { validateConfig } from '../core/config.js'
+import { cleanup, curl, fakeTest, mbps, onCleanup, session, timed } from './lib/backend.js'
+import { median } from './lib/report.js'
 import { startFilegate } from '../front/app.js'
 import { silentLogger } from '../front/log.js'
 import { startSshd } from '../test/servers/sshd.js'
@@ -32,38 +31,11 @@ const sizeMb = Number(process.env.BENCH_SIZE_MB ?? 256)
 const runs = Number(process.env.BENCH_RUNS ?? 3)
 const workers = Number(process.env.BENCH_WORKERS ?? 2)
 const size = sizeMb * MiB
-const exec = promisify(execFile)
 
-/** The test helpers want a tap Test for their teardowns; here the teardowns run at the end. */
-const cleanups: (() => unknown)[] = []
-const fakeTest = { teardown: (fn: () => unknown) => void cleanups.push(fn) } as unknown as Test
-
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-const mbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e6
-
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = performance.now()
-  await fn()
-  return performance.now() - t0
-}
-
-async function curl(args: string[]): Promise<string> {
-  const { stdout } = await exec('curl', ['-sS', '--noproxy', '*', '-w', '\n%{http_code}', ...args], { maxBuffer: 1 << 20 })
-  const code = stdout.trim().split('\n').at(-1)
-  if (code !== '200') throw new Error(`curl ${args.join(' ')}: HTTP ${code}: ${stdout.slice(0, 300)}`)
-  return stdout
-}
-
-async function session(url: string, body: Record<string, unknown>): Promise<string> {
-  const res = await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify(body) })
-  const json = (await res.json()) as { result?: { authorization: string } }
-  if (!json.result) throw new Error(`session failed: ${JSON.stringify(json)}`)
-  return json.result.authorization
-}
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'filegate-bench-sftp-ftp-'))
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  onCleanup(() => rmSync(dir, { recursive: true, force: true }))
   const file = join(dir, 'big.bin')
   const chunk = randomBytes(MiB)
   writeFileSync(file, Buffer.concat(Array.from({ length: sizeMb }, () => chunk)))
@@ -81,7 +53,7 @@ async function main(): Promise<void> {
     ],
   })
   const app = await startFilegate(config, { logger: silentLogger })
-  cleanups.push(() => app.close(0))
+  onCleanup(() => app.close(0))
   const url = `http://127.0.0.1:${app.port}`
   const sftpToken = await session(url, { type: 'sftp', username: sshd.username, password: sshd.password })
   const ftpToken = await session(url, { type: 'ftp', username: ftpd.username, password: ftpd.password })
@@ -92,11 +64,11 @@ async function main(): Promise<void> {
     ssh.once('ready', () => resolve()).once('error', reject)
     ssh.connect({ host: '127.0.0.1', port: sshd.port, username: sshd.username, password: sshd.password })
   })
-  cleanups.push(() => ssh.end())
+  onCleanup(() => ssh.end())
   const sftp = await new Promise<ssh2.SFTPWrapper>((resolve, reject) => ssh.sftp((err, s) => (err ? reject(err) : resolve(s))))
   const ftp = new FtpClient(60_000)
   await ftp.access({ host: '127.0.0.1', port: ftpd.port, user: ftpd.username, password: ftpd.password })
-  cleanups.push(() => ftp.close())
+  onCleanup(() => ftp.close())
 
   const fast = { chunkSize: 261120 }
   const fastGet = (from: string, to: string): Promise<void> => new Promise((resolve, reject) => sftp.fastGet(from, to, fast, (err) => (err ? reject(err) : resolve())))
@@ -136,5 +108,5 @@ main()
     process.exitCode = 1
   })
   .finally(async () => {
-    for (const fn of cleanups.reverse()) await Promise.resolve(fn()).catch(() => {})
+    await cleanup()
   })

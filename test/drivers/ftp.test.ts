@@ -17,18 +17,13 @@ import { api, startTestServer } from '../helpers/filegate.js'
 import { freePort } from '../servers/process.js'
 import { startVsftpd } from '../servers/vsftpd.js'
 import { ctx, runDriverSuite } from './suite.js'
+import { userFolder } from '../servers/users.js'
 
 const ftpd = await startVsftpd(t)
 const base = { hostname: '127.0.0.1', port: ftpd.port, username: ftpd.username, password: ftpd.password, secure: false }
 
 /** A fresh folder in the user's home, owned by the user. */
-function folder(): string {
-  const name = `t-${randomBytes(6).toString('hex')}`
-  const abs = join(ftpd.root, name)
-  mkdirSync(abs)
-  chownSync(abs, ftpd.uid, ftpd.gid)
-  return name
-}
+const folder = (): string => userFolder(ftpd)
 
 await runDriverSuite(t, {
   name: 'ftp',

@@ -6,7 +6,7 @@
  * login folder as root, and sessions that survive a server restart.
  */
 import { randomBytes } from 'node:crypto'
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -15,18 +15,13 @@ import { createSftpDriver, type SftpConfig } from '../../workers/drivers/sftp/in
 import { run } from '../servers/process.js'
 import { startSshd } from '../servers/sshd.js'
 import { ctx, runDriverSuite } from './suite.js'
+import { userFolder } from '../servers/users.js'
 
 const sshd = await startSshd(t)
 const base = { hostname: '127.0.0.1', port: sshd.port, username: sshd.username, password: sshd.password }
 
 /** A fresh folder in the user's home, owned by the user. */
-function folder(): string {
-  const name = `t-${randomBytes(6).toString('hex')}`
-  const abs = join(sshd.root, name)
-  mkdirSync(abs)
-  chownSync(abs, sshd.uid, sshd.gid)
-  return name
-}
+const folder = (): string => userFolder(sshd)
 
 await runDriverSuite(t, {
   name: 'sftp',

@@ -5,7 +5,9 @@
  * to install, it does not skip.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createServer, connect } from 'node:net'
 import type { Test } from 'tap'
 
@@ -89,4 +91,67 @@ export async function startServer(
 /** Runs a command to completion (set-up steps such as adding a user). */
 export function run(cmd: string, args: readonly string[], input?: string): string {
   return execFileSync(cmd, args, { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] })
+}
+
+/**
+ * A folder of its own for a server's config and keys, removed at teardown. Not
+ * `t.testdir()`: a second call in the same test (startTestServer's data folder)
+ * would wipe it.
+ */
+export function serverDir(t: Test, prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `filegate-${prefix}-`))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** SIGKILLs every descendant of `pid` (found through /proc), deepest first. */
+export function killDescendants(pid: number): void {
+  const children = new Map<number, number[]>()
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      const list = children.get(ppid) ?? []
+      list.push(Number(name))
+      children.set(ppid, list)
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  const kill = (p: number): void => {
+    for (const c of children.get(p) ?? []) {
+      kill(c)
+      try {
+        process.kill(c, 'SIGKILL')
+      } catch {
+        // Already gone.
+      }
+    }
+  }
+  kill(pid)
+}
+
+export interface Restartable {
+  /** Stops the server and drops its connections (its per-connection children too), as a machine going down does. */
+  stop(): Promise<void>
+  /** Runs it again on the same port. */
+  start(): Promise<void>
+  output(): string
+}
+
+/** A server the fault tests can stop and start again on the same port; stopped at teardown. */
+export async function startRestartable(t: Test, cmd: string, args: readonly string[], port: number): Promise<Restartable> {
+  let server: Started | null = null
+  const start = async (): Promise<void> => {
+    server = await startServer(t, cmd, args, { port })
+  }
+  const stop = async (): Promise<void> => {
+    const pid = server?.child.pid
+    if (pid !== undefined) killDescendants(pid)
+    await server?.stop()
+  }
+  t.teardown(stop)
+  await start()
+  return { stop, start, output: () => server?.output() ?? '' }
 }

@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { freePort, requireBinary, run, startServer } from './process.js'
+import { retryingPasswdLock } from './users.js'
 
 export interface SambaServer {
   readonly hostname: '127.0.0.1'
@@ -40,18 +41,6 @@ export interface SambaOptions {
   readonly extraGlobal?: Readonly<Record<string, string>>
 }
 
-/** useradd/userdel take a lock on /etc/passwd: parallel test files may collide, so retry. */
-function retry(cmd: string, args: readonly string[], input?: string): string {
-  for (let i = 0; ; i++) {
-    try {
-      return run(cmd, args, input)
-    } catch (err) {
-      if (i >= 20) throw err
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100 + Math.floor(Math.random() * 200))
-    }
-  }
-}
-
 export async function startSamba(t: Test, opts: SambaOptions = {}): Promise<SambaServer> {
   const smbd = requireBinary('/usr/sbin/smbd', 'samba')
   const smbpasswd = requireBinary('/usr/bin/smbpasswd', 'samba')
@@ -64,10 +53,10 @@ export async function startSamba(t: Test, opts: SambaOptions = {}): Promise<Samb
   const port = await freePort()
   for (const d of ['state', 'lock', 'cache', 'private', 'pid', 'ncalrpc', 'log', 'share']) mkdirSync(join(base, d), { recursive: true })
 
-  retry('useradd', ['-M', '-N', '-s', '/usr/sbin/nologin', '-d', '/nonexistent', username])
+  retryingPasswdLock('useradd', ['-M', '-N', '-s', '/usr/sbin/nologin', '-d', '/nonexistent', username])
   t.teardown(() => {
     try {
-      retry('userdel', [username])
+      retryingPasswdLock('userdel', [username])
     } catch {
       // The user may already be gone; nothing else depends on it.
     }

@@ -7,66 +7,12 @@
  * `openssh-server`. Safe to run in parallel: every instance has its own user, port
  * and folder.
  */
-import { createHash, randomBytes } from 'node:crypto'
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { createHash } from 'node:crypto'
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import { type Started, freePort, requireBinary, run, startServer } from './process.js'
-
-export interface TestUser {
-  readonly username: string
-  readonly password: string
-  readonly uid: number
-  readonly gid: number
-  /** The user's home folder (created by useradd -m). */
-  readonly home: string
-}
-
-/** /etc/passwd is locked by each useradd/userdel: parallel test files retry. */
-function retrying(cmd: string, args: readonly string[], input?: string): string {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return run(cmd, args, input)
-    } catch (err) {
-      const msg = String((err as { stderr?: unknown }).stderr ?? err)
-      if (attempt >= 40 || !/lock|try again/i.test(msg)) throw new Error(`${cmd} ${args.join(' ')} failed: ${msg}`)
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50 + Math.floor(Math.random() * 100))
-    }
-  }
-}
-
-/**
- * A local user `fgtest_<random>` with a password and a home folder, removed (with
- * its home) at `t`'s teardown. Its shell is /bin/bash, which /etc/shells lists
- * (vsftpd's PAM stack refuses users whose shell is not listed).
- */
-export function createTestUser(t: Test): TestUser {
-  const username = `fgtest_${randomBytes(5).toString('hex')}`
-  const password = randomBytes(12).toString('base64url')
-  retrying('useradd', ['-m', '-s', '/bin/bash', username])
-  t.teardown(() => {
-    try {
-      retrying('userdel', ['-r', '-f', username])
-    } catch {
-      // Already gone: nothing to clean.
-    }
-  })
-  retrying('chpasswd', [], `${username}:${password}\n`)
-  const [uid, gid, home] = run('getent', ['passwd', username]).trim().split(':').filter((_, i) => i === 2 || i === 3 || i === 5)
-  return { username, password, uid: Number(uid), gid: Number(gid), home: home! }
-}
-
-/**
- * A folder of its own for a server's config and keys, removed at teardown. Not
- * `t.testdir()`: a second call in the same test (startTestServer's data folder)
- * would wipe it.
- */
-export function serverDir(t: Test, prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), `filegate-${prefix}-`))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
+import { freePort, requireBinary, run, serverDir, startRestartable } from './process.js'
+import { createTestUser } from './users.js'
 
 export interface Sshd {
   readonly port: number
@@ -130,19 +76,7 @@ export async function startSshd(t: Test): Promise<Sshd> {
       '',
     ].join('\n'),
   )
-  let server: Started | null = null
-  const start = async (): Promise<void> => {
-    server = await startServer(t, sshd, ['-D', '-e', '-f', config], { port })
-  }
-  // A stopped server drops its connections too (sshd's per-connection children would
-  // otherwise outlive the listener), as a machine going down does.
-  const stop = async (): Promise<void> => {
-    const pid = server?.child.pid
-    if (pid !== undefined) killDescendants(pid)
-    await server?.stop()
-  }
-  t.teardown(stop)
-  await start()
+  const server = await startRestartable(t, sshd, ['-D', '-e', '-f', config], port)
   return {
     port,
     username: user.username,
@@ -152,38 +86,10 @@ export async function startSshd(t: Test): Promise<Sshd> {
     gid: user.gid,
     hostkeyFingerprint: fingerprint,
     privateKey: readFileSync(userKey, 'utf8'),
-    stop,
-    start,
-    output: () => server?.output() ?? '',
+    stop: server.stop,
+    start: server.start,
+    output: server.output,
   }
-}
-
-/** SIGKILLs every descendant of `pid` (found through /proc), deepest first. */
-export function killDescendants(pid: number): void {
-  const children = new Map<number, number[]>()
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-      const list = children.get(ppid) ?? []
-      list.push(Number(name))
-      children.set(ppid, list)
-    } catch {
-      // The process ended meanwhile.
-    }
-  }
-  const kill = (p: number): void => {
-    for (const c of children.get(p) ?? []) {
-      kill(c)
-      try {
-        process.kill(c, 'SIGKILL')
-      } catch {
-        // Already gone.
-      }
-    }
-  }
-  kill(pid)
 }
 
 /** The fingerprint ssh-keygen prints for a public key blob (for tests that compute one). */

@@ -1,7 +1,7 @@
 /**
  * @module test/servers/vsftpd
  * A throwaway vsftpd for tests (SERVERS.md): a local user with a random name and
- * password (see sshd.ts's createTestUser), its own config, on 127.0.0.1, a free
+ * password (users.ts), its own config, on 127.0.0.1, a free
  * control port and a passive port range; stopped, with its per-connection processes,
  * and the user deleted when the test ends. Optionally FTPS (explicit AUTH TLS) with
  * a self-signed certificate made for this run. Needs root and the Debian package
@@ -11,8 +11,8 @@ import { randomInt } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import { type Started, freePort, requireBinary, run, startServer } from './process.js'
-import { createTestUser, killDescendants, serverDir } from './sshd.js'
+import { freePort, requireBinary, run, serverDir, startRestartable } from './process.js'
+import { createTestUser } from './users.js'
 
 export interface Vsftpd {
   readonly port: number
@@ -77,17 +77,7 @@ export async function startVsftpd(t: Test, opts: { tls?: boolean } = {}): Promis
   }
   const config = join(dir, 'vsftpd.conf')
   writeFileSync(config, lines.join('\n') + '\n', { mode: 0o600 })
-  let server: Started | null = null
-  const start = async (): Promise<void> => {
-    server = await startServer(t, vsftpd, [config], { port })
-  }
-  const stop = async (): Promise<void> => {
-    const pid = server?.child.pid
-    if (pid !== undefined) killDescendants(pid)
-    await server?.stop()
-  }
-  t.teardown(stop)
-  await start()
+  const server = await startRestartable(t, vsftpd, [config], port)
   return {
     port,
     username: user.username,
@@ -96,8 +86,8 @@ export async function startVsftpd(t: Test, opts: { tls?: boolean } = {}): Promis
     uid: user.uid,
     gid: user.gid,
     ...(cert === undefined ? {} : { cert }),
-    stop,
-    start,
-    output: () => server?.output() ?? '',
+    stop: server.stop,
+    start: server.start,
+    output: server.output,
   }
 }

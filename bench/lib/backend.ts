@@ -1,0 +1,46 @@
+/**
+ * Helpers of the backend benchmarks (bench/backend-*.ts): they run the test servers
+ * of test/servers/ in-process and time filegate against each protocol's own client.
+ */
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import type { Test } from 'tap'
+
+const exec = promisify(execFile)
+
+/** The test helpers want a tap Test for their teardowns; here they run at `cleanup()`. */
+const cleanups: (() => unknown)[] = []
+export const fakeTest = { teardown: (fn: () => unknown) => void cleanups.push(fn) } as unknown as Test
+
+export function onCleanup(fn: () => unknown): void {
+  cleanups.push(fn)
+}
+
+/** Runs the teardowns, last registered first. */
+export async function cleanup(): Promise<void> {
+  for (const fn of cleanups.splice(0).reverse()) await Promise.resolve(fn()).catch(() => {})
+}
+
+export const mbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e6
+
+export async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now()
+  await fn()
+  return performance.now() - t0
+}
+
+/** curl, failing unless the answer is 200. */
+export async function curl(args: string[]): Promise<string> {
+  const { stdout } = await exec('curl', ['-sS', '--noproxy', '*', '-w', '\n%{http_code}', ...args], { maxBuffer: 1 << 20 })
+  const code = stdout.trim().split('\n').at(-1)
+  if (code !== '200') throw new Error(`curl ${args.join(' ')}: HTTP ${code}: ${stdout.slice(0, 300)}`)
+  return stdout
+}
+
+/** POST /api/session → the token. */
+export async function session(url: string, body: Record<string, unknown>): Promise<string> {
+  const res = await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify(body) })
+  const json = (await res.json()) as { result?: { authorization: string } }
+  if (!json.result) throw new Error(`session failed: ${JSON.stringify(json)}`)
+  return json.result.authorization
+}
