@@ -30,8 +30,7 @@ import { promisify } from 'node:util'
 import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, GetObjectCommand, PutObjectCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3'
 import type { Readable } from 'node:stream'
 import { validateConfig } from '../core/config.js'
-import { cleanup, curl, fakeTest, mbps, onCleanup, session, timed } from './lib/backend.js'
-import { median } from './lib/report.js'
+import { curl, fakeTest, onCleanup, runCases, runMain, session } from './lib/backend.js'
 import { startFilegate } from '../front/app.js'
 import { silentLogger } from '../front/log.js'
 import { startS3rver } from '../test/servers/s3rver.js'
@@ -160,27 +159,7 @@ async function main(): Promise<void> {
   await sdk.send(new PutObjectCommand({ Bucket: bucket, Key: 'big.bin', Body: data }))
   await smbclient(smb, `put ${file} big.bin`)
   await smbclient(smbNoAio, `put ${file} big.bin`)
-  for (const fn of Object.values(cases)) await fn()
-
-  const samples: Record<string, number[]> = {}
-  for (let r = 1; r <= runs; r++) {
-    // Interleaved, so that drift on a noisy machine hits every case alike.
-    for (const [name, fn] of Object.entries(cases)) {
-      const v = mbps(size, await timed(fn))
-      ;(samples[name] ??= []).push(v)
-      console.error(`run ${r}/${runs}  ${name.padEnd(42)} ${v.toFixed(0)} MB/s`)
-    }
-  }
-  console.log(`\n${sizeMb} MiB, loopback, ${workers} filegate worker(s), median of ${runs} (MB/s = 10^6 bytes/s)\n`)
-  console.log('| case | MB/s |\n|---|---:|')
-  for (const [name, xs] of Object.entries(samples)) console.log(`| ${name} | ${median(xs).toFixed(0)} |`)
+  await runCases(cases, size, runs, `${sizeMb} MiB, loopback, ${workers} filegate worker(s)`)
 }
 
-main()
-  .catch((err: unknown) => {
-    console.error(err)
-    process.exitCode = 1
-  })
-  .finally(async () => {
-    await cleanup()
-  })
+runMain(main)

@@ -19,8 +19,7 @@ import { join } from 'node:path'
 import { Client as FtpClient } from 'basic-ftp'
 import ssh2 from 'ssh2'
 import { validateConfig } from '../core/config.js'
-import { cleanup, curl, fakeTest, mbps, onCleanup, session, timed } from './lib/backend.js'
-import { median } from './lib/report.js'
+import { curl, fakeTest, onCleanup, runCases, runMain, session } from './lib/backend.js'
 import { startFilegate } from '../front/app.js'
 import { silentLogger } from '../front/log.js'
 import { startSshd } from '../test/servers/sshd.js'
@@ -86,27 +85,7 @@ async function main(): Promise<void> {
   // The file to download, uploaded once through each client (also a warm-up).
   await fastPut(file, `${sshd.root}/big.bin`)
   await ftp.uploadFrom(createReadStream(file), `${ftpd.root}/big.bin`)
-  for (const fn of Object.values(cases)) await fn()
-
-  const samples: Record<string, number[]> = {}
-  for (let r = 1; r <= runs; r++) {
-    // Interleaved, so that drift on a noisy machine hits every case alike.
-    for (const [name, fn] of Object.entries(cases)) {
-      const v = mbps(size, await timed(fn))
-      ;(samples[name] ??= []).push(v)
-      console.error(`run ${r}/${runs}  ${name.padEnd(30)} ${v.toFixed(0)} MB/s`)
-    }
-  }
-  console.log(`\n${sizeMb} MiB, loopback, ${workers} filegate worker(s), median of ${runs} (MB/s = 10^6 bytes/s)\n`)
-  console.log('| case | MB/s |\n|---|---:|')
-  for (const [name, xs] of Object.entries(samples)) console.log(`| ${name} | ${median(xs).toFixed(0)} |`)
+  await runCases(cases, size, runs, `${sizeMb} MiB, loopback, ${workers} filegate worker(s)`)
 }
 
-main()
-  .catch((err: unknown) => {
-    console.error(err)
-    process.exitCode = 1
-  })
-  .finally(async () => {
-    await cleanup()
-  })
+runMain(main)

@@ -5,6 +5,7 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import type { Test } from 'tap'
+import { median } from './report.js'
 
 const exec = promisify(execFile)
 
@@ -43,4 +44,34 @@ export async function session(url: string, body: Record<string, unknown>): Promi
   const json = (await res.json()) as { result?: { authorization: string } }
   if (!json.result) throw new Error(`session failed: ${JSON.stringify(json)}`)
   return json.result.authorization
+}
+
+/**
+ * Times every case `runs` times, interleaved so that drift on a noisy machine hits every
+ * case alike, after one warm-up round; prints a Markdown table of the medians in MB/s.
+ */
+export async function runCases(cases: Readonly<Record<string, () => Promise<unknown>>>, bytes: number, runs: number, header: string): Promise<void> {
+  for (const fn of Object.values(cases)) await fn()
+  const samples: Record<string, number[]> = {}
+  const width = Math.max(...Object.keys(cases).map((n) => n.length))
+  for (let r = 1; r <= runs; r++) {
+    for (const [name, fn] of Object.entries(cases)) {
+      const v = mbps(bytes, await timed(fn))
+      ;(samples[name] ??= []).push(v)
+      console.error(`run ${r}/${runs}  ${name.padEnd(width)} ${v.toFixed(0)} MB/s`)
+    }
+  }
+  console.log(`\n${header}, median of ${runs} (MB/s = 10^6 bytes/s)\n`)
+  console.log('| case | MB/s |\n|---|---:|')
+  for (const [name, xs] of Object.entries(samples)) console.log(`| ${name} | ${median(xs).toFixed(0)} |`)
+}
+
+/** Runs a benchmark's main, then its cleanups; a failure sets the exit code. */
+export function runMain(main: () => Promise<void>): void {
+  main()
+    .catch((err: unknown) => {
+      console.error(err)
+      process.exitCode = 1
+    })
+    .finally(cleanup)
 }

@@ -29,6 +29,7 @@ import { createRequire } from 'node:module'
 import { type Socket, connect } from 'node:net'
 import { FsError } from '../../../core/errors.js'
 import { NtStatusError, STATUS, SmbTransportError } from './errors.js'
+import type { SmbSpec } from '../../../core/backend.js'
 
 // The library (CommonJS, untyped internals) ---------------------------------
 
@@ -97,13 +98,8 @@ export const toFiletime = (ms: number): bigint => (BigInt(Math.round(ms)) + EPOC
 
 // Types ----------------------------------------------------------------------
 
-export interface SmbLogin {
-  readonly hostname: string
-  readonly port: number
-  readonly share: string
-  readonly domain: string
-  readonly username: string
-  readonly password: string
+/** Where and as whom to log in: the spec's server fields (core/backend.ts). */
+export interface SmbLogin extends Omit<SmbSpec, 'type' | 'root'> {
   /** Per request, and for connecting. */
   readonly timeoutMs: number
 }
