@@ -10,7 +10,10 @@ export interface ConnectionConfig {
   /** Picked by `label` in a session request (or by `type` when only one connection has it). */
   readonly label: string
   readonly type: string
-  /** Fixed parameters: they override what the client sends. */
+  /**
+   * Fixed parameters: they override what the client sends. A `local` connection
+   * also has `password` (checked at login, never passed on) or `public: true`.
+   */
   readonly [param: string]: unknown
 }
 
@@ -27,7 +30,10 @@ export interface Config {
   /** Tasks waiting for a worker beyond which requests get 503 UNAVAILABLE. */
   readonly max_queue: number
   readonly connections: readonly ConnectionConfig[]
-  /** `tmp` sessions (the embedded default) are allowed. */
+  /**
+   * `tmp` sessions (the embedded default, unauthenticated) are allowed. When the
+   * setting is not given: on for a loopback `host`, off for any other.
+   */
   readonly tmp_sessions: boolean
   readonly session: { readonly ttl_seconds: number }
   /** Largest accepted upload body in bytes; null: no limit. */
@@ -59,7 +65,7 @@ export const DEFAULTS: Config = {
   tasks_per_worker: 64,
   max_queue: 1024,
   connections: [],
-  tmp_sessions: true,
+  tmp_sessions: true, // for a loopback host; validateConfig turns it off for others unless it is set
   session: { ttl_seconds: 7 * 24 * 3600 },
   max_upload_bytes: null,
   shutdown_grace_seconds: 30,
@@ -112,9 +118,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     const label = o.label === undefined ? type : str(o.label, `connections[${i}].label`)
     if (labels.has(label)) throw new ConfigError(`connections[${i}]: label "${label}" is used twice`)
     labels.add(label)
-    if (type === 'local' && (typeof o.path !== 'string' || !o.path.startsWith('/'))) {
-      throw new ConfigError(`connections[${i}]: a local connection needs "path", an absolute folder`)
-    }
+    if (type === 'local') localConnection(o, `connections[${i}]`)
     return { ...o, label, type }
   })
   const plugins = pluginList(m.plugins)
@@ -130,7 +134,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     tasks_per_worker: int(m.tasks_per_worker, 'tasks_per_worker', 1, 4096),
     max_queue: int(m.max_queue, 'max_queue', 0),
     connections,
-    tmp_sessions: bool(m.tmp_sessions, 'tmp_sessions'),
+    tmp_sessions: input.tmp_sessions === undefined ? isLoopbackHost(str(m.host, 'host')) : bool(m.tmp_sessions, 'tmp_sessions'),
     session: { ttl_seconds: int(session.ttl_seconds, 'session.ttl_seconds', 1) },
     max_upload_bytes: m.max_upload_bytes === null ? null : int(m.max_upload_bytes, 'max_upload_bytes', 0),
     shutdown_grace_seconds: int(m.shutdown_grace_seconds, 'shutdown_grace_seconds', 0, 86400),
@@ -139,6 +143,31 @@ export function validateConfig(input: Record<string, unknown>): Config {
     plugins,
     cors,
     admin_password: m.admin_password as string | null,
+  }
+}
+
+/** True for a host that only this machine reaches: localhost, 127.0.0.0/8, ::1. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, '$1')
+  return h === 'localhost' || h === '::1' || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)
+}
+
+/**
+ * A `local` connection serves a folder of the server's disk, with write access: it
+ * needs `path` (absolute), and either a `password` that clients send with
+ * POST /api/session, or `"public": true` to let anyone who reaches the port in.
+ */
+function localConnection(o: Record<string, unknown>, at: string): void {
+  if (typeof o.path !== 'string' || !o.path.startsWith('/')) throw new ConfigError(`${at}: a local connection needs "path", an absolute folder`)
+  if (o.public !== undefined && typeof o.public !== 'boolean') throw new ConfigError(`${at}: "public" must be true or false`)
+  if (o.password !== undefined && (typeof o.password !== 'string' || o.password.length < 8 || o.password.length > 1024)) {
+    throw new ConfigError(`${at}: "password" must be a string of 8 to 1024 characters`)
+  }
+  if (o.public === true && o.password !== undefined) throw new ConfigError(`${at}: a local connection is either "public": true or has a "password", not both`)
+  if (o.public !== true && o.password === undefined) {
+    throw new ConfigError(
+      `${at}: a local connection gives write access to ${o.path}: set "password" (clients send it with POST /api/session), or "public": true to let anyone who can reach the port use it`,
+    )
   }
 }
 

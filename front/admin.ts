@@ -4,14 +4,15 @@
  * config or FILEGATE_ADMIN_PASSWORD, kept only as a scrypt hash once started;
  * admin tokens sealed under a key derived for that purpose alone (front/subkey.ts),
  * so a user's session token can never pass as an admin token, nor the reverse.
- * Logins are throttled per address; gateway users are validated here.
+ * Logins are throttled per address; admin tokens can be revoked (log out); gateway
+ * users are validated here.
  */
 import { randomBytes } from 'node:crypto'
 import { ApiError } from '../core/api-error.js'
 import { parseClientPath } from '../core/paths.js'
 import type { GatewayUserRecord, StateStore } from '../core/state.js'
 import { TokenError, seal, unseal } from '../core/token.js'
-import { failureDelay, hashPassword, verifyPassword } from './passwords.js'
+import { checkPassword, hashPassword } from './passwords.js'
 import { subkey } from './subkey.js'
 import { Throttle } from './throttle.js'
 
@@ -20,7 +21,7 @@ const TOKEN_TTL_MS = 3600_000
 export const MAX_FAILURES = 5
 const WINDOW_MS = 15 * 60_000
 
-interface AdminPayload {
+export interface AdminPayload {
   readonly t: 'admin'
   readonly id: string
   readonly exp: number
@@ -49,23 +50,20 @@ export class AdminService {
     return this.#hash
   }
 
-  /** POST /admin/api/session. */
+  /**
+   * POST /admin/api/session. `body` is undefined when it was not JSON at all: a
+   * malformed login is refused like a wrong password (counted, delayed, 401).
+   */
   async login(body: unknown, address: string): Promise<{ token: string; expires: number }> {
     const hash = this.#enabled()
-    this.#throttle.attempt(address)
     const password = body !== null && typeof body === 'object' ? (body as { password?: unknown }).password : undefined
-    if (typeof password !== 'string' || !(await verifyPassword(password, hash))) {
-      await failureDelay()
-      throw new ApiError('NOT_AUTHENTICATED', 'wrong admin password')
-    }
-    this.#throttle.succeeded(address)
-    const now = Date.now()
-    const exp = now + TOKEN_TTL_MS
+    await checkPassword({ throttle: this.#throttle, scope: 'admin', address, password, hash, refused: 'wrong admin password' })
+    const exp = Date.now() + TOKEN_TTL_MS
     return { token: seal({ t: 'admin', id: randomBytes(12).toString('base64url'), exp } satisfies AdminPayload, this.#key), expires: exp }
   }
 
-  /** Every other /admin/api/ call. */
-  authenticate(authorization: string | undefined): void {
+  /** Every other /admin/api/ call: the admin token's payload. */
+  async authenticate(authorization: string | undefined): Promise<AdminPayload> {
     this.#enabled()
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')
     if (!m) throw new ApiError('NOT_AUTHENTICATED', 'send "Authorization: Bearer <admin token>" (POST /admin/api/session gives one)')
@@ -78,6 +76,15 @@ export class AdminService {
     }
     if (p?.t !== 'admin') throw new ApiError('NOT_AUTHENTICATED', 'not an admin token')
     if (p.exp <= Date.now()) throw new ApiError('NOT_AUTHENTICATED', 'the admin token has expired: log in again')
+    // Same store as user tokens (ids are random 96-bit values): a log-out holds across restarts.
+    if (await this.#state.isTokenRevoked(p.id)) throw new ApiError('NOT_AUTHENTICATED', 'the admin token was revoked: log in again')
+    return p
+  }
+
+  /** DELETE /admin/api/session: the token is refused from now on. */
+  async logout(authorization: string | undefined): Promise<void> {
+    const p = await this.authenticate(authorization)
+    await this.#state.revokeToken(p.id, p.exp)
   }
 
   /** POST /admin/api/users. */

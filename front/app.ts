@@ -18,6 +18,7 @@ import { loadPlugins } from './plugins.js'
 import { loadOrCreateSecret } from './server-secret.js'
 import { SessionService } from './sessions.js'
 import { createHandler } from './server.js'
+import { logExposure } from './exposure.js'
 import { openSqliteState } from './state/sqlite-state.js'
 import { AdminService } from './admin.js'
 import { ApiKeyService } from './api-keys.js'
@@ -67,7 +68,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const admin = await AdminService.open(config.admin_password, secret, state)
   const pool = new WorkerPool({ workers: config.workers, tasksPerWorker: config.tasks_per_worker, maxQueue: config.max_queue, plugins: plugins.enabled })
   const storageFor = (spec: BackendSpec, key?: string): Storage => new PoolStorage(pool, spec, key)
-  const sessions = new SessionService({
+  const sessions = await SessionService.open({
     secret,
     config,
     state,
@@ -113,7 +114,8 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
       handler,
       maxBodyBytes: config.max_upload_bytes,
       onRequestDone: (r) => {
-        if (config.log.requests) logger.log(r.status >= 500 ? 'warn' : 'info', 'request', { ...r })
+        // The route, not the URL path: ids in paths are credentials (front/server.ts).
+        if (config.log.requests) logger.log(r.status >= 500 ? 'warn' : 'info', 'request', { ...r, path: handler.routeOf(r.path) })
       },
     })
   } catch (err) {
@@ -122,6 +124,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   }
   const ctx: GatewayContext = { storageFor, log: (level, msg, fields) => logger.log(level, msg, fields) }
   for (const g of gateways) await g.start(ctx)
+  logExposure(config, logger)
   logger.log('info', 'filegate listening', { url: `http://${config.host}:${server.port}`, data_dir: config.data_dir, workers: config.workers })
 
   const srv = server

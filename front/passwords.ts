@@ -3,12 +3,15 @@
  * Slow password hashes (scrypt, node:crypto) for the admin password, share
  * passwords and gateway users, with a timing-safe check; and the fixed delay
  * that every refused password waits, so a failure takes the same time whatever
- * went wrong.
+ * went wrong; and `checkPassword`, the one way a login checks a password
+ * (throttled, delayed, malformed input treated as a wrong password).
  *
  * Format: `scrypt$N$r$p$<salt b64url>$<hash b64url>`: the parameters travel with
  * the hash, so they can be raised later without breaking stored ones.
  */
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto'
+import { ApiError } from '../core/api-error.js'
+import type { Throttle } from './throttle.js'
 
 const N = 16384
 const R = 8
@@ -43,3 +46,33 @@ export async function verifyPassword(password: string, hash: string): Promise<bo
 export const FAILURE_DELAY_MS = 300
 
 export const failureDelay = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, FAILURE_DELAY_MS))
+
+/** Longest password a login considers; longer ones are refused like wrong ones. */
+export const MAX_PASSWORD_LENGTH = 1024
+
+/**
+ * One login attempt: counted by `throttle` for (`scope`, `address`) before the check
+ * (429 when used up), then a wrong password, and equally anything that is not a
+ * password at all (missing, not a string, too long), costs the same hash and the
+ * same fixed delay before its 401. A success forgets only this scope's failures.
+ * @param refused the 401's message
+ */
+export async function checkPassword(opts: {
+  throttle: Throttle
+  scope: string
+  address: string
+  password: unknown
+  hash: string
+  refused: string
+}): Promise<void> {
+  opts.throttle.attempt(opts.scope, opts.address)
+  const { password } = opts
+  const wellFormed = typeof password === 'string' && password.length <= MAX_PASSWORD_LENGTH
+  // The hash runs for malformed input too: refusing it costs the caller what a wrong guess costs.
+  const match = await verifyPassword(wellFormed ? password : '', opts.hash)
+  if (!wellFormed || !match) {
+    await failureDelay()
+    throw new ApiError('NOT_AUTHENTICATED', opts.refused)
+  }
+  opts.throttle.succeeded(opts.scope, opts.address)
+}

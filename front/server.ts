@@ -19,7 +19,7 @@ import type { SessionService } from './sessions.js'
 import type { ShareService } from './shares.js'
 import type { ApiKeyService } from './api-keys.js'
 import { corsHeaders, preflight, withCors } from './cors.js'
-import { type AdminDeps, adminRoute } from './routes/admin.js'
+import { type AdminDeps, adminPattern, adminRoute } from './routes/admin.js'
 import { shareRoute } from './routes/share.js'
 
 export interface ServerDeps {
@@ -41,7 +41,15 @@ export interface ServerDeps {
 
 type Route = Partial<Record<string, (req: HttpRequest) => Promise<HttpReply>>>
 
-export function createHandler(deps: ServerDeps): HttpHandler {
+/**
+ * The request handler, and `routeOf`: the route a URL path matches, as the request
+ * log shows it. Ids in paths are bearer credentials (a share id is a link), so the
+ * log shows `/api/share/:id`, never the id, and `(unknown)` for a path that matches
+ * no route (it could hold anything).
+ */
+export type Handler = HttpHandler & { routeOf(path: string): string }
+
+export function createHandler(deps: ServerDeps): Handler {
   const plugins = deps.plugins ?? NO_PLUGINS
   const download: files.FileHandler = (req, access) => files.download(req, access, plugins)
   const authed =
@@ -52,7 +60,7 @@ export function createHandler(deps: ServerDeps): HttpHandler {
   const routes: Record<string, Route> = {
     '/api/session': {
       POST: async (req) => {
-        const { session, token } = await deps.sessions.create(await readJson(req), req.requestId)
+        const { session, token } = await deps.sessions.create(await readJson(req), req.requestId, req.remoteAddress)
         return okReply({ result: { home: session.home, is_authenticated: true, backendID: session.backendID, authorization: token } })
       },
       // The token's own session: a share link or API key is not a session.
@@ -81,10 +89,17 @@ export function createHandler(deps: ServerDeps): HttpHandler {
   const configured = new Set(deps.corsOrigins)
   const allowed = (origin: string) => configured.has(origin) || deps.keys.hasOrigin(origin)
   const handle = dispatch(deps, routes)
-  return async (req) => {
+  const handler: HttpHandler = async (req) => {
     if (req.method === 'OPTIONS') return preflight(req, allowed)
     return withCors(await handle(req), corsHeaders(req, allowed))
   }
+  const routeOf = (raw: string): string => {
+    const path = raw.length > 1 ? raw.replace(/\/+$/, '') : raw
+    if (Object.hasOwn(routes, path) || (deps.gatewayRoutes && Object.hasOwn(deps.gatewayRoutes, path))) return path
+    if (path.startsWith('/api/share/')) return '/api/share/:id'
+    return (deps.admin && adminPattern(path)) || '(unknown)'
+  }
+  return Object.assign(handler, { routeOf })
 }
 
 function dispatch(deps: ServerDeps, routes: Record<string, Route>): HttpHandler {

@@ -4,7 +4,9 @@
  *
  * A session is a sealed token (core/token.ts) carrying its backend spec: no
  * session table. Revocation keeps the token's id in the state store until the
- * token would have expired anyway.
+ * token would have expired anyway. A `local` connection (the server's own disk)
+ * needs the password its configuration sets, kept only as a scrypt hash, unless
+ * the configuration marks it `"public": true`.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { join } from 'node:path'
@@ -14,6 +16,8 @@ import type { Config, ConnectionConfig } from '../core/config.js'
 import type { StateStore } from '../core/state.js'
 import type { PluginStorageType } from './plugins.js'
 import { TokenError, seal, unseal } from '../core/token.js'
+import { checkPassword, hashPassword } from './passwords.js'
+import { Throttle } from './throttle.js'
 
 /** What a token carries. Short keys: it travels on every request. */
 interface Payload {
@@ -45,6 +49,8 @@ export interface NewSession {
 }
 
 const USER_ID = /^[A-Za-z0-9_-]{1,64}$/
+/** Wrong passwords for one local connection from one address within 15 minutes before 429. */
+export const LOCAL_PASSWORD_FAILURES = 5
 /** Unsealed tokens remembered at most. */
 const OPENED_MAX = 10_000
 
@@ -56,6 +62,14 @@ export interface PluginStorageTypes {
   storageType(type: string): PluginStorageType | undefined
 }
 
+export interface SessionOptions {
+  readonly secret: Buffer
+  readonly config: Config
+  readonly state: StateStore
+  readonly probe: BackendProbe
+  readonly plugins?: PluginStorageTypes
+}
+
 export class SessionService {
   readonly #key: Buffer
   readonly #config: Config
@@ -64,23 +78,40 @@ export class SessionService {
   /** Token → its unsealed session (see #open). */
   readonly #opened = new Map<string, Session>()
   readonly #plugins: PluginStorageTypes | undefined
+  /** Label → scrypt hash of each non-public local connection's password. */
+  readonly #localHashes: ReadonlyMap<string, string>
+  readonly #throttle = new Throttle({ max: LOCAL_PASSWORD_FAILURES, windowMs: 15 * 60_000, what: 'connection passwords' })
   #issued = 0
 
-  constructor(opts: { secret: Buffer; config: Config; state: StateStore; probe: BackendProbe; plugins?: PluginStorageTypes }) {
+  private constructor(opts: SessionOptions, localHashes: ReadonlyMap<string, string>) {
     this.#key = opts.secret
     this.#config = opts.config
     this.#state = opts.state
     this.#probe = opts.probe
     this.#plugins = opts.plugins
+    this.#localHashes = localHashes
   }
 
-  /** POST /api/session: validates the request, checks the backend, issues a token. */
-  async create(body: unknown, requestId: string): Promise<NewSession> {
+  /** Hashes the local connections' passwords once, at start-up. */
+  static async open(opts: SessionOptions): Promise<SessionService> {
+    const hashes = new Map<string, string>()
+    for (const c of opts.config.connections) {
+      if (c.type === 'local' && typeof c.password === 'string') hashes.set(c.label, await hashPassword(c.password))
+    }
+    return new SessionService(opts, hashes)
+  }
+
+  /**
+   * POST /api/session: validates the request, checks the connection's password
+   * (local) and the backend, issues a token. `address` is the client's, for the
+   * password throttle.
+   */
+  async create(body: unknown, requestId: string, address: string): Promise<NewSession> {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
       throw new ApiError('INVALID_INPUT', 'the body must be a JSON object with at least "type"')
     }
     const params = body as Record<string, unknown>
-    const { spec, identity } = params.type === 'tmp' ? this.#tmp(params) : this.#connection(params)
+    const { spec, identity } = params.type === 'tmp' ? this.#tmp(params) : await this.#connection(params, address)
     if (!('createRoot' in spec && spec.createRoot)) await this.#check(spec, requestId)
     const now = Date.now()
     const payload: Payload = {
@@ -167,10 +198,17 @@ export class SessionService {
     }
   }
 
-  #connection(params: Record<string, unknown>): { spec: BackendSpec; identity: string } {
+  async #connection(params: Record<string, unknown>, address: string): Promise<{ spec: BackendSpec; identity: string }> {
     const conn = this.#pick(params)
     let spec: BackendSpec
     if (conn.type === 'local') {
+      const hash = this.#localHashes.get(conn.label)
+      if (hash !== undefined) {
+        const refused = `wrong password for connection "${conn.label}"`
+        await checkPassword({ throttle: this.#throttle, scope: `local:${conn.label}`, address, password: params.password, hash, refused })
+      } else if (conn.public !== true) {
+        throw new Error(`local connection "${conn.label}" has neither a password nor "public": true`) // core/config refuses this
+      }
       // Only the configured folder: a client never picks a folder of the server's disk.
       spec = { type: 'local', root: conn.path as string } // validated absolute by core/config
     } else {

@@ -19,7 +19,7 @@ import type { Storage } from '../core/storage.js'
 import { seal, unseal } from '../core/token.js'
 import type { Access, Permissions } from './access.js'
 import { ChrootStorage } from './chroot-storage.js'
-import { failureDelay, hashPassword, verifyPassword } from './passwords.js'
+import { MAX_PASSWORD_LENGTH, checkPassword, failureDelay, hashPassword } from './passwords.js'
 import type { Session } from './sessions.js'
 import { subkey } from './subkey.js'
 import { Throttle } from './throttle.js'
@@ -70,8 +70,7 @@ export function sharePermissions(s: Pick<ShareRecord, 'can_read' | 'can_upload' 
 }
 
 const SHARE_ID = /^[A-Za-z0-9_-]{16,64}$/
-const MAX_PASSWORD = 1024
-/** Wrong share passwords from one address within 15 minutes before 429. */
+/** Wrong passwords for one share from one address within 15 minutes before 429. */
 export const SHARE_PASSWORD_FAILURES = 20
 
 export class ShareService {
@@ -80,7 +79,7 @@ export class ShareService {
   readonly #storageFor: (spec: BackendSpec, key?: string) => Storage
   /** Recently verified (share, password) pairs: scrypt on every request of a download burst would cost ~50 ms each. */
   readonly #verified = new Map<string, number>()
-  /** Wrong share passwords per address (any share): guessing is throttled, not just delayed. */
+  /** Wrong passwords per (share, address): guessing is throttled, not just delayed. */
   readonly #throttle = new Throttle({ max: SHARE_PASSWORD_FAILURES, windowMs: 15 * 60_000, what: 'share passwords' })
 
   constructor(opts: { state: StateStore; secret: Buffer; storageFor: (spec: BackendSpec, key?: string) => Storage }) {
@@ -105,8 +104,8 @@ export class ShareService {
     const can_write = right('can_write', false)
     if (!can_read && !can_upload && !can_write) throw new ApiError('INVALID_INPUT', 'a share needs at least one of can_read, can_upload, can_write')
     const password = b.password ?? null
-    if (password !== null && (typeof password !== 'string' || password === '' || password.length > MAX_PASSWORD)) {
-      throw new ApiError('INVALID_INPUT', `"password" must be null or a string of 1 to ${MAX_PASSWORD} characters`)
+    if (password !== null && (typeof password !== 'string' || password === '' || password.length > MAX_PASSWORD_LENGTH)) {
+      throw new ApiError('INVALID_INPUT', `"password" must be null or a string of 1 to ${MAX_PASSWORD_LENGTH} characters`)
     }
     const expire = b.expire ?? null
     if (expire !== null && (typeof expire !== 'number' || !Number.isSafeInteger(expire) || expire <= Date.now())) {
@@ -175,23 +174,16 @@ export class ShareService {
   }
 
   async #checkPassword(s: ShareRecord, password: string | undefined, address: string): Promise<void> {
-    if (password !== undefined) {
-      const memo = `${s.id}\0${createHash('sha256').update(password).digest('base64url')}`
-      const until = this.#verified.get(memo)
-      if (until !== undefined && until > Date.now()) return
-      this.#throttle.attempt(address)
-      if (await verifyPassword(password, s.password_hash!)) {
-        this.#throttle.succeeded(address)
-        if (this.#verified.size > 10_000) this.#verified.clear()
-        this.#verified.set(memo, Date.now() + 60_000)
-        return
-      }
+    if (password === undefined) {
+      await failureDelay()
+      throw new ApiError('NOT_AUTHENTICATED', 'this share needs its password: send X-Share-Password (or HTTP Basic auth)')
     }
-    await failureDelay()
-    throw new ApiError(
-      'NOT_AUTHENTICATED',
-      password === undefined ? 'this share needs its password: send X-Share-Password (or HTTP Basic auth)' : 'wrong share password',
-    )
+    const memo = `${s.id}\0${createHash('sha256').update(password).digest('base64url')}`
+    const until = this.#verified.get(memo)
+    if (until !== undefined && until > Date.now()) return
+    await checkPassword({ throttle: this.#throttle, scope: s.id, address, password, hash: s.password_hash!, refused: 'wrong share password' })
+    if (this.#verified.size > 10_000) this.#verified.clear()
+    this.#verified.set(memo, Date.now() + 60_000)
   }
 }
 

@@ -33,6 +33,21 @@ const ASSETS: Readonly<Record<string, string>> = {
 const TYPES: Readonly<Record<string, string>> = { html: 'text/html; charset=utf-8', css: 'text/css; charset=utf-8', js: 'text/javascript; charset=utf-8' }
 const assetCache = new Map<string, string>()
 
+/** The admin API's resources: /admin/api/<resource>[/<id>]. */
+const RESOURCES = new Set(['session', 'keys', 'shares', 'users', 'status'])
+
+/**
+ * The route `path` (trailing "/" removed) matches, with ids replaced by ":id", for
+ * the request log; null when it is not one of the admin's.
+ */
+export function adminPattern(path: string): string | null {
+  if (Object.hasOwn(ASSETS, path)) return path
+  if (!path.startsWith('/admin/api/')) return null
+  const [what, id, extra] = path.slice('/admin/api/'.length).split('/')
+  if (!RESOURCES.has(what!) || extra !== undefined) return null
+  return id === undefined ? `/admin/api/${what}` : `/admin/api/${what}/:id`
+}
+
 /** Answers /admin and /admin/...; null when `path` is not the admin's. */
 export function adminRoute(deps: AdminDeps, req: HttpRequest, path: string): Promise<HttpReply> | null {
   if (path === '/admin' || path === '/admin/' || (path.startsWith('/admin/') && !path.startsWith('/admin/api/'))) return asset(req, path)
@@ -74,11 +89,17 @@ async function api(deps: AdminDeps, req: HttpRequest, rest: string): Promise<Htt
   const [what, id, extra] = rest.split('/') as [string, string | undefined, string | undefined]
   const m = req.method
   if (what === 'session' && id === undefined) {
-    if (m !== 'POST') throw new ApiError('INVALID_INPUT', `${m} is not supported on ${req.path}; use POST`)
-    const { token, expires } = await deps.admin.login(await readJson(req), req.remoteAddress)
+    if (m === 'DELETE') return (await deps.admin.logout(req.header('authorization')), okReply())
+    if (m !== 'POST') throw new ApiError('INVALID_INPUT', `${m} is not supported on ${req.path}; use POST or DELETE`)
+    // A body that is not JSON is a malformed credential: refused like a wrong password, not at once.
+    const body = await readJson(req).catch((err: unknown) => {
+      if (err instanceof ApiError && err.code === 'INVALID_INPUT') return undefined
+      throw err
+    })
+    const { token, expires } = await deps.admin.login(body, req.remoteAddress)
     return okReply({ result: { authorization: token, expires } })
   }
-  deps.admin.authenticate(req.header('authorization'))
+  await deps.admin.authenticate(req.header('authorization'))
   const one = id === undefined ? undefined : decodeSegment(id)
   if (extra !== undefined || (one !== undefined && m !== 'DELETE')) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
   const bad = (allowed: string) => new ApiError('INVALID_INPUT', `${m} is not supported on ${req.path}; use ${allowed}`)

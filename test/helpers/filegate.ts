@@ -17,10 +17,23 @@ export interface Running {
 
 export async function startTestServer(t: Test, overrides: Record<string, unknown> = {}, logger: Logger = silentLogger): Promise<Running> {
   const dataDir = (overrides.data_dir as string | undefined) ?? t.testdir()
-  const config = validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 2, ...overrides, data_dir: dataDir })
+  const config = validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 2, ...overrides, ...publicLocal(overrides), data_dir: dataDir })
   const app = await startFilegate(config, { logger })
   t.teardown(() => app.close(0))
   return { app, url: `http://127.0.0.1:${app.port}`, dataDir, config }
+}
+
+/**
+ * A local connection needs a "password" or "public": true (core/config.ts); a test's
+ * local connection that sets neither is made public, so tests open it with
+ * {"type":"local"} alone.
+ */
+function publicLocal(overrides: Record<string, unknown>): Record<string, unknown> {
+  const list = overrides.connections
+  if (!Array.isArray(list)) return {}
+  return {
+    connections: list.map((c: Record<string, unknown>) => (c.type === 'local' && c.password === undefined && c.public === undefined ? { ...c, public: true } : c)),
+  }
 }
 
 /** Creates a tmp session and returns its bearer token. */
