@@ -52,6 +52,15 @@ export function parseClientPath(raw: string | undefined, what = 'path'): ClientP
   return { path: '/' + out.join('/'), dirHint: raw.endsWith('/') || raw.endsWith('/.') || raw.endsWith('/..') }
 }
 
+/**
+ * The trailing-slash rule, the same for every endpoint: a path written with a
+ * trailing `/` names a directory. The error for such a path that turns out to be a
+ * file (callers check the kind, with a stat, only when `dirHint` is set).
+ */
+export function trailingSlashOnFile(what: string, path: string): ApiError {
+  return new ApiError('INVALID_INPUT', `"${what}" ends with "/", which names a directory, but ${path} is a file`)
+}
+
 /** True for canonical paths (what workers and drivers accept). */
 export function isCanonical(p: string): boolean {
   if (p === '/') return true

@@ -52,9 +52,9 @@ export const MAX_PASSWORD_LENGTH = 1024
 
 /**
  * One login attempt: counted by `throttle` for (`scope`, `address`) before the check
- * (429 when used up), then a wrong password, and equally anything that is not a
- * password at all (missing, not a string, too long), costs the same hash and the
- * same fixed delay before its 401. A success forgets only this scope's failures.
+ * (429 when used up); a wrong password, and equally anything that is not a password
+ * at all (missing, not a string, too long), is counted and waits the same fixed
+ * delay before its 401. A success forgets only this scope's failures.
  * @param refused the 401's message
  */
 export async function checkPassword(opts: {
@@ -68,9 +68,7 @@ export async function checkPassword(opts: {
   opts.throttle.attempt(opts.scope, opts.address)
   const { password } = opts
   const wellFormed = typeof password === 'string' && password.length <= MAX_PASSWORD_LENGTH
-  // The hash runs for malformed input too: refusing it costs the caller what a wrong guess costs.
-  const match = await verifyPassword(wellFormed ? password : '', opts.hash)
-  if (!wellFormed || !match) {
+  if (!wellFormed || !(await verifyPassword(password, opts.hash))) {
     await failureDelay()
     throw new ApiError('NOT_AUTHENTICATED', opts.refused)
   }

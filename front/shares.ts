@@ -13,7 +13,7 @@ import { posix } from 'node:path'
 import { ApiError } from '../core/api-error.js'
 import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { HttpRequest } from '../core/http.js'
-import { baseName, parseClientPath } from '../core/paths.js'
+import { baseName, parseClientPath, trailingSlashOnFile } from '../core/paths.js'
 import type { ShareRecord, StateStore } from '../core/state.js'
 import type { Storage } from '../core/storage.js'
 import { seal, unseal } from '../core/token.js'
@@ -92,7 +92,7 @@ export class ShareService {
   async create(session: Session, storage: Storage, body: unknown, requestId: string, signal: AbortSignal): Promise<ShareView> {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('INVALID_INPUT', 'the body must be a JSON object with at least "path"')
     const b = body as Record<string, unknown>
-    const { path } = parseClientPath(typeof b.path === 'string' ? b.path : undefined, 'path')
+    const { path, dirHint } = parseClientPath(typeof b.path === 'string' ? b.path : undefined, 'path')
     const right = (name: string, dflt: boolean): boolean => {
       const v = b[name]
       if (v === undefined || v === null) return dflt
@@ -112,6 +112,7 @@ export class ShareService {
       throw new ApiError('INVALID_INPUT', '"expire" must be null or a time in the future, in milliseconds since the epoch')
     }
     const entry = await storage.stat({ requestId, signal }, path)
+    if (dirHint && entry.kind === 'file') throw trailingSlashOnFile('path', path)
     const record: ShareRecord = {
       id: randomBytes(16).toString('base64url'), // 128 bits
       owner: session.backendID,

@@ -21,7 +21,7 @@ async function call(method, path, body) {
     logout('Your admin session has ended: log in again.')
     throw new Error(json.message)
   }
-  if (json.status !== 'ok') throw new Error(json.message || `HTTP ${res.status}`)
+  if (json.status !== 'ok') throw Object.assign(new Error(json.message || `HTTP ${res.status}`), { status: res.status })
   return json
 }
 
@@ -225,7 +225,16 @@ $('login-form').addEventListener('submit', async (e) => {
   }
 })
 
-$('logout').addEventListener('click', () => logout())
+// Log out: the server revokes the token (DELETE /admin/api/session), then the page forgets it.
+$('logout').addEventListener('click', async () => {
+  try {
+    await call('DELETE', 'session')
+  } catch (err) {
+    // 401: the token had expired or was revoked already. Otherwise it still works: stay, and say so.
+    if (err.status !== 401) return flash(`Log-out failed: ${err.message}`)
+  }
+  logout()
+})
 $('refresh').addEventListener('click', () => loadAll())
 
 $('key-form').addEventListener('submit', async (e) => {

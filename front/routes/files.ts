@@ -7,11 +7,11 @@
  */
 import mime from 'mime-types'
 import { ApiError } from '../../core/api-error.js'
-import type { Entry } from '../../core/driver.js'
+import type { Entry, EntryKind } from '../../core/driver.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
 import type { ReadHead, TransformRequest, ZipCompression } from '../../core/messages.js'
 import type { TransformFile } from '../../core/plugin.js'
-import { baseName, parseClientPath } from '../../core/paths.js'
+import { type ClientPath, baseName, parseClientPath, trailingSlashOnFile } from '../../core/paths.js'
 import { parseRange } from '../../core/range.js'
 import type { HeadedStream, RequestContext } from '../../core/storage.js'
 import { type Access, need } from '../access.js'
@@ -24,6 +24,25 @@ const ctxOf = (req: HttpRequest): RequestContext => ({ requestId: req.requestId,
 /** A path parameter, canonical. */
 const pathParam = (req: HttpRequest, name = 'path') => parseClientPath(req.query.get(name) ?? undefined, name)
 
+/** What is at `path`: a file, a directory, or nothing (null). */
+async function kindOf(req: HttpRequest, access: Access, path: string): Promise<EntryKind | null> {
+  try {
+    return (await access.storage.stat(ctxOf(req), path)).kind
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOENT') return null
+    throw err
+  }
+}
+
+/**
+ * The trailing-slash rule (core/paths.ts), for every endpoint: a path written with a
+ * trailing "/" names a directory, so a file named that way is the same 400 whatever
+ * the operation. Costs a stat only when the client wrote the "/".
+ */
+async function slashRule(req: HttpRequest, access: Access, what: string, p: ClientPath): Promise<void> {
+  if (p.dirHint && p.path !== '/' && (await kindOf(req, access, p.path)) === 'file') throw trailingSlashOnFile(what, p.path)
+}
+
 /** true/false parameter; absent → `dflt`. */
 function flag(req: HttpRequest, name: string, dflt: boolean): boolean {
   const v = req.query.get(name)
@@ -35,8 +54,11 @@ function flag(req: HttpRequest, name: string, dflt: boolean): boolean {
 
 export const ls: FileHandler = async (req, access) => {
   need(access, 'can_read')
-  const { path } = pathParam(req)
-  const entries = await access.storage.list(ctxOf(req), path)
+  const { path, dirHint } = pathParam(req)
+  const entries = await access.storage.list(ctxOf(req), path).catch((err: unknown) => {
+    // The trailing-slash rule without a stat: listing a file is ENOTDIR anyway.
+    throw dirHint && (err as { code?: unknown }).code === 'ENOTDIR' ? trailingSlashOnFile('path', path) : err
+  })
   return okReply({ results: entries.map(toListing), permissions: access.permissions })
 }
 
@@ -50,7 +72,9 @@ export interface TransformSelector {
 /** GET and HEAD. With `transforms`, a plugin may take the download over (CONTRACT.md section 6). */
 export const download = async (req: HttpRequest, access: Access, transforms?: TransformSelector): Promise<HttpReply> => {
   need(access, 'can_read')
-  const { path, dirHint } = pathParam(req)
+  const p = pathParam(req)
+  const { path, dirHint } = p
+  await slashRule(req, access, 'path', p)
   if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', `${path} is a directory: use /api/files/ls or /api/files/zip`)
   const name = baseName(path)
   const transform = transforms?.selectTransform(req.query, { path, name, type: contentTypeOf(name) }) ?? null
@@ -143,10 +167,12 @@ export function attachment(name: string): string {
 }
 
 export const upload: FileHandler = async (req, access) => {
-  const { path, dirHint } = pathParam(req)
-  if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', 'the upload path must name a file, not a directory')
+  const p = pathParam(req)
+  const { path, dirHint } = p
   const overwrite = flag(req, 'overwrite', true)
   need(access, 'can_upload')
+  await slashRule(req, access, 'path', p)
+  if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', 'the upload path must name a file, not a directory')
   const size = req.contentLength
   if (!access.may_replace) {
     // A share with can_upload but not can_write creates files, never replaces one.
@@ -170,7 +196,9 @@ export const zip: FileHandler = async (req, access) => {
   need(access, 'can_read')
   const raw = req.query.getAll('path')
   if (raw.length === 0) throw new ApiError('INVALID_INPUT', 'missing parameter "path"')
-  const paths = raw.map((p) => parseClientPath(p, 'path').path)
+  const parsed = raw.map((p) => parseClientPath(p, 'path'))
+  for (const p of parsed) await slashRule(req, access, 'path', p)
+  const paths = parsed.map((p) => p.path)
   const c = req.query.get('compression')
   if (c !== null && c !== 'store' && c !== 'auto') throw new ApiError('INVALID_INPUT', '"compression" must be "store" or "auto"')
   const compression: ZipCompression = c === 'store' ? 'store' : 'auto'
@@ -185,33 +213,45 @@ export const zip: FileHandler = async (req, access) => {
 }
 
 export const mv: FileHandler = async (req, access) => {
-  const from = pathParam(req, 'from').path
-  const to = pathParam(req, 'to').path
+  const from = pathParam(req, 'from')
+  const to = pathParam(req, 'to')
   const overwrite = flag(req, 'overwrite', false)
   need(access, 'can_move')
-  await access.storage.move(ctxOf(req), from, to, overwrite)
+  await slashRule(req, access, 'from', from)
+  await slashRule(req, access, 'to', to)
+  // "to" written as a directory cannot become the new name of a file either.
+  if (to.dirHint && !from.dirHint && (await kindOf(req, access, from.path)) === 'file') throw trailingSlashOnFile('to', from.path)
+  await access.storage.move(ctxOf(req), from.path, to.path, overwrite)
   return okReply()
 }
 
 export const rm: FileHandler = async (req, access) => {
-  const { path } = pathParam(req)
+  const p = pathParam(req)
+  const { path } = p
   need(access, 'can_delete')
   if (path === '/') throw new ApiError('FORBIDDEN', 'the root cannot be removed')
+  await slashRule(req, access, 'path', p)
   await access.storage.remove(ctxOf(req), path)
   return okReply()
 }
 
 export const mkdir: FileHandler = async (req, access) => {
-  const { path } = pathParam(req)
+  const p = pathParam(req)
   need(access, 'can_create_directory')
-  await access.storage.mkdir(ctxOf(req), path)
+  await access.storage.mkdir(ctxOf(req), p.path).catch(async (err: unknown) => {
+    // The trailing-slash rule, checked only when something is there already.
+    if ((err as { code?: unknown }).code === 'EEXIST') await slashRule(req, access, 'path', p)
+    throw err
+  })
   return okReply()
 }
 
 export const touch: FileHandler = async (req, access) => {
-  const { path, dirHint } = pathParam(req)
-  if (dirHint) throw new ApiError('INVALID_INPUT', 'the touch path must name a file, not a directory')
+  const p = pathParam(req)
   need(access, 'can_create_file')
+  await slashRule(req, access, 'path', p)
+  if (p.dirHint) throw new ApiError('INVALID_INPUT', 'the touch path must name a file, not a directory')
+  const { path } = p
   await access.storage.touch(ctxOf(req), path)
   return okReply()
 }

@@ -1,0 +1,130 @@
+/**
+ * @module test/front/throttle.test
+ * Password throttles an attacker cannot reset (issue 10, item 3), over real HTTP:
+ * a right password on one's own share gives nothing back against another share;
+ * failed logins from more than 10,000 other addresses (loopback 127.x.y.z, which
+ * the server sees as distinct peers) give a locked-out address nothing back;
+ * malformed credentials are counted and delayed like wrong ones. And the table
+ * itself: bounded, least recently seen dropped first, lock-outs kept, IPv6 by /64.
+ */
+import { request } from 'node:http'
+import t from 'tap'
+import { MAX_FAILURES } from '../../front/admin.js'
+import { SHARE_PASSWORD_FAILURES } from '../../front/shares.js'
+import { Throttle, addressKey } from '../../front/throttle.js'
+import { startTestServer, tmpSession } from '../helpers/filegate.js'
+import { ADMIN_PASSWORD, createShare, expectError, viaShare } from '../helpers/share.js'
+
+/** One request from a chosen loopback source address (a fresh connection). */
+function from(localAddress: string, url: string, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<number> {
+  const u = new URL(path, url)
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, method, path: u.pathname + u.search, localAddress, agent: false, headers }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode!))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+/** Runs `fn` over `items` with at most `limit` at a time. */
+async function pool<T, R>(items: readonly T[], limit: number, fn: (x: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = []
+  let next = 0
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) {
+        const i = next++
+        out[i] = await fn(items[i]!)
+      }
+    }),
+  )
+  return out
+}
+
+t.test("a right password on one's own share gives nothing back against another share", async (t) => {
+  const { url } = await startTestServer(t)
+  const alice = await tmpSession(url, 'alice')
+  const mallory = await tmpSession(url, 'mallory')
+  const victim = await createShare(url, alice, { path: '/', password: 'alice secret' })
+  const own = await createShare(url, mallory, { path: '/', password: 'mallory pass' })
+  const guess = (pw: string) => viaShare(url, victim.id)('GET', '/api/files/ls', { path: '/' }, { headers: { 'x-share-password': pw } })
+  const statuses: number[] = []
+  for (let round = 0; round < 3; round++) {
+    const wrong = await Promise.all(Array.from({ length: SHARE_PASSWORD_FAILURES - 1 }, (_, i) => guess(`guess ${round}-${i}`).then((r) => r.status)))
+    statuses.push(...wrong)
+    const mine = await viaShare(url, own.id)('GET', '/api/files/ls', { path: '/' }, { headers: { 'x-share-password': 'mallory pass' } })
+    t.equal(mine.status, 200, `round ${round}: the right password on the attacker's own share works`)
+  }
+  t.equal(statuses.filter((s) => s === 401).length, SHARE_PASSWORD_FAILURES, `exactly ${SHARE_PASSWORD_FAILURES} guesses were checked against the victim's share`)
+  t.ok(statuses.filter((s) => s === 429).length >= SHARE_PASSWORD_FAILURES - 2, 'the rest were refused with 429')
+  await expectError(t, await guess('alice secret'), 429, 'RATE_LIMITED', "the victim's share stays locked for this address, even with its right password")
+})
+
+t.test('failed logins from 10,010 other addresses give a locked-out address nothing back', async (t) => {
+  const { url } = await startTestServer(t, { admin_password: ADMIN_PASSWORD })
+  const login = (addr: string, body: string) => from(addr, url, 'POST', '/admin/api/session', body)
+  const locked = '127.0.0.2'
+  const first = await Promise.all(Array.from({ length: MAX_FAILURES }, () => login(locked, JSON.stringify({ password: 'wrong password' }))))
+  t.same([...new Set(first)], [401], 'the first failures are 401')
+  t.equal(await login(locked, JSON.stringify({ password: ADMIN_PASSWORD })), 429, 'then the address is locked out, right password or not')
+
+  // 10,010 other peers, one failed login each (non-string passwords: no hash to wait for).
+  const others = Array.from({ length: 10_010 }, (_, i) => `127.1.${Math.floor(i / 250)}.${(i % 250) + 1}`)
+  const flood = await pool(others, 200, (addr) => login(addr, JSON.stringify({ password: 12345 })))
+  t.equal(new Set(others).size, 10_010, 'distinct addresses')
+  t.same([...new Set(flood)], [401], 'each of them failed once')
+
+  t.equal(await login(locked, JSON.stringify({ password: ADMIN_PASSWORD })), 429, 'the locked-out address is still locked out')
+  t.equal(await login('127.0.0.3', JSON.stringify({ password: ADMIN_PASSWORD })), 200, 'an address that did not fail logs in')
+})
+
+t.test('malformed credentials are counted and delayed like wrong ones', async (t) => {
+  const { url } = await startTestServer(t, { admin_password: ADMIN_PASSWORD })
+  const login = (body: string) => fetch(`${url}/admin/api/session`, { method: 'POST', body })
+  for (const [what, body] of [
+    ['a body that is not JSON', 'password=hunter2'],
+    ['a password that is not a string', JSON.stringify({ password: ['x'] })],
+    ['no password', JSON.stringify({ pass: 'x' })],
+    ['a password of 2,000 characters', JSON.stringify({ password: 'x'.repeat(2000) })],
+  ] as const) {
+    const t0 = Date.now()
+    await expectError(t, await login(body), 401, 'NOT_AUTHENTICATED', what)
+    t.ok(Date.now() - t0 >= 250, `${what}: waits the same delay as a wrong password`)
+  }
+  // Those four counted: one more failure uses up the five attempts.
+  await expectError(t, await login(JSON.stringify({ password: 'wrong password' })), 401, 'NOT_AUTHENTICATED', 'the fifth failure')
+  await expectError(t, await login(JSON.stringify({ password: ADMIN_PASSWORD })), 429, 'RATE_LIMITED', 'malformed attempts counted towards the limit')
+})
+
+t.test('the table: least recently seen dropped first, lock-outs kept, scopes apart', async (t) => {
+  const th = new Throttle({ max: 3, windowMs: 60_000, what: 'tests', capacity: 100 })
+  for (let i = 0; i < 3; i++) th.attempt('s', '10.0.0.1')
+  t.throws(() => th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'locked out after 3')
+  th.attempt('other', '10.0.0.1')
+  th.succeeded('other', '10.0.0.1')
+  t.throws(() => th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'a success in another scope changes nothing')
+  th.attempt('s', '10.0.0.2')
+  th.attempt('s', '10.0.0.2')
+  for (let i = 0; i < 1000; i++) th.attempt('s', `10.1.${i >> 8}.${i & 255}`)
+  t.ok(th.size <= 201, `bounded: ${th.size} entries after 1,002 addresses`)
+  t.throws(() => th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'the locked-out address is still locked out')
+  th.attempt('s', '10.0.0.2')
+  th.attempt('s', '10.0.0.2')
+  th.attempt('s', '10.0.0.2')
+  t.throws(() => th.attempt('s', '10.0.0.2'), { code: 'RATE_LIMITED' }, 'a dropped count starts again from zero, and locks out again')
+})
+
+t.test('IPv6 addresses count by their /64; IPv4-mapped ones as IPv4', async (t) => {
+  t.equal(addressKey('2001:db8:1:2::1'), addressKey('2001:db8:1:2:ffff:eeee:dddd:cccc'), 'one /64')
+  t.equal(addressKey('2001:0db8:0001:0002:0000:0000:0000:0001'), addressKey('2001:db8:1:2::9'), 'written in full or short')
+  t.not(addressKey('2001:db8:1:2::1'), addressKey('2001:db8:1:3::1'), 'another /64')
+  t.equal(addressKey('::ffff:127.0.0.5'), '127.0.0.5')
+  t.equal(addressKey('0000:0000:0000:0000:0000:ffff:7f00:0001'), '127.0.0.1')
+  t.not(addressKey('::ffff:10.0.0.1'), addressKey('::ffff:10.0.0.2'), 'mapped IPv4 addresses stay apart')
+  const th = new Throttle({ max: 2, windowMs: 60_000, what: 'tests' })
+  th.attempt('s', '2001:db8:1:2::1')
+  th.attempt('s', '2001:db8:1:2::2')
+  t.throws(() => th.attempt('s', '2001:db8:1:2::3'), { code: 'RATE_LIMITED' }, 'rotating addresses inside a /64 does not help')
+})
