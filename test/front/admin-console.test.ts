@@ -3,8 +3,9 @@
  * The admin console in a real headless Chromium (Debian's `chromium`, driven by
  * playwright-core): log in, create an API key and read it from the page (shown
  * once), use it with a share made through the API, revoke it in the page, and see
- * the next request refused; add and remove a gateway user; revoke a share. A
- * screenshot proves the page renders.
+ * the next request refused; add and remove a gateway user; revoke a share; log
+ * out, after which the server refuses the page's token. A screenshot proves the
+ * page renders.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -93,5 +94,15 @@ t.test('log in, create a key, use it, revoke it in the page', { skip: existsSync
   await page.click(`#shares tr:has-text("${share.id}") button:text("Revoke")`)
   await page.waitForSelector('#shares td.empty')
   t.equal((await viaShare(url, share.id)('GET', '/api/files/ls', { path: '/' })).status, 404, 'the revoked share is gone')
+
+  // Log out: the page returns to the login form and the server refuses its token from then on.
+  const adminToken = await page.evaluate(() => sessionStorage.getItem('filegate-admin-token'))
+  t.ok(adminToken, 'the page held an admin token')
+  t.equal((await api(url, adminToken!)('GET', '/admin/api/status')).status, 200, 'which works before logging out')
+  await page.click('#logout')
+  await page.waitForSelector('#login-view:not([hidden])')
+  t.equal(await page.isHidden('#app-view'), true, 'logged out: the console is hidden')
+  t.equal(await page.evaluate(() => sessionStorage.getItem('filegate-admin-token')), null, 'the page forgot the token')
+  t.equal((await api(url, adminToken!)('GET', '/admin/api/status')).status, 401, 'the server refuses the token after log-out')
   t.same(failed, [], 'no page errors or failed requests')
 })
