@@ -183,7 +183,7 @@ export class ShareService {
     const until = this.#verified.get(memo)
     if (until !== undefined && until > Date.now()) return
     await checkPassword({ throttle: this.#throttle, scope: s.id, address, password, hash: s.password_hash!, refused: 'wrong share password' })
-    if (this.#verified.size > 10_000) this.#verified.clear()
+    if (this.#verified.size >= 10_000) this.#verified.delete(this.#verified.keys().next().value!)
     this.#verified.set(memo, Date.now() + 60_000)
   }
 }
