@@ -251,7 +251,6 @@ export const touch: FileHandler = async (req, access) => {
   need(access, 'can_create_file')
   await slashRule(req, access, 'path', p)
   if (p.dirHint) throw new ApiError('INVALID_INPUT', 'the touch path must name a file, not a directory')
-  const { path } = p
-  await access.storage.touch(ctxOf(req), path)
+  await access.storage.touch(ctxOf(req), p.path)
   return okReply()
 }
