@@ -72,7 +72,7 @@ t.test('failed logins from 10,010 other addresses give a locked-out address noth
 
   // 10,010 other peers, one failed login each (non-string passwords: no hash to wait for).
   const others = Array.from({ length: 10_010 }, (_, i) => `127.1.${Math.floor(i / 250)}.${(i % 250) + 1}`)
-  const flood = await pool(others, 200, (addr) => login(addr, JSON.stringify({ password: 12345 })))
+  const flood = await pool(others, 400, (addr) => login(addr, JSON.stringify({ password: 12345 })))
   t.equal(new Set(others).size, 10_010, 'distinct addresses')
   t.same([...new Set(flood)], [401], 'each of them failed once')
 
