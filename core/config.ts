@@ -49,6 +49,11 @@ export interface Config {
    * is off. Hashed (scrypt) at start-up; only the hash is used afterwards.
    */
   readonly admin_password: string | null
+  /**
+   * Who may read GET /metrics: clients on the loopback interface (`allow_loopback`),
+   * and anyone sending `Authorization: Bearer <token>` when a token is set.
+   */
+  readonly metrics: { readonly allow_loopback: boolean; readonly token: string | null }
 }
 
 export const DEFAULTS: Config = {
@@ -68,6 +73,7 @@ export const DEFAULTS: Config = {
   plugins: [],
   cors: { origins: [] },
   admin_password: null,
+  metrics: { allow_loopback: true, token: null },
 }
 
 export class ConfigError extends Error {
@@ -122,6 +128,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
   if (m.admin_password !== null && (typeof m.admin_password !== 'string' || m.admin_password.length < 8)) {
     throw new ConfigError('admin_password must be null or a string of at least 8 characters')
   }
+  const metrics = metricsConfig(m.metrics)
   return {
     host: str(m.host, 'host'),
     port: int(m.port, 'port', 0, 65535),
@@ -139,7 +146,19 @@ export function validateConfig(input: Record<string, unknown>): Config {
     plugins,
     cors,
     admin_password: m.admin_password as string | null,
+    metrics,
   }
+}
+
+/** `metrics`: `{"allow_loopback": true, "token": null}`; a token is a secret of at least 16 characters. */
+function metricsConfig(v: unknown): Config['metrics'] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('metrics must be an object {"allow_loopback", "token"}')
+  for (const k of Object.keys(v)) if (!(k in DEFAULTS.metrics)) throw new ConfigError(`metrics: unknown key "${k}" (known: allow_loopback, token)`)
+  const m = { ...DEFAULTS.metrics, ...v } as Record<string, unknown>
+  if (m.token !== null && (typeof m.token !== 'string' || m.token.length < 16 || /\s/.test(m.token))) {
+    throw new ConfigError('metrics.token must be null or a string of at least 16 characters without spaces')
+  }
+  return { allow_loopback: bool(m.allow_loopback, 'metrics.allow_loopback'), token: m.token as string | null }
 }
 
 /** `cors`: `{"origins": ["https://app.example.com", ...]}`, each exactly a browser Origin. */

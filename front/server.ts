@@ -21,6 +21,9 @@ import type { ApiKeyService } from './api-keys.js'
 import { corsHeaders, preflight, withCors } from './cors.js'
 import { type AdminDeps, adminRoute } from './routes/admin.js'
 import { shareRoute } from './routes/share.js'
+import type { Config } from '../core/config.js'
+import type { Metrics } from './metrics.js'
+import { metricsRoute } from './routes/metrics.js'
 
 export interface ServerDeps {
   readonly sessions: SessionService
@@ -37,6 +40,8 @@ export interface ServerDeps {
   readonly admin?: AdminDeps
   /** Origins from the configuration (`cors.origins`); each API key adds its own. */
   readonly corsOrigins: readonly string[]
+  /** Counts every request and serves GET /metrics to the callers `access` allows. */
+  readonly metrics?: { readonly meter: Metrics; readonly access: Config['metrics'] }
 }
 
 type Route = Partial<Record<string, (req: HttpRequest) => Promise<HttpReply>>>
@@ -77,13 +82,33 @@ export function createHandler(deps: ServerDeps): HttpHandler {
   }
   const share = async (req: HttpRequest) => shareRoute(deps.shares, req, null, await authenticate(deps, req))
   routes['/api/share'] = { GET: share, POST: share }
+  if (deps.metrics) routes['/metrics'] = { GET: metricsRoute(deps.metrics.meter, deps.metrics.access) }
   for (const { path, route } of plugins.routes) routes[path] = pluginRoute(deps, route)
   const configured = new Set(deps.corsOrigins)
   const allowed = (origin: string) => configured.has(origin) || deps.keys.hasOrigin(origin)
   const handle = dispatch(deps, routes)
-  return async (req) => {
+  const answer: HttpHandler = async (req) => {
     if (req.method === 'OPTIONS') return preflight(req, allowed)
     return withCors(await handle(req), corsHeaders(req, allowed))
+  }
+  const meter = deps.metrics?.meter
+  if (!meter) return answer
+  const pattern = routePattern(routes, deps.gatewayRoutes ?? {})
+  return (req) => meter.observe(req, pattern(req.path), answer)
+}
+
+const ADMIN_API = new Set(['session', 'keys', 'shares', 'users', 'status'])
+
+/** A request path → the route it is counted under: a pattern, never an id (front/metrics.ts). */
+function routePattern(routes: Record<string, Route>, gateways: Readonly<Record<string, HttpHandler>>): (path: string) => string {
+  return (raw) => {
+    const path = raw.length > 1 ? raw.replace(/\/+$/, '') : raw
+    if (routes[path] || gateways[path]) return path
+    if (path.startsWith('/api/share/')) return '/api/share/{id}'
+    if (path === '/admin' || (path.startsWith('/admin/') && !path.startsWith('/admin/api/'))) return '/admin'
+    const [what, id] = path.startsWith('/admin/api/') ? path.slice('/admin/api/'.length).split('/') : []
+    if (what !== undefined && ADMIN_API.has(what)) return `/admin/api/${what}${id === undefined ? '' : '/{id}'}`
+    return 'unmatched'
   }
 }
 
@@ -143,7 +168,12 @@ async function authenticate(deps: ServerDeps, req: HttpRequest): Promise<Access>
     if (share === null) throw new ApiError('INVALID_INPUT', 'an API key goes with a share: send ?key=<API_KEY>&share=<SHARE_ID>')
     await deps.keys.check(key, req.header('origin'))
   }
-  if (share !== null) return deps.shares.resolve(share, req)
-  const session = await deps.sessions.authenticate(req.header('authorization'))
-  return { session, storage: deps.storageFor(session.spec, session.key), permissions: FULL_ACCESS, may_replace: true }
+  let access: Access
+  if (share !== null) access = await deps.shares.resolve(share, req)
+  else {
+    const session = await deps.sessions.authenticate(req.header('authorization'))
+    access = { session, storage: deps.storageFor(session.spec, session.key), permissions: FULL_ACCESS, may_replace: true }
+  }
+  deps.metrics?.meter.noteBackend(req, access.session.spec.type)
+  return access
 }
