@@ -1,6 +1,6 @@
 /**
  * @module core/config
- * The configuration's shape, its defaults and its validation (CONTRACT.md section 9).
+ * The configuration's shape, its defaults and its validation (docs/configuration.md).
  * Pure: loading from files, environment and flags is front/config-load.ts.
  * Options are validated here, with precise messages, and trusted everywhere else.
  */
@@ -42,7 +42,7 @@ export interface Config {
    * `{"name", "path"?, "options"?}` (`path`: a third-party plugin's module, absolute).
    */
   readonly plugins: readonly PluginConfig[]
-  /** CORS (CONTRACT.md section 5): browser origins (`scheme://host[:port]`) allowed on every endpoint. */
+  /** CORS (docs/api.md, "CORS"): browser origins (`scheme://host[:port]`) allowed on every endpoint. */
   readonly cors: { readonly origins: readonly string[] }
   /**
    * The admin console's password (also FILEGATE_ADMIN_PASSWORD); null: the admin API

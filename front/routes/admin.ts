@@ -1,6 +1,6 @@
 /**
  * @module front/routes/admin
- * The admin JSON API under /admin/api/ (CONTRACT.md section 2, Admin) and the
+ * The admin JSON API under /admin/api/ (docs/api.md, "Admin API") and the
  * console's static files under /admin (front/admin/). Every call but the login
  * needs an admin token.
  */
