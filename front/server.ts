@@ -24,6 +24,7 @@ import { shareRoute } from './routes/share.js'
 import type { Config } from '../core/config.js'
 import type { Metrics } from './metrics.js'
 import { metricsRoute } from './routes/metrics.js'
+import { openapiDocument } from './routes/openapi.js'
 
 export interface ServerDeps {
   readonly sessions: SessionService
@@ -47,6 +48,22 @@ export interface ServerDeps {
 type Route = Partial<Record<string, (req: HttpRequest) => Promise<HttpReply>>>
 
 export function createHandler(deps: ServerDeps): HttpHandler {
+  const routes = routeTable(deps)
+  const configured = new Set(deps.corsOrigins)
+  const allowed = (origin: string) => configured.has(origin) || deps.keys.hasOrigin(origin)
+  const handle = dispatch(deps, routes)
+  const answer: HttpHandler = async (req) => {
+    if (req.method === 'OPTIONS') return preflight(req, allowed)
+    return withCors(await handle(req), corsHeaders(req, allowed))
+  }
+  const meter = deps.metrics?.meter
+  if (!meter) return answer
+  const pattern = routePattern(routes, deps.gatewayRoutes ?? {})
+  return (req) => meter.observe(req, pattern(req.path), answer)
+}
+
+/** Path → method → handler: the exact paths the API answers (shares by id and the admin's are matched in dispatch). */
+function routeTable(deps: ServerDeps): Record<string, Route> {
   const plugins = deps.plugins ?? NO_PLUGINS
   const download: files.FileHandler = (req, access) => files.download(req, access, plugins)
   const authed =
@@ -79,22 +96,19 @@ export function createHandler(deps: ServerDeps): HttpHandler {
     '/api/files/mkdir': { POST: authed(files.mkdir) },
     '/api/files/touch': { POST: authed(files.touch) },
     '/healthz': { GET: async () => okReply({ result: deps.health() }) },
+    '/api/openapi.json': { GET: openapiDocument },
   }
   const share = async (req: HttpRequest) => shareRoute(deps.shares, req, null, await authenticate(deps, req))
   routes['/api/share'] = { GET: share, POST: share }
   if (deps.metrics) routes['/metrics'] = { GET: metricsRoute(deps.metrics.meter, deps.metrics.access) }
   for (const { path, route } of plugins.routes) routes[path] = pluginRoute(deps, route)
-  const configured = new Set(deps.corsOrigins)
-  const allowed = (origin: string) => configured.has(origin) || deps.keys.hasOrigin(origin)
-  const handle = dispatch(deps, routes)
-  const answer: HttpHandler = async (req) => {
-    if (req.method === 'OPTIONS') return preflight(req, allowed)
-    return withCors(await handle(req), corsHeaders(req, allowed))
-  }
-  const meter = deps.metrics?.meter
-  if (!meter) return answer
-  const pattern = routePattern(routes, deps.gatewayRoutes ?? {})
-  return (req) => meter.observe(req, pattern(req.path), answer)
+  return routes
+}
+
+/** Every method and path the handler answers, as `GET /api/files/ls` (the OpenAPI test checks each is documented). */
+export function registeredRoutes(deps: ServerDeps): string[] {
+  const table = Object.entries(routeTable(deps)).flatMap(([path, route]) => Object.keys(route).map((m) => `${m} ${path}`))
+  return [...table, 'DELETE /api/share/{id}']
 }
 
 const ADMIN_API = new Set(['session', 'keys', 'shares', 'users', 'status'])
