@@ -92,7 +92,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     shares,
     keys,
     corsOrigins: config.cors.origins,
-    metrics: { meter: new Metrics({ pool: () => pool.stats, sessionsIssued: () => sessions.issued }), access: config.metrics },
+    metrics: { meter: new Metrics({ pool: () => pool.stats, sessionsIssued: () => sessions.issued, inFlight: () => server?.inFlight ?? 0 }), access: config.metrics },
     admin: {
       admin,
       keys,

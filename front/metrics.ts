@@ -1,9 +1,10 @@
 /**
  * @module front/metrics
  * The service's Prometheus metrics (prom-client), one registry per server. Requests
- * are counted in one place: front/server.ts passes every request through
- * `Metrics.observe`, and its authentication names the request's backend with
- * `Metrics.noteBackend`. Pool and session figures are read when scraped.
+ * are counted where front/server.ts handles them: every request passes through
+ * `Metrics.observe`, and every file request, once authenticated, through
+ * `Metrics.transfer` with its storage's type. Pool and session figures are read when
+ * scraped.
  *
  * Labels stay bounded: a route is its pattern (`/api/share/{id}`, never an id or a
  * raw path), unknown methods are `other`, a backend is its type.
@@ -15,31 +16,26 @@ import type { PoolStats } from '../workers/pool.js'
 export interface MetricSources {
   readonly pool: () => PoolStats
   readonly sessionsIssued: () => number
+  /** Requests being answered. */
+  readonly inFlight: () => number
 }
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
-/** Request and transfer durations, in seconds: from a quick listing to an hour-long transfer. */
-const REQUEST_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+/** Transfer durations, in seconds: from a small file to an hour-long transfer. */
 const TRANSFER_BUCKETS = [0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600]
 
 /** Process-wide figures (CPU, memory, event loop): one set per process, shared by every server in it. */
 let processRegistry: Registry | null = null
 
-/** What is known about one request while it is answered. */
-interface Meter {
-  backend: string | null
-  bytesIn: number
-  /** Counted in `transfersInFlight` (an upload that has begun, a streamed reply). */
-  live: Direction | null
-}
 type Direction = 'in' | 'out'
 
 export class Metrics {
   readonly #registry = new Registry()
-  readonly #meters = new WeakMap<HttpRequest, Meter>()
-  readonly #requests: Counter<'route' | 'method' | 'status'>
-  readonly #requestSeconds: Histogram<'route'>
-  readonly #inFlight: Gauge
+  /**
+   * Requests by route, method and status, counted in a plain map and handed to
+   * prom-client when scraped: the per-request cost is one map update.
+   */
+  readonly #answered = new Map<string, { readonly labels: Record<'route' | 'method' | 'status', string>; n: number }>()
   readonly #bytes: Counter<'backend' | 'direction'>
   readonly #transferSeconds: Histogram<'backend' | 'direction'>
   readonly #transfers: Gauge<'direction'>
@@ -48,26 +44,35 @@ export class Metrics {
 
   constructor(sources: MetricSources) {
     const registers = [this.#registry]
-    this.#requests = new Counter({ name: 'filegate_http_requests_total', help: 'HTTP requests answered, by route pattern, method and status', labelNames: ['route', 'method', 'status'], registers })
-    this.#requestSeconds = new Histogram({ name: 'filegate_http_request_duration_seconds', help: 'Time from a request to the end of its reply, by route pattern', labelNames: ['route'], buckets: REQUEST_BUCKETS, registers })
-    this.#inFlight = new Gauge({ name: 'filegate_http_requests_in_flight', help: 'Requests being answered', registers })
+    const answered = this.#answered
+    new Counter({
+      name: 'filegate_http_requests_total',
+      help: 'HTTP requests answered, by route pattern, method and status',
+      labelNames: ['route', 'method', 'status'],
+      registers,
+      collect() {
+        this.reset()
+        for (const { labels, n } of answered.values()) this.inc(labels, n)
+      },
+    })
     this.#bytes = new Counter({ name: 'filegate_transfer_bytes_total', help: 'Body bytes to (in: uploads) and from (out: downloads, zips) a storage, by backend type', labelNames: ['backend', 'direction'], registers })
-    this.#transferSeconds = new Histogram({ name: 'filegate_transfer_duration_seconds', help: 'Duration of uploads (in) and streamed downloads (out), by backend type', labelNames: ['backend', 'direction'], buckets: TRANSFER_BUCKETS, registers })
-    this.#transfers = new Gauge({ name: 'filegate_transfers_in_flight', help: 'Uploads and streamed downloads in progress', labelNames: ['direction'], registers })
-    this.#loginFailures = new Counter({ name: 'filegate_login_failures_total', help: 'Refused logins (401): session (POST /api/session), admin (POST /admin/api/session), share (a share password)', labelNames: ['endpoint'], registers })
+    this.#transferSeconds = new Histogram({ name: 'filegate_transfer_duration_seconds', help: 'Duration of uploads (in) and downloads (out), by backend type', labelNames: ['backend', 'direction'], buckets: TRANSFER_BUCKETS, registers })
+    this.#transfers = new Gauge({ name: 'filegate_transfers_in_flight', help: 'Uploads and downloads in progress', labelNames: ['direction'], registers })
+    this.#loginFailures = new Counter({ name: 'filegate_login_failures_total', help: 'Refused logins (401): session (POST /api/session), admin (POST /admin/api/session), share (a share link password or API key)', labelNames: ['endpoint'], registers })
     this.#throttled = new Counter({ name: 'filegate_throttled_total', help: 'Requests refused for too many attempts (429), by route pattern', labelNames: ['route'], registers })
-    const pool = (name: string, help: string, pick: (s: PoolStats) => number) =>
+    const gauge = (name: string, help: string, read: () => number) =>
       new Gauge({
         name,
         help,
         registers,
         collect() {
-          this.set(pick(sources.pool()))
+          this.set(read())
         },
       })
-    pool('filegate_pool_threads', 'Worker threads in the pool', (s) => s.threads)
-    pool('filegate_pool_tasks', 'Tasks in the pool, running or queued (a transfer is a task until its stream ends)', (s) => s.running)
-    pool('filegate_pool_queued_tasks', 'Tasks waiting for a worker thread', (s) => s.queued)
+    gauge('filegate_http_requests_in_flight', 'Requests being answered', sources.inFlight)
+    gauge('filegate_pool_threads', 'Worker threads in the pool', () => sources.pool().threads)
+    gauge('filegate_pool_tasks', 'Tasks in the pool, running or queued (a transfer is a task until its stream ends)', () => sources.pool().running)
+    gauge('filegate_pool_queued_tasks', 'Tasks waiting for a worker thread', () => sources.pool().queued)
     new Counter({
       name: 'filegate_sessions_issued_total',
       help: 'Session tokens issued since start',
@@ -92,84 +97,81 @@ export class Metrics {
     return (await this.#registry.metrics()) + (await processRegistry.metrics())
   }
 
-  /**
-   * Answers `req` with `handle`, counting it: the request, its duration, and the body
-   * bytes that flow in (read from the request) and out (a streamed reply).
-   */
+  /** Answers `req` with `handle` and counts the answer under `route` (a pattern). */
   async observe(req: HttpRequest, route: string, handle: (req: HttpRequest) => Promise<HttpReply>): Promise<HttpReply> {
+    const reply = await handle(req)
+    const method = METHODS.has(req.method) ? req.method : 'other'
+    const key = `${route} ${method} ${reply.status}`
+    const seen = this.#answered.get(key)
+    if (seen) seen.n++
+    else this.#answered.set(key, { labels: { route, method, status: String(reply.status) }, n: 1 })
+    if (reply.status === 429) this.#throttled.inc({ route })
+    if (reply.status === 401) {
+      const login = req.method === 'POST' && (route === '/api/session' || route === '/admin/api/session')
+      const endpoint = login ? (route === '/api/session' ? 'session' : 'admin') : req.query.has('share') ? 'share' : null
+      if (endpoint) this.#loginFailures.inc({ endpoint })
+    }
+    return reply
+  }
+
+  /**
+   * A file request on a storage of type `backend`: the body bytes that flow in (read
+   * from the request) and out (a streamed reply), and, for an upload or a download,
+   * its duration and its presence while it runs.
+   */
+  async transfer(backend: string, req: HttpRequest, handle: (req: HttpRequest) => Promise<HttpReply>): Promise<HttpReply> {
     const started = performance.now()
-    const meter: Meter = { backend: null, bytesIn: 0, live: null }
-    const seen = req.method === 'GET' || req.method === 'HEAD' ? req : new CountedRequest(req, (n) => this.#counted(meter, 'in', n))
-    this.#meters.set(seen, meter)
-    this.#inFlight.inc()
+    let live: Direction | null = null
+    const goLive = (direction: Direction) => {
+      if (live !== null) return
+      live = direction
+      this.#transfers.inc({ direction })
+    }
+    const end = () => {
+      if (live === null) return
+      this.#transfers.dec({ direction: live })
+      this.#transferSeconds.observe({ backend, direction: live }, (performance.now() - started) / 1000)
+      live = null
+    }
+    const counted =
+      req.method === 'GET' || req.method === 'HEAD'
+        ? req
+        : new CountedRequest(req, (n) => {
+            goLive('in')
+            this.#bytes.inc({ backend, direction: 'in' }, n)
+          })
     let reply: HttpReply
     try {
-      reply = await handle(seen)
+      reply = await handle(counted)
     } catch (err) {
-      this.#inFlight.dec()
+      end()
       throw err
     }
     const body = reply.body
-    const streamed = body !== undefined && typeof body !== 'string' && !(body instanceof Uint8Array)
-    if (streamed && meter.backend !== null) {
-      this.#goLive(meter, 'out')
-      reply = { ...reply, body: this.#countOut(body, meter) }
+    if (body === undefined || typeof body === 'string' || body instanceof Uint8Array) {
+      end() // nothing streams out: an upload is over once its answer is ready
+      return reply
     }
+    goLive('out')
     const first = reply.finally
     return {
       ...reply,
+      body: countOut(body, (n) => this.#bytes.inc({ backend, direction: 'out' }, n)),
       finally: (err?: unknown) => {
         try {
           first?.(err)
         } finally {
-          this.#done(req, route, meter, reply.status, (performance.now() - started) / 1000)
+          end()
         }
       },
     }
   }
+}
 
-  /** The request was authenticated to a storage of this backend type. */
-  noteBackend(req: HttpRequest, type: string): void {
-    const meter = this.#meters.get(req)
-    if (meter) meter.backend = type
-  }
-
-  #counted(meter: Meter, direction: Direction, n: number): void {
-    if (meter.backend === null) return // a JSON body (a login), not a transfer
-    if (direction === 'in') {
-      meter.bytesIn += n
-      this.#goLive(meter, 'in')
-    }
-    this.#bytes.inc({ backend: meter.backend, direction }, n)
-  }
-
-  #goLive(meter: Meter, direction: Direction): void {
-    if (meter.live !== null) return
-    meter.live = direction
-    this.#transfers.inc({ direction })
-  }
-
-  async *#countOut(body: AsyncIterable<Uint8Array>, meter: Meter): AsyncGenerator<Uint8Array, void, undefined> {
-    for await (const chunk of body) {
-      this.#counted(meter, 'out', chunk.byteLength)
-      yield chunk
-    }
-  }
-
-  #done(req: HttpRequest, route: string, meter: Meter, status: number, seconds: number): void {
-    this.#inFlight.dec()
-    this.#requests.inc({ route, method: METHODS.has(req.method) ? req.method : 'other', status: String(status) })
-    this.#requestSeconds.observe({ route }, seconds)
-    if (meter.live !== null && meter.backend !== null) {
-      this.#transfers.dec({ direction: meter.live })
-      this.#transferSeconds.observe({ backend: meter.backend, direction: meter.live }, seconds)
-    }
-    if (status === 429) this.#throttled.inc({ route })
-    if (status === 401) {
-      const endpoint =
-        req.method === 'POST' && route === '/api/session' ? 'session' : req.method === 'POST' && route === '/admin/api/session' ? 'admin' : req.query.has('share') ? 'share' : null
-      if (endpoint) this.#loginFailures.inc({ endpoint })
-    }
+async function* countOut(body: AsyncIterable<Uint8Array>, count: (n: number) => void): AsyncGenerator<Uint8Array, void, undefined> {
+  for await (const chunk of body) {
+    count(chunk.byteLength)
+    yield chunk
   }
 }
 

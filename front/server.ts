@@ -66,10 +66,13 @@ export function createHandler(deps: ServerDeps): HttpHandler {
 function routeTable(deps: ServerDeps): Record<string, Route> {
   const plugins = deps.plugins ?? NO_PLUGINS
   const download: files.FileHandler = (req, access) => files.download(req, access, plugins)
+  const meter = deps.metrics?.meter
   const authed =
     (fn: files.FileHandler) =>
-    async (req: HttpRequest): Promise<HttpReply> =>
-      fn(req, await authenticate(deps, req))
+    async (req: HttpRequest): Promise<HttpReply> => {
+      const access = await authenticate(deps, req)
+      return meter ? meter.transfer(access.session.spec.type, req, (r) => fn(r, access)) : fn(req, access)
+    }
 
   const routes: Record<string, Route> = {
     '/api/session': {
@@ -182,12 +185,7 @@ async function authenticate(deps: ServerDeps, req: HttpRequest): Promise<Access>
     if (share === null) throw new ApiError('INVALID_INPUT', 'an API key goes with a share: send ?key=<API_KEY>&share=<SHARE_ID>')
     await deps.keys.check(key, req.header('origin'))
   }
-  let access: Access
-  if (share !== null) access = await deps.shares.resolve(share, req)
-  else {
-    const session = await deps.sessions.authenticate(req.header('authorization'))
-    access = { session, storage: deps.storageFor(session.spec, session.key), permissions: FULL_ACCESS, may_replace: true }
-  }
-  deps.metrics?.meter.noteBackend(req, access.session.spec.type)
-  return access
+  if (share !== null) return deps.shares.resolve(share, req)
+  const session = await deps.sessions.authenticate(req.header('authorization'))
+  return { session, storage: deps.storageFor(session.spec, session.key), permissions: FULL_ACCESS, may_replace: true }
 }
