@@ -5,7 +5,7 @@
  * login failures and throttles), routes are counted by pattern, and the endpoint is
  * refused to callers that are neither loopback clients nor holders of the token.
  */
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { ConfigError, validateConfig } from '../../core/config.js'
@@ -77,6 +77,8 @@ t.test('the figures move with requests', async (t) => {
   t.equal(value(samples, 'filegate_transfer_duration_seconds_count', { backend: 'local', direction: 'out' }), 1)
   t.equal(value(samples, 'filegate_transfer_duration_seconds_count', { backend: 'local', direction: 'in' }), 1)
   t.ok(value(samples, 'process_resident_memory_bytes') > 0, "the process's own figures")
+  const documented = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8')
+  for (const [, name] of text.matchAll(/^# HELP (filegate_\w+)/gm)) t.match(documented, `| \`${name}\` |`, `${name} is in docs/api.md`)
 
   // A download held open: a live transfer, a task in the pool, until it ends.
   const home = join(dataDir, 'tmp', 'alice')
