@@ -10,7 +10,7 @@
  * - for reference, filegate's smb driver called in-process (no HTTP, no threads) and
  *   Samba's own `smbclient`.
  * The SMB library crashes the process on the interim STATUS_PENDING replies of a
- * default Samba (SERVERS.md, README), so it runs against a second smbd with
+ * default Samba (README.md), so it runs against a second smbd with
  * `aio read size = 0` and `aio write size = 0`; filegate is measured on both.
  * s3rver is an emulator (~100 MB/s): its rows compare clients, not S3's speed.
  * Figures are medians of BENCH_RUNS (3) runs, MB = 10^6 bytes. Needs root (smbd runs

@@ -5,7 +5,7 @@
  * - through filegate's HTTP API (curl, GET /api/files/cat and POST with -T) on an
  *   sftp session to OpenSSH sshd, and on an ftp session to vsftpd;
  * - with the native clients straight to the same servers: ssh2 `fastGet`/`fastPut`
- *   (chunkSize 261120, the setting SERVERS.md measured) and basic-ftp
+ *   (chunkSize 261120, the fastest setting measured) and basic-ftp
  *   `downloadTo`/`uploadFrom`.
  * Figures are medians of BENCH_RUNS (3) runs, MB = 10^6 bytes. Needs root (the
  * servers run for a throwaway user, as in the tests), openssh-server, vsftpd, curl.

@@ -1,6 +1,6 @@
 /**
  * @module core/api-error
- * The contract's error codes (CONTRACT.md section 1): what clients of every
+ * The contract's error codes (docs/api.md, "Conventions and errors"): what clients of every
  * protocol see. `ApiError` is thrown by request handling on the main thread;
  * storage errors (`FsError`) are mapped to it by `apiCodeOf`.
  */

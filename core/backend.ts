@@ -2,7 +2,7 @@
  * @module core/backend
  * What a worker needs to reach one storage: the backend's type and its
  * parameters, validated, with the connection's fixed values applied
- * (CONTRACT.md section 8). A spec travels inside the sealed session token and
+ * (docs/configuration.md, "Backends"). A spec travels inside the sealed session token and
  * inside every request message; workers cache one driver per `backendKey`.
  *
  * Validation happens here, once, on the main thread (`parseBackendSpec`), with

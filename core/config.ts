@@ -1,6 +1,6 @@
 /**
  * @module core/config
- * The configuration's shape, its defaults and its validation (CONTRACT.md section 9).
+ * The configuration's shape, its defaults and its validation (docs/configuration.md).
  * Pure: loading from files, environment and flags is front/config-load.ts.
  * Options are validated here, with precise messages, and trusted everywhere else.
  */
@@ -48,13 +48,18 @@ export interface Config {
    * `{"name", "path"?, "options"?}` (`path`: a third-party plugin's module, absolute).
    */
   readonly plugins: readonly PluginConfig[]
-  /** CORS (CONTRACT.md section 5): browser origins (`scheme://host[:port]`) allowed on every endpoint. */
+  /** CORS (docs/api.md, "CORS"): browser origins (`scheme://host[:port]`) allowed on every endpoint. */
   readonly cors: { readonly origins: readonly string[] }
   /**
    * The admin console's password (also FILEGATE_ADMIN_PASSWORD); null: the admin API
    * is off. Hashed (scrypt) at start-up; only the hash is used afterwards.
    */
   readonly admin_password: string | null
+  /**
+   * Who may read GET /metrics: clients on the loopback interface (`allow_loopback`),
+   * and anyone sending `Authorization: Bearer <token>` when a token is set.
+   */
+  readonly metrics: { readonly allow_loopback: boolean; readonly token: string | null }
 }
 
 export const DEFAULTS: Config = {
@@ -74,6 +79,7 @@ export const DEFAULTS: Config = {
   plugins: [],
   cors: { origins: [] },
   admin_password: null,
+  metrics: { allow_loopback: true, token: null },
 }
 
 export class ConfigError extends Error {
@@ -126,6 +132,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
   if (m.admin_password !== null && (typeof m.admin_password !== 'string' || m.admin_password.length < 8)) {
     throw new ConfigError('admin_password must be null or a string of at least 8 characters')
   }
+  const metrics = metricsConfig(m.metrics)
   return {
     host: str(m.host, 'host'),
     port: int(m.port, 'port', 0, 65535),
@@ -143,6 +150,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     plugins,
     cors,
     admin_password: m.admin_password as string | null,
+    metrics,
   }
 }
 
@@ -169,6 +177,17 @@ function localConnection(o: Record<string, unknown>, at: string): void {
       `${at}: a local connection gives write access to ${o.path}: set "password" (clients send it with POST /api/session), or "public": true to let anyone who can reach the port use it`,
     )
   }
+}
+
+/** `metrics`: `{"allow_loopback": true, "token": null}`; a token is a secret of at least 16 characters. */
+function metricsConfig(v: unknown): Config['metrics'] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('metrics must be an object {"allow_loopback", "token"}')
+  for (const k of Object.keys(v)) if (!(k in DEFAULTS.metrics)) throw new ConfigError(`metrics: unknown key "${k}" (known: allow_loopback, token)`)
+  const m = { ...DEFAULTS.metrics, ...v } as Record<string, unknown>
+  if (m.token !== null && (typeof m.token !== 'string' || m.token.length < 16 || /\s/.test(m.token))) {
+    throw new ConfigError('metrics.token must be null or a string of at least 16 characters without spaces')
+  }
+  return { allow_loopback: bool(m.allow_loopback, 'metrics.allow_loopback'), token: m.token as string | null }
 }
 
 /** `cors`: `{"origins": ["https://app.example.com", ...]}`, each exactly a browser Origin. */

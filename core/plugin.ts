@@ -1,6 +1,6 @@
 /**
  * @module core/plugin
- * The plugin interface (CONTRACT.md section 6). A plugin is an ES module whose default
+ * The plugin interface (docs/plugins.md). A plugin is an ES module whose default
  * export is a `Plugin`: a name and the hooks it registers. Plugins are enabled by name in
  * the configuration (`plugins`); the built-in ones live in the project, a third-party one
  * is loaded from the absolute path the configuration gives (`{"name", "path"}`), with no

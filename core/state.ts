@@ -10,7 +10,7 @@
  * sha256 hashes, a share's backend credentials are sealed under the server secret.
  */
 
-/** A share link (CONTRACT.md section 4). */
+/** A share link (docs/api.md, "Shares"). */
 export interface ShareRecord {
   /** Random, URL-safe, at least 64 bits. */
   readonly id: string
@@ -32,7 +32,7 @@ export interface ShareRecord {
   readonly created: number
 }
 
-/** An API key (CONTRACT.md section 2). The key itself is never stored, only its hash. */
+/** An API key (docs/api.md, "API keys"). The key itself is never stored, only its hash. */
 export interface ApiKeyRecord {
   readonly id: string
   readonly name: string

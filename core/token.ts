@@ -1,6 +1,6 @@
 /**
  * @module core/token
- * Sealed session tokens (CONTRACT.md section 2): AES-256-GCM under the server's
+ * Sealed session tokens (docs/api.md, "Sessions"): AES-256-GCM under the server's
  * secret, over a msgpack payload that carries everything needed to serve the
  * session (so any node holding the secret can serve it: no session table).
  *

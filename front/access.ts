@@ -8,7 +8,7 @@ import { ApiError } from '../core/api-error.js'
 import type { Storage } from '../core/storage.js'
 import type { Session } from './sessions.js'
 
-/** As listed in every `ls` answer (CONTRACT.md section 3): all keys, always. */
+/** As listed in every `ls` answer (docs/api.md, "Files"): all keys, always. */
 export interface Permissions {
   readonly can_read: boolean
   readonly can_create_file: boolean

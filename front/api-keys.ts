@@ -1,6 +1,6 @@
 /**
  * @module front/api-keys
- * API keys (CONTRACT.md section 2): created by the admin, 256 random bits, shown
+ * API keys (docs/api.md, "API keys"): created by the admin, 256 random bits, shown
  * once, stored as a sha256 hash. A fast hash is enough here: a key is 256 bits of
  * server randomness, not a human password, so no dictionary or brute force can
  * invert its hash; a slow hash would only cost time on every request.

@@ -24,6 +24,7 @@ import { AdminService } from './admin.js'
 import { ApiKeyService } from './api-keys.js'
 import { ShareService } from './shares.js'
 import { version } from './version.js'
+import { Metrics } from './metrics.js'
 
 export interface Filegate {
   readonly port: number
@@ -92,6 +93,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     shares,
     keys,
     corsOrigins: config.cors.origins,
+    metrics: { meter: new Metrics({ pool: () => pool.stats, sessionsIssued: () => sessions.issued, inFlight: () => server?.inFlight ?? 0 }), access: config.metrics },
     admin: {
       admin,
       keys,

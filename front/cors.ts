@@ -1,6 +1,6 @@
 /**
  * @module front/cors
- * CORS (CONTRACT.md section 5). Off by default: an origin gets CORS headers only
+ * CORS (docs/api.md, "CORS"). Off by default: an origin gets CORS headers only
  * when the configuration (`cors.origins`) or some API key lists it. Which key may
  * be used from which origin is checked separately, at authentication (a listed
  * origin using another key's share gets 403 there). Other origins get no CORS

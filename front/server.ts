@@ -21,6 +21,10 @@ import type { ApiKeyService } from './api-keys.js'
 import { corsHeaders, preflight, withCors } from './cors.js'
 import { type AdminDeps, adminPattern, adminRoute } from './routes/admin.js'
 import { shareRoute } from './routes/share.js'
+import type { Config } from '../core/config.js'
+import type { Metrics } from './metrics.js'
+import { metricsRoute } from './routes/metrics.js'
+import { openapiDocument } from './routes/openapi.js'
 
 export interface ServerDeps {
   readonly sessions: SessionService
@@ -37,25 +41,51 @@ export interface ServerDeps {
   readonly admin?: AdminDeps
   /** Origins from the configuration (`cors.origins`); each API key adds its own. */
   readonly corsOrigins: readonly string[]
+  /** Counts every request and serves GET /metrics to the callers `access` allows. */
+  readonly metrics?: { readonly meter: Metrics; readonly access: Config['metrics'] }
 }
 
 type Route = Partial<Record<string, (req: HttpRequest) => Promise<HttpReply>>>
 
 /**
  * The request handler, and `routeOf`: the route a URL path matches, as the request
- * log shows it. Ids in paths are bearer credentials (a share id is a link), so the
- * log shows `/api/share/:id`, never the id, and `(unknown)` for a path that matches
- * no route (it could hold anything).
+ * log and the metrics show it. Ids in paths are bearer credentials (a share id is a
+ * link), so a route is its pattern (`/api/share/{id}`), never the id, and `unmatched`
+ * for a path that matches no route (it could hold anything).
  */
 export type Handler = HttpHandler & { routeOf(path: string): string }
 
 export function createHandler(deps: ServerDeps): Handler {
+  const routes = routeTable(deps)
+  const configured = new Set(deps.corsOrigins)
+  const allowed = (origin: string) => configured.has(origin) || deps.keys.hasOrigin(origin)
+  const handle = dispatch(deps, routes)
+  const answer: HttpHandler = async (req) => {
+    if (req.method === 'OPTIONS') return preflight(req, allowed)
+    return withCors(await handle(req), corsHeaders(req, allowed))
+  }
+  const routeOf = (raw: string): string => {
+    const path = raw.length > 1 ? raw.replace(/\/+$/, '') : raw
+    if (Object.hasOwn(routes, path) || (deps.gatewayRoutes && Object.hasOwn(deps.gatewayRoutes, path))) return path
+    if (path.startsWith('/api/share/')) return '/api/share/{id}'
+    return (deps.admin && adminPattern(path)) || 'unmatched'
+  }
+  const meter = deps.metrics?.meter
+  const handler: HttpHandler = meter ? (req) => meter.observe(req, routeOf(req.path), answer) : answer
+  return Object.assign(handler, { routeOf })
+}
+
+/** Path → method → handler: the exact paths the API answers (shares by id and the admin's are matched in dispatch). */
+function routeTable(deps: ServerDeps): Record<string, Route> {
   const plugins = deps.plugins ?? NO_PLUGINS
   const download: files.FileHandler = (req, access) => files.download(req, access, plugins)
+  const meter = deps.metrics?.meter
   const authed =
     (fn: files.FileHandler) =>
-    async (req: HttpRequest): Promise<HttpReply> =>
-      fn(req, await authenticate(deps, req))
+    async (req: HttpRequest): Promise<HttpReply> => {
+      const access = await authenticate(deps, req)
+      return meter ? meter.transfer(access.session.spec.type, req, (r) => fn(r, access)) : fn(req, access)
+    }
 
   const routes: Record<string, Route> = {
     '/api/session': {
@@ -82,24 +112,19 @@ export function createHandler(deps: ServerDeps): Handler {
     '/api/files/mkdir': { POST: authed(files.mkdir) },
     '/api/files/touch': { POST: authed(files.touch) },
     '/healthz': { GET: async () => okReply({ result: deps.health() }) },
+    '/api/openapi.json': { GET: openapiDocument },
   }
   const share = async (req: HttpRequest) => shareRoute(deps.shares, req, null, await authenticate(deps, req))
   routes['/api/share'] = { GET: share, POST: share }
+  if (deps.metrics) routes['/metrics'] = { GET: metricsRoute(deps.metrics.meter, deps.metrics.access) }
   for (const { path, route } of plugins.routes) routes[path] = pluginRoute(deps, route)
-  const configured = new Set(deps.corsOrigins)
-  const allowed = (origin: string) => configured.has(origin) || deps.keys.hasOrigin(origin)
-  const handle = dispatch(deps, routes)
-  const handler: HttpHandler = async (req) => {
-    if (req.method === 'OPTIONS') return preflight(req, allowed)
-    return withCors(await handle(req), corsHeaders(req, allowed))
-  }
-  const routeOf = (raw: string): string => {
-    const path = raw.length > 1 ? raw.replace(/\/+$/, '') : raw
-    if (Object.hasOwn(routes, path) || (deps.gatewayRoutes && Object.hasOwn(deps.gatewayRoutes, path))) return path
-    if (path.startsWith('/api/share/')) return '/api/share/:id'
-    return (deps.admin && adminPattern(path)) || '(unknown)'
-  }
-  return Object.assign(handler, { routeOf })
+  return routes
+}
+
+/** Every method and path the handler answers, as `GET /api/files/ls` (the OpenAPI test checks each is documented). */
+export function registeredRoutes(deps: ServerDeps): string[] {
+  const table = Object.entries(routeTable(deps)).flatMap(([path, route]) => Object.keys(route).map((m) => `${m} ${path}`))
+  return [...table, 'DELETE /api/share/{id}']
 }
 
 function dispatch(deps: ServerDeps, routes: Record<string, Route>): HttpHandler {

@@ -1,5 +1,5 @@
 /**
- * The dependency rule (ARCHITECTURE.md, ANCHORS.md 7.1), enforced:
+ * The dependency rule (README.md, "Architecture"), enforced:
  *
  *   core/      imports nothing of ours outside core/ (Node built-ins and npm packages, not uWS)
  *   workers/   core/ and workers/
@@ -29,7 +29,7 @@ type Layer = (typeof SOURCE_DIRS)[number]
 const UWS_ADAPTER = 'front/http/uws.ts'
 /**
  * The one computed import allowed: core/plugin.ts imports a third-party plugin's module
- * from the absolute path the configuration gives (CONTRACT.md section 6). That module lies
+ * from the absolute path the configuration gives (docs/plugins.md). That module lies
  * outside the repository by definition: there is no edge of ours to check.
  */
 const PLUGIN_LOADER = 'core/plugin.ts'

@@ -1,6 +1,6 @@
 /**
  * @module front/http/status
- * The contract's error codes → HTTP statuses (CONTRACT.md section 1), and the
+ * The contract's error codes → HTTP statuses (docs/api.md, "Conventions and errors"), and the
  * JSON error envelope. The one place the HTTP API turns errors into responses.
  */
 import { STATUS_CODES } from 'node:http'

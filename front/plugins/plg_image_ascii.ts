@@ -1,6 +1,6 @@
 /**
  * @module front/plugins/plg_image_ascii
- * MAIN THREAD. The built-in plugin plg_image_ascii (CONTRACT.md section 6), its main half:
+ * MAIN THREAD. The built-in plugin plg_image_ascii (docs/plugins.md), its main half:
  * `GET /api/files/cat?path=<image>&ascii` asks for ASCII art. Before anything is sent to
  * a worker, this half reads the query and the configured limits, and answers a bad
  * parameter with 400; the worker half (workers/plugins/plg_image_ascii/) renders. The

@@ -1,6 +1,6 @@
 /**
  * @module front/routes/admin
- * The admin JSON API under /admin/api/ (CONTRACT.md section 2, Admin) and the
+ * The admin JSON API under /admin/api/ (docs/api.md, "Admin API") and the
  * console's static files under /admin (front/admin/). Every call but the login
  * needs an admin token.
  */
@@ -37,7 +37,7 @@ const assetCache = new Map<string, string>()
 const RESOURCES = new Set(['session', 'keys', 'shares', 'users', 'status'])
 
 /**
- * The route `path` (trailing "/" removed) matches, with ids replaced by ":id", for
+ * The route `path` (trailing "/" removed) matches, with ids replaced by "{id}", for
  * the request log; null when it is not one of the admin's.
  */
 export function adminPattern(path: string): string | null {
@@ -45,7 +45,7 @@ export function adminPattern(path: string): string | null {
   if (!path.startsWith('/admin/api/')) return null
   const [what, id, extra] = path.slice('/admin/api/'.length).split('/')
   if (!RESOURCES.has(what!) || extra !== undefined) return null
-  return id === undefined ? `/admin/api/${what}` : `/admin/api/${what}/:id`
+  return id === undefined ? `/admin/api/${what}` : `/admin/api/${what}/{id}`
 }
 
 /** Answers /admin and /admin/...; null when `path` is not the admin's. */

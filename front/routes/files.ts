@@ -1,6 +1,6 @@
 /**
  * @module front/routes/files
- * The /api/files/* endpoints (CONTRACT.md section 3). Each handler validates its
+ * The /api/files/* endpoints (docs/api.md, "Files"). Each handler validates its
  * parameters (paths through core/paths.ts, once), checks the caller's rights and
  * calls the session's Storage; errors become the contract's envelope in
  * front/server.ts.
@@ -69,7 +69,7 @@ export interface TransformSelector {
   selectTransform(query: URLSearchParams, file: TransformFile): TransformRequest | null
 }
 
-/** GET and HEAD. With `transforms`, a plugin may take the download over (CONTRACT.md section 6). */
+/** GET and HEAD. With `transforms`, a plugin may take the download over (docs/plugins.md). */
 export const download = async (req: HttpRequest, access: Access, transforms?: TransformSelector): Promise<HttpReply> => {
   need(access, 'can_read')
   const p = pathParam(req)

@@ -1,7 +1,7 @@
 /**
  * @module front/routes/share
- * POST /api/share, GET /api/share?path=, DELETE /api/share/<id> (CONTRACT.md
- * section 4): token sessions only; a share or API key cannot make shares.
+ * POST /api/share, GET /api/share?path=, DELETE /api/share/<id> (docs/api.md,
+ * "Shares"): token sessions only; a share or API key cannot make shares.
  */
 import { ApiError } from '../../core/api-error.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'

@@ -1,6 +1,6 @@
 /**
  * The error vocabulary (core/errors.ts) and its mapping to contract codes
- * (core/api-error.ts), table-driven as ANCHORS.md 7.6 asks: every code survives
+ * (core/api-error.ts), table-driven: every code survives
  * the hop between threads as data, anything unclassified becomes a generic EIO
  * that leaks nothing, and every code has a row in the contract table.
  */
@@ -64,7 +64,7 @@ function expectSame(t: Test, got: unknown, want: FsError, how: string): void {
 }
 
 t.test('the vocabulary', async (t) => {
-  // The base vocabulary of ANCHORS.md 7.6; more codes may be added (each then needs
+  // The base vocabulary; more codes may be added (each then needs
   // a row in every protocol table, which the Record types and the tests below enforce).
   for (const code of ['ENOENT', 'EEXIST', 'ENOTDIR', 'EISDIR', 'ENOTEMPTY', 'EACCES', 'EINVAL', 'ENOTSUP', 'ECANCELED', 'ETIMEDOUT', 'EUNAVAILABLE', 'EIO']) {
     t.ok((FS_ERROR_CODES as readonly string[]).includes(code), `${code} is in the vocabulary`)
@@ -182,7 +182,7 @@ t.test('every FsErrorCode has a contract code', async (t) => {
   for (const code of FS_ERROR_CODES) {
     t.ok((API_CODES as readonly string[]).includes(API_CODE_OF_FS[code]), `${code} → ${API_CODE_OF_FS[code]} is a contract code`)
   }
-  // Rows the contract (CONTRACT.md section 1) decides. EAUTH and ECANCELED are
+  // Rows the contract (docs/api.md, "Conventions and errors") decides. EAUTH and ECANCELED are
   // only required to map to some contract code (ECANCELED is never sent).
   const fixed: Partial<Record<FsErrorCode, ApiCode>> = {
     ENOENT: 'NOT_FOUND',

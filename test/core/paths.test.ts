@@ -1,6 +1,6 @@
 /**
  * core/paths.ts is the one place that turns client input into canonical storage
- * paths (CONTRACT.md section 1). Everything after it trusts its output, so the
+ * paths (docs/api.md, "Conventions and errors"). Everything after it trusts its output, so the
  * hostile cases are listed one by one, with the spelling that an attacker would
  * try. Percent-decoding happens earlier, in the HTTP layer: here `%2e%2e` is a
  * literal name and must stay one.

@@ -1,6 +1,6 @@
 /**
  * Canonical paths cannot climb above `/`, but a symlink planted inside a local
- * driver's folder could point anywhere (CONTRACT.md: "a symlink that leads outside
+ * driver's folder could point anywhere (docs/api.md: "a symlink that leads outside
  * the session root" is FORBIDDEN, i.e. EACCES from the driver). Each scenario below
  * plants hostile links in a fresh root, runs every operation through them, and
  * checks three things: the operation is refused with a classified FsError whose

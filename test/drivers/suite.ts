@@ -12,7 +12,7 @@
  * Rules the suite keeps so that it stays valid for every implementation:
  * - only the Driver interface is used: never a driver's internals, never the disk;
  * - errors are recognised by their `code` string, never by `instanceof` or message
- *   (class identity does not survive `postMessage`, ANCHORS §6.1);
+ *   (class identity does not survive `postMessage`);
  * - every test gets a fresh driver from `makeDriver(t)` (so a fresh, empty root);
  * - every skip prints its reason: a missing optional method, or an entry of
  *   `opts.skip`. A skip entry naming no test fails the suite, so a typo cannot

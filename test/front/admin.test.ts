@@ -1,6 +1,6 @@
 /**
  * @module test/front/admin.test
- * The admin API over real HTTP (CONTRACT.md section 2, Admin): login, admin tokens
+ * The admin API over real HTTP (docs/api.md, "Admin API"): login, admin tokens
  * that are not user tokens, the fixed delay and per-address throttle, the off
  * state, keys, shares, gateway users, status.
  */

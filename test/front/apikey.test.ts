@@ -1,6 +1,6 @@
 /**
  * @module test/front/apikey.test
- * API keys over real HTTP (CONTRACT.md section 2): created by the admin (256
+ * API keys over real HTTP (docs/api.md, "API keys"): created by the admin (256
  * random bits, shown once, stored hashed), `?key=&share=` on file endpoints,
  * unknown/revoked 401, a browser Origin the key does not list 403.
  */

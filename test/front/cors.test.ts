@@ -1,6 +1,6 @@
 /**
  * @module test/front/cors.test
- * CORS (CONTRACT.md section 5): off by default; configured origins and each API
+ * CORS (docs/api.md, "CORS"): off by default; configured origins and each API
  * key's origins get Access-Control-Allow-Origin + Vary; preflight 204 with the
  * allowed methods and headers; other origins get no CORS headers.
  */

@@ -1,6 +1,6 @@
 /**
  * @module test/front/download.test
- * GET and HEAD /api/files/cat over real HTTP (CONTRACT.md section 3): headers, ranges,
+ * GET and HEAD /api/files/cat over real HTTP (docs/api.md, "Files"): headers, ranges,
  * conditional requests, Content-Disposition, big files and a slow reader.
  */
 import { createHash, randomBytes } from 'node:crypto'

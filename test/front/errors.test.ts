@@ -1,7 +1,7 @@
 /**
  * @module test/front/errors.test
  * The error envelope, X-Request-Id, routing errors, credentials, and hostile paths
- * over real HTTP (CONTRACT.md section 1): nothing outside the user's space is ever
+ * over real HTTP (docs/api.md, "Conventions and errors"): nothing outside the user's space is ever
  * created or read.
  */
 import { mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs'

@@ -1,6 +1,6 @@
 /**
  * @module test/front/files.test
- * ls, mkdir, touch, mv and rm over real HTTP (CONTRACT.md section 3), and the seed's
+ * ls, mkdir, touch, mv and rm over real HTTP (docs/api.md, "Files"), and the seed's
  * walk-through in its order.
  */
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'

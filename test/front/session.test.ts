@@ -1,6 +1,6 @@
 /**
  * @module test/front/session.test
- * Sessions over real HTTP (CONTRACT.md section 2): POST/GET/DELETE /api/session,
+ * Sessions over real HTTP (docs/api.md, "Sessions"): POST/GET/DELETE /api/session,
  * token validation, revocation that survives a restart, expiry, the server secret,
  * `local` connections and the isolation of tmp users.
  */

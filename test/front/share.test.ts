@@ -1,6 +1,6 @@
 /**
  * @module test/front/share.test
- * Share links over real HTTP (CONTRACT.md sections 2-4): creation, listing and
+ * Share links over real HTTP (docs/api.md): creation, listing and
  * removal by the owner only, `?share=` on every file endpoint, the rights
  * can_read / can_upload / can_write, expiry, passwords, the chroot, file shares,
  * and shares surviving the owner's logout.

@@ -1,6 +1,6 @@
 /**
  * @module test/front/upload.test
- * POST /api/files/cat over real HTTP (CONTRACT.md section 3): creates, replaces,
+ * POST /api/files/cat over real HTTP (docs/api.md, "Files"): creates, replaces,
  * overwrite=false, streamed and empty bodies, directory targets, aborted uploads
  * (atomic: the old content stays and no temporary file is left) and the size limit.
  */

@@ -1,6 +1,6 @@
 /**
  * @module test/front/zip-http.test
- * GET /api/files/zip over real HTTP (CONTRACT.md section 3): headers, entries read
+ * GET /api/files/zip over real HTTP (docs/api.md, "Files"): headers, entries read
  * back with yauzl from the downloaded bytes, several paths, compression, and errors
  * answered as JSON before any byte.
  */

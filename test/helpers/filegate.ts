@@ -1,12 +1,14 @@
 /**
  * Test harness: a real filegate (uWS listener, worker pool, local disk) on
  * 127.0.0.1 and a free port, with its own data directory, stopped at the end of
- * the test. Plus small HTTP helpers over fetch.
+ * the test. Plus small HTTP helpers over fetch. Every answer the tests fetch from it
+ * is checked against the OpenAPI document (test/helpers/openapi.ts).
  */
 import type { Test } from 'tap'
 import { type Config, validateConfig } from '../../core/config.js'
 import { type Filegate, startFilegate } from '../../front/app.js'
 import { type Logger, silentLogger } from '../../front/log.js'
+import { checkAnswers } from './openapi.js'
 
 export interface Running {
   readonly app: Filegate
@@ -20,7 +22,9 @@ export async function startTestServer(t: Test, overrides: Record<string, unknown
   const config = validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 2, ...overrides, ...publicLocal(overrides), data_dir: dataDir })
   const app = await startFilegate(config, { logger })
   t.teardown(() => app.close(0))
-  return { app, url: `http://127.0.0.1:${app.port}`, dataDir, config }
+  const url = `http://127.0.0.1:${app.port}`
+  checkAnswers(url) // every answer a test gets is checked against docs/openapi.json
+  return { app, url, dataDir, config }
 }
 
 /**

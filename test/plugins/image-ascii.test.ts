@@ -1,5 +1,5 @@
 /**
- * plg_image_ascii through real HTTP (CONTRACT.md section 6): real images of each format,
+ * plg_image_ascii through real HTTP (docs/plugins.md): real images of each format,
  * made with sharp here, uploaded to a real server with `plugins: ['plg_image_ascii']`,
  * downloaded with `&ascii`.
  */

@@ -1,8 +1,8 @@
 /**
  * Starting real servers (sshd, vsftpd, smbd, s3rver...) for tests: on 127.0.0.1, a
  * free port, stopped by pid when the test ends. The servers are the Debian packages
- * `.ci/run` installs; a test whose server binary is missing fails with the package
- * to install, it does not skip.
+ * that `npm test` installs first (scripts/test-deps.sh); a test whose server binary
+ * is missing fails with the package to install, it does not skip.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
@@ -45,7 +45,7 @@ export async function waitForPort(port: number, timeoutMs = 15_000, child?: Chil
 /** The absolute path of a server binary, or an error naming the Debian package. */
 export function requireBinary(path: string, debianPackage: string): string {
   if (existsSync(path)) return path
-  throw new Error(`${path} is missing: apt-get install -y ${debianPackage} (.ci/run installs it)`)
+  throw new Error(`${path} is missing: apt-get install -y ${debianPackage} (npm test's pretest step, scripts/test-deps.sh, installs it)`)
 }
 
 export interface Started {

@@ -17,7 +17,7 @@
  * object (the driver trims any excess the server sends).
  *
  * Clients must set `requestChecksumCalculation: 'WHEN_REQUIRED'`: s3rver stores an
- * `aws-chunked` body's framing as data (SERVERS.md).
+ * `aws-chunked` body's framing as data.
  */
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'

@@ -28,7 +28,7 @@ export interface SambaServer {
   readonly dir: string
   /** The generated smb.conf, for tools such as smbclient. */
   readonly conf: string
-  /** The `type: 'smb'` session parameters of CONTRACT.md section 8 for this share. */
+  /** The `type: 'smb'` session parameters of docs/configuration.md, "Backends" for this share. */
   readonly params: Readonly<Record<string, string | number>>
   /** Stops smbd (the user and folders stay until the test ends). */
   stop(): Promise<void>

@@ -1,0 +1,224 @@
+/**
+ * @module front/metrics
+ * The service's Prometheus metrics (prom-client), one registry per server. Requests
+ * are counted where front/server.ts handles them: every request passes through
+ * `Metrics.observe`, and every file request, once authenticated, through
+ * `Metrics.transfer` with its storage's type. Pool and session figures are read when
+ * scraped.
+ *
+ * Labels stay bounded: a route is its pattern (`/api/share/{id}`, never an id or a
+ * raw path), unknown methods are `other`, a backend is its type.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { HttpReply, HttpRequest } from '../core/http.js'
+import type { PoolStats } from '../workers/pool.js'
+
+export interface MetricSources {
+  readonly pool: () => PoolStats
+  readonly sessionsIssued: () => number
+  /** Requests being answered. */
+  readonly inFlight: () => number
+}
+
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
+/** Transfer durations, in seconds: from a small file to an hour-long transfer. */
+const TRANSFER_BUCKETS = [0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600]
+
+/** Process-wide figures (CPU, memory, event loop): one set per process, shared by every server in it. */
+let processRegistry: Registry | null = null
+
+type Direction = 'in' | 'out'
+
+export class Metrics {
+  readonly #registry = new Registry()
+  /**
+   * Requests by route, method and status, counted in a plain map and handed to
+   * prom-client when scraped: the per-request cost is one map update.
+   */
+  readonly #answered = new Map<string, { readonly labels: Record<'route' | 'method' | 'status', string>; n: number }>()
+  readonly #bytes: Counter<'backend' | 'direction'>
+  readonly #transferSeconds: Histogram<'backend' | 'direction'>
+  readonly #transfers: Gauge<'direction'>
+  readonly #loginFailures: Counter<'endpoint'>
+  readonly #throttled: Counter<'route'>
+
+  constructor(sources: MetricSources) {
+    const registers = [this.#registry]
+    const answered = this.#answered
+    new Counter({
+      name: 'filegate_http_requests_total',
+      help: 'HTTP requests answered, by route pattern, method and status',
+      labelNames: ['route', 'method', 'status'],
+      registers,
+      collect() {
+        this.reset()
+        for (const { labels, n } of answered.values()) this.inc(labels, n)
+      },
+    })
+    this.#bytes = new Counter({ name: 'filegate_transfer_bytes_total', help: 'Body bytes to (in: uploads) and from (out: downloads, zips) a storage, by backend type', labelNames: ['backend', 'direction'], registers })
+    this.#transferSeconds = new Histogram({ name: 'filegate_transfer_duration_seconds', help: 'Duration of uploads (in) and downloads (out), by backend type', labelNames: ['backend', 'direction'], buckets: TRANSFER_BUCKETS, registers })
+    this.#transfers = new Gauge({ name: 'filegate_transfers_in_flight', help: 'Uploads and downloads in progress', labelNames: ['direction'], registers })
+    this.#loginFailures = new Counter({ name: 'filegate_login_failures_total', help: 'Refused logins (401): session (POST /api/session), admin (POST /admin/api/session), share (a share link password or API key)', labelNames: ['endpoint'], registers })
+    this.#throttled = new Counter({ name: 'filegate_throttled_total', help: 'Requests refused for too many attempts (429), by route pattern', labelNames: ['route'], registers })
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read())
+        },
+      })
+    gauge('filegate_http_requests_in_flight', 'Requests being answered', sources.inFlight)
+    gauge('filegate_pool_threads', 'Worker threads in the pool', () => sources.pool().threads)
+    gauge('filegate_pool_tasks', 'Tasks in the pool, running or queued (a transfer is a task until its stream ends)', () => sources.pool().running)
+    gauge('filegate_pool_queued_tasks', 'Tasks waiting for a worker thread', () => sources.pool().queued)
+    new Counter({
+      name: 'filegate_sessions_issued_total',
+      help: 'Session tokens issued since start',
+      registers,
+      collect() {
+        this.reset()
+        this.inc(sources.sessionsIssued())
+      },
+    })
+  }
+
+  get contentType(): string {
+    return this.#registry.contentType
+  }
+
+  /** The exposition text: this server's figures, then the process's. */
+  async text(): Promise<string> {
+    if (!processRegistry) {
+      processRegistry = new Registry()
+      collectDefaultMetrics({ register: processRegistry })
+    }
+    return (await this.#registry.metrics()) + (await processRegistry.metrics())
+  }
+
+  /** Answers `req` with `handle` and counts the answer under `route` (a pattern). */
+  async observe(req: HttpRequest, route: string, handle: (req: HttpRequest) => Promise<HttpReply>): Promise<HttpReply> {
+    const reply = await handle(req)
+    const method = METHODS.has(req.method) ? req.method : 'other'
+    const key = `${route} ${method} ${reply.status}`
+    const seen = this.#answered.get(key)
+    if (seen) seen.n++
+    else this.#answered.set(key, { labels: { route, method, status: String(reply.status) }, n: 1 })
+    if (reply.status === 429) this.#throttled.inc({ route })
+    if (reply.status === 401) {
+      const login = req.method === 'POST' && (route === '/api/session' || route === '/admin/api/session')
+      const endpoint = login ? (route === '/api/session' ? 'session' : 'admin') : req.query.has('share') ? 'share' : null
+      if (endpoint) this.#loginFailures.inc({ endpoint })
+    }
+    return reply
+  }
+
+  /**
+   * A file request on a storage of type `backend`: the body bytes that flow in (read
+   * from the request) and out (a streamed reply), and, for an upload or a download,
+   * its duration and its presence while it runs.
+   */
+  async transfer(backend: string, req: HttpRequest, handle: (req: HttpRequest) => Promise<HttpReply>): Promise<HttpReply> {
+    const started = performance.now()
+    let live: Direction | null = null
+    const goLive = (direction: Direction) => {
+      if (live !== null) return
+      live = direction
+      this.#transfers.inc({ direction })
+    }
+    const end = () => {
+      if (live === null) return
+      this.#transfers.dec({ direction: live })
+      this.#transferSeconds.observe({ backend, direction: live }, (performance.now() - started) / 1000)
+      live = null
+    }
+    const counted =
+      req.method === 'GET' || req.method === 'HEAD'
+        ? req
+        : new CountedRequest(req, (n) => {
+            goLive('in')
+            this.#bytes.inc({ backend, direction: 'in' }, n)
+          })
+    let reply: HttpReply
+    try {
+      reply = await handle(counted)
+    } catch (err) {
+      end()
+      throw err
+    }
+    const body = reply.body
+    if (body === undefined || typeof body === 'string' || body instanceof Uint8Array) {
+      end() // nothing streams out: an upload is over once its answer is ready
+      return reply
+    }
+    goLive('out')
+    const first = reply.finally
+    return {
+      ...reply,
+      body: countOut(body, (n) => this.#bytes.inc({ backend, direction: 'out' }, n)),
+      finally: (err?: unknown) => {
+        try {
+          first?.(err)
+        } finally {
+          end()
+        }
+      },
+    }
+  }
+}
+
+async function* countOut(body: AsyncIterable<Uint8Array>, count: (n: number) => void): AsyncGenerator<Uint8Array, void, undefined> {
+  for await (const chunk of body) {
+    count(chunk.byteLength)
+    yield chunk
+  }
+}
+
+/** A request whose body reports each chunk as it is read; everything else is the original's. */
+class CountedRequest implements HttpRequest {
+  readonly #inner: HttpRequest
+  readonly #count: (n: number) => void
+
+  constructor(inner: HttpRequest, count: (n: number) => void) {
+    this.#inner = inner
+    this.#count = count
+  }
+
+  get method() {
+    return this.#inner.method
+  }
+  get path() {
+    return this.#inner.path
+  }
+  get query() {
+    return this.#inner.query
+  }
+  header(name: string) {
+    return this.#inner.header(name)
+  }
+  get remoteAddress() {
+    return this.#inner.remoteAddress
+  }
+  get requestId() {
+    return this.#inner.requestId
+  }
+  get signal() {
+    return this.#inner.signal
+  }
+  get contentLength() {
+    return this.#inner.contentLength
+  }
+  get body(): AsyncIterable<Uint8Array> {
+    const inner = this.#inner.body
+    const count = this.#count
+    return {
+      async *[Symbol.asyncIterator]() {
+        for await (const chunk of inner) {
+          count(chunk.byteLength)
+          yield chunk
+        }
+      },
+    }
+  }
+}
