@@ -22,6 +22,7 @@ import { openSqliteState } from './state/sqlite-state.js'
 import { AdminService } from './admin.js'
 import { ApiKeyService } from './api-keys.js'
 import { ShareService } from './shares.js'
+import { TusUploads } from './tus/uploads.js'
 import { version } from './version.js'
 
 export interface Filegate {
@@ -82,6 +83,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
   const started = Date.now()
   const shares = new ShareService({ state, secret, storageFor })
+  const tus = await TusUploads.open({ dir: join(config.data_dir, 'tus'), expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
   const handler = createHandler({
     sessions,
     storageFor,
@@ -91,6 +93,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     shares,
     keys,
     corsOrigins: config.cors.origins,
+    tus,
     admin: {
       admin,
       keys,
@@ -117,6 +120,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
       },
     })
   } catch (err) {
+    tus.close()
     await pool.close()
     throw err
   }
@@ -138,6 +142,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
         if (srv.inFlight > 0) logger.log('warn', 'shutdown deadline reached: cutting transfers off', { in_flight: srv.inFlight })
         for (const g of gateways) await g.stop().catch(() => {})
         srv.close()
+        tus.close()
         await pool.close()
         await state.close()
       })()

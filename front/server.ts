@@ -21,6 +21,7 @@ import type { ApiKeyService } from './api-keys.js'
 import { corsHeaders, preflight, withCors } from './cors.js'
 import { type AdminDeps, adminRoute } from './routes/admin.js'
 import { shareRoute } from './routes/share.js'
+import { type TusUploads, isTusPath, withTusResumable } from './tus/uploads.js'
 
 export interface ServerDeps {
   readonly sessions: SessionService
@@ -37,6 +38,8 @@ export interface ServerDeps {
   readonly admin?: AdminDeps
   /** Origins from the configuration (`cors.origins`); each API key adds its own. */
   readonly corsOrigins: readonly string[]
+  /** Resumable uploads under /api/files/tus/; absent: not served. */
+  readonly tus?: TusUploads
 }
 
 type Route = Partial<Record<string, (req: HttpRequest) => Promise<HttpReply>>>
@@ -82,7 +85,7 @@ export function createHandler(deps: ServerDeps): HttpHandler {
   const allowed = (origin: string) => configured.has(origin) || deps.keys.hasOrigin(origin)
   const handle = dispatch(deps, routes)
   return async (req) => {
-    if (req.method === 'OPTIONS') return preflight(req, allowed)
+    if (req.method === 'OPTIONS') return deps.tus && isTusPath(req.path) ? deps.tus.options(preflight(req, allowed)) : preflight(req, allowed)
     return withCors(await handle(req), corsHeaders(req, allowed))
   }
 }
@@ -94,6 +97,7 @@ function dispatch(deps: ServerDeps, routes: Record<string, Route>): HttpHandler 
       const gateway = deps.gatewayRoutes?.[path]
       if (gateway) return await gateway(req)
       if (path.startsWith('/api/share/')) return await shareRoute(deps.shares, req, path.slice('/api/share/'.length), await authenticate(deps, req))
+      if (deps.tus && isTusPath(path)) return await deps.tus.handle(req, () => authenticate(deps, req))
       const admin = deps.admin && adminRoute(deps.admin, req, req.path)
       if (admin) return await admin
       const route = routes[path]
@@ -109,7 +113,7 @@ function dispatch(deps: ServerDeps, routes: Record<string, Route>): HttpHandler 
       if (error.code === 'INTERNAL' && !(isFsError(err) && err.code === 'ECANCELED')) {
         deps.logger.log('error', 'request failed', { requestId: req.requestId, err: describe(err) })
       }
-      return reply
+      return deps.tus && isTusPath(req.path) ? withTusResumable(reply) : reply
     }
   }
 }
