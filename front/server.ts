@@ -21,7 +21,7 @@ import type { ApiKeyService } from './api-keys.js'
 import { corsHeaders, preflight, withCors } from './cors.js'
 import { type AdminDeps, adminRoute } from './routes/admin.js'
 import { shareRoute } from './routes/share.js'
-import { type TusUploads, isTusPath, withTusResumable } from './tus/uploads.js'
+import { type TusUploads, isTusPath, tusReply } from './tus/uploads.js'
 
 export interface ServerDeps {
   readonly sessions: SessionService
@@ -113,7 +113,7 @@ function dispatch(deps: ServerDeps, routes: Record<string, Route>): HttpHandler 
       if (error.code === 'INTERNAL' && !(isFsError(err) && err.code === 'ECANCELED')) {
         deps.logger.log('error', 'request failed', { requestId: req.requestId, err: describe(err) })
       }
-      return deps.tus && isTusPath(req.path) ? withTusResumable(reply) : reply
+      return deps.tus && isTusPath(req.path) ? tusReply(req, reply) : reply
     }
   }
 }

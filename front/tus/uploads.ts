@@ -70,6 +70,8 @@ interface Call {
   readonly overwrite?: boolean
   /** An error that is not the protocol's: answered by filegate's envelope, not the library's text. */
   failure?: unknown
+  /** An upload stored by its creation request, to remove from the staging folder once answered. */
+  stored?: string
 }
 
 const NOT_FOUND = () => new ApiError('NOT_FOUND', 'no such upload')
@@ -119,7 +121,11 @@ export class TusUploads {
       },
       onUploadFinish: async (req, upload) => {
         const call = this.#call(req)
-        await this.#commit(upload, call.access, call.ctx.requestId)
+        // A creation still reads the upload's record after this hook: its staged copy
+        // goes once the library is done (nobody else knows the id before the answer).
+        const creating = req.method === 'POST'
+        await this.#commit(upload, call.access, call.ctx.requestId, !creating)
+        if (creating) call.stored = upload.id
         return {}
       },
       onResponseError: (req, err) => {
@@ -135,12 +141,15 @@ export class TusUploads {
     this.#sweeper.unref()
   }
 
-  /** A request under /api/files/tus. */
+  /** A request under /api/files/tus; errors are thrown, for front/server.ts to answer through `tusReply`. */
   async handle(req: HttpRequest, authenticate: Authenticate): Promise<HttpReply> {
+    return tusReply(req, await this.#handle(req, authenticate))
+  }
+
+  async #handle(req: HttpRequest, authenticate: Authenticate): Promise<HttpReply> {
     const version = req.header('tus-resumable')
     if (version !== undefined && version !== TUS_VERSION) {
-      const reply: HttpReply = { status: 412, headers: { 'tus-version': TUS_VERSION, 'content-type': 'text/plain; charset=utf-8' }, body: `Tus-Resumable ${TUS_VERSION} required\n` }
-      return withTusResumable(reply)
+      return { status: 412, headers: { 'tus-version': TUS_VERSION, 'content-type': 'text/plain; charset=utf-8' }, body: `Tus-Resumable ${TUS_VERSION} required\n` }
     }
     const id = req.path.replace(/\/+$/, '') === TUS_PATH ? null : uploadIdOf(req.path)
     if (id === null) {
@@ -162,7 +171,7 @@ export class TusUploads {
       // All bytes are in but the target is not stored yet (it failed before): store it
       // now, so that an offset equal to the length always means the file is there.
       await this.#commit(upload, access, req.requestId)
-      return withTusResumable({ status: 200, headers: headHeaders(upload) })
+      return { status: 200, headers: headHeaders(upload) }
     }
     return this.#delegate(req, { access, ctx: ctxOf(req) })
   }
@@ -225,6 +234,7 @@ export class TusUploads {
     const web = toWebRequest(req)
     this.#calls.set(web, call)
     const res = await this.#server.handleWeb(web)
+    if (call.stored !== undefined) await this.#discard(call.stored)
     if (call.failure !== undefined) throw call.failure
     const reply = await fromWebResponse(res)
     const meta = reply.headers?.['upload-metadata']
@@ -264,7 +274,7 @@ export class TusUploads {
    * be replaced, a parent is a file...) can never succeed, so it removes the upload
    * too; a backend failure (5xx) keeps it for a retry.
    */
-  #commit(upload: Upload, access: Access, requestId: string): Promise<void> {
+  #commit(upload: Upload, access: Access, requestId: string, discard = true): Promise<void> {
     const running = this.#commits.get(upload.id)
     if (running) return running
     const id = upload.id
@@ -278,7 +288,7 @@ export class TusUploads {
         if (HTTP_STATUS[toApiError(err).code] < 500) await this.#discard(id)
         throw err
       }
-      await this.#discard(id)
+      if (discard) await this.#discard(id)
     })().finally(() => this.#commits.delete(id))
     this.#commits.set(id, commit)
     return commit
@@ -290,8 +300,16 @@ export class TusUploads {
   }
 }
 
-/** Every answer of the protocol names its version, errors included. */
-export const withTusResumable = (reply: HttpReply): HttpReply => ({ ...reply, headers: { ...reply.headers, 'tus-resumable': TUS_VERSION } })
+/**
+ * Every answer of the protocol names its version, errors included; an answer to HEAD
+ * has no body (uploads are probed with HEAD on kept-alive connections).
+ */
+export function tusReply(req: HttpRequest, reply: HttpReply): HttpReply {
+  const headers = { ...reply.headers, 'tus-resumable': TUS_VERSION }
+  if (req.method !== 'HEAD') return { ...reply, headers }
+  const { body: _, ...rest } = reply
+  return { ...rest, headers }
+}
 
 /** The upload id in `/api/files/tus/<id>`; undefined when the path has one of another shape. */
 function uploadIdOf(path: string): string | undefined {

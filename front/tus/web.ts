@@ -34,10 +34,25 @@ export function toWebRequest(req: HttpRequest): Request {
   const query = req.query.size > 0 ? `?${req.query}` : ''
   const init: RequestInit & { duplex?: 'half' } = { method: req.method, headers }
   if (req.method === 'POST' || req.method === 'PATCH') {
-    init.body = ReadableStream.from(req.body) as ReadableStream<Uint8Array>
+    init.body = streamOf(req.body)
     init.duplex = 'half'
   }
   return new Request(`http://filegate.invalid${req.path}${query}`, init)
+}
+
+/** A pull stream over `body`: the next chunk is read from the client only when the library asks. */
+function streamOf(body: AsyncIterable<Uint8Array>): ReadableStream<Uint8Array> {
+  const it = body[Symbol.asyncIterator]()
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await it.next()
+      if (done) controller.close()
+      else controller.enqueue(value)
+    },
+    async cancel(reason) {
+      await it.return?.(reason)
+    },
+  })
 }
 
 /** A web Response as an HttpReply (its body is a short text at most). */
