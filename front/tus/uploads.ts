@@ -20,7 +20,7 @@
  * Where the library departs from the protocol's MUSTs, the checks come first here:
  * an unsupported Tus-Resumable is 412 (with Tus-Version), a PATCH of another type 415.
  */
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { mkdir, readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { FileStore } from '@tus/file-store'
@@ -40,7 +40,7 @@ export const TUS_PATH = '/api/files/tus'
 export const isTusPath = (path: string): boolean => path === TUS_PATH || path.startsWith(`${TUS_PATH}/`)
 
 const TUS_VERSION = '1.0.0'
-/** 128 random bits, hex (the library's default naming, checked before any file is named). */
+/** An upload's id: 128 random bits, hex; checked before the library names any file with it. */
 const UPLOAD_ID = /^[0-9a-f]{32}$/
 /** filegate's own entries in an upload's metadata; a client's keys of these names are dropped. */
 const OWNER = 'filegate-owner'
@@ -102,6 +102,7 @@ export class TusUploads {
       ...(opts.maxSize === null ? {} : { maxSize: opts.maxSize }),
       // front/cors.ts answers CORS for every route; the library adds none.
       allowedOrigins: () => false,
+      namingFunction: () => randomBytes(16).toString('hex'),
       getFileIdFromRequest: (req) => uploadIdOf(new URL(req.url).pathname) ?? undefined,
       // Relative, with the share link's parameters: a client resumes with the same credential.
       generateUrl: (req, { path, id }) => {

@@ -6,7 +6,7 @@
  * offsets, termination, expiry, restarts, rights and ownership, CORS.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { readdir } from 'node:fs/promises'
+import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { Upload, type UploadOptions } from 'tus-js-client'
@@ -85,7 +85,7 @@ async function until(what: string, check: () => Promise<boolean>, ms = 20_000): 
 }
 
 t.test('tus-js-client: a cut upload resumes from another client; the target appears only with the last byte', async (t) => {
-  const { url, auth, a, staged } = await setup(t)
+  const { url, auth, a, staged, dataDir } = await setup(t)
   const data = randomBytes(48 * 1024 * 1024)
   const endpoint = `${url}/api/files/tus`
   const uploadUrl = await cutUpload(data, 4 * 1024 * 1024, { endpoint, headers: auth, metadata: { path: '/big/data.bin', filename: 'data.bin' } })
@@ -99,6 +99,7 @@ t.test('tus-js-client: a cut upload resumes from another client; the target appe
   t.equal(h.headers.get('cache-control'), 'no-store')
   t.equal(h.headers.get('upload-metadata'), `path ${Buffer.from('/big/data.bin').toString('base64')},filename ${Buffer.from('data.bin').toString('base64')}`, "HEAD shows the client's metadata, nothing of filegate's")
   t.equal((await cat(a, '/big/data.bin')).status, 404, 'no target before the last byte')
+  t.equal((await stat(join(dataDir, 'tus'))).mode & 0o777, 0o700, 'the staging folder is private')
   t.same(await staged(), [`${uploadUrl.split('/').pop()}`, `${uploadUrl.split('/').pop()}.json`].sort(), 'the bytes so far are staged')
 
   let resumedFrom = -1
