@@ -25,14 +25,13 @@ import { mkdir, readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { FileStore } from '@tus/file-store'
 import { Metadata, Server, type Upload } from '@tus/server'
-import { ApiError } from '../../core/api-error.js'
+import { ApiError, toApiError } from '../../core/api-error.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
 import { parseClientPath } from '../../core/paths.js'
 import type { RequestContext } from '../../core/storage.js'
 import { type Access, need } from '../access.js'
 import type { Logger } from '../log.js'
 import { HTTP_STATUS } from '../http/status.js'
-import { toApiError } from '../../core/api-error.js'
 import { checkUploadTarget, ctxOf, flag, writeUpload } from '../routes/files.js'
 import { fromWebResponse, toWebRequest } from './web.js'
 
@@ -65,7 +64,7 @@ export type Authenticate = () => Promise<Access>
 /** What one request through the library carries besides the web Request. */
 interface Call {
   readonly access: Access
-  readonly ctx: RequestContext
+  readonly requestId: string
   readonly target?: string
   readonly overwrite?: boolean
   /** An error that is not the protocol's: answered by filegate's envelope, not the library's text. */
@@ -125,7 +124,7 @@ export class TusUploads {
         // A creation still reads the upload's record after this hook: its staged copy
         // goes once the library is done (nobody else knows the id before the answer).
         const creating = req.method === 'POST'
-        await this.#commit(upload, call.access, call.ctx.requestId, !creating)
+        await this.#commit(upload, call.access, call.requestId, !creating)
         if (creating) call.stored = upload.id
         return {}
       },
@@ -174,7 +173,7 @@ export class TusUploads {
       await this.#commit(upload, access, req.requestId)
       return { status: 200, headers: headHeaders(upload) }
     }
-    return this.#delegate(req, { access, ctx: ctxOf(req) })
+    return this.#delegate(req, { access, requestId: req.requestId })
   }
 
   /** OPTIONS: the protocol's discovery headers, added to the CORS preflight answer. */
@@ -226,9 +225,8 @@ export class TusUploads {
     const { path, dirHint } = parseClientPath(raw === null ? undefined : raw, 'path')
     if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', 'the upload path must name a file, not a directory')
     const overwrite = flag(req, 'overwrite', true)
-    const ctx = ctxOf(req)
-    await checkUploadTarget(ctx, access, path, overwrite)
-    return this.#delegate(req, { access, ctx, target: path, overwrite: overwrite && access.may_replace })
+    await checkUploadTarget(ctxOf(req), access, path, overwrite)
+    return this.#delegate(req, { access, requestId: req.requestId, target: path, overwrite: overwrite && access.may_replace })
   }
 
   async #delegate(req: HttpRequest, call: Call): Promise<HttpReply> {

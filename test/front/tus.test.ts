@@ -171,6 +171,10 @@ t.test('the protocol: discovery, versions, offsets, media type, sizes, deferred 
   t.equal((await patch(dat, auth, 0, '12')).status, 204)
   t.equal((await patch(dat, { ...auth, 'upload-length': '4' }, 2, '34')).status, 204, 'the length declared with the last part')
   t.equal((await cat(a, '/d.txt')).body.toString(), '1234')
+  const dmax = await fetch(`${url}/api/files/tus?path=/dm.txt`, { method: 'POST', headers: { ...TUS, ...auth, 'upload-defer-length': '1' } })
+  const dm = new URL(dmax.headers.get('location')!, url).href
+  t.equal((await patch(dm, { ...auth, 'upload-length': '1001' }, 0, 'x')).status, 413, 'a declared length over max_upload_bytes')
+  t.equal((await patch(dm, auth, 0, 'x'.repeat(1001))).status, 413, 'a deferred upload sent past max_upload_bytes')
 
   const empty = await fetch(`${url}/api/files/tus?path=/e.txt`, { method: 'POST', headers: { ...TUS, ...auth, 'upload-length': '0' } })
   t.equal(empty.status, 201)
