@@ -6,7 +6,7 @@
  * offsets, termination, expiry, restarts, rights and ownership, CORS.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { readdir, stat } from 'node:fs/promises'
+import { appendFile, readFile, readdir, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { Upload, type UploadOptions } from 'tus-js-client'
@@ -262,6 +262,37 @@ t.test('an expired upload leaves nothing (tus.expiry_seconds)', async (t) => {
   t.ok([404, 410].includes((await head(at, auth)).status), 'gone')
   t.equal((await patch(at, auth, 3, 'def')).status >= 400, true, 'cannot be finished')
   t.equal((await cat(a, '/x.txt')).status, 404, 'no target')
+})
+
+t.test('an upload found expired on access answers 410 and is removed', async (t) => {
+  const { url, auth, dataDir, staged } = await setup(t)
+  const at = await create(url, auth, 6, '?path=/late.txt')
+  t.equal((await patch(at, auth, 0, 'abc')).status, 204)
+  // A day passes (the record's creation time is moved back; the sweep runs every 10 minutes).
+  const record = join(dataDir, 'tus', `${at.split('/').pop()}.json`)
+  const info = JSON.parse(await readFile(record, 'utf8')) as { creation_date: string }
+  await writeFile(record, JSON.stringify({ ...info, creation_date: new Date(Date.now() - 86_401_000).toISOString() }))
+  t.equal((await head(at, auth)).status, 410, 'expired')
+  t.same(await staged(), [], 'and removed')
+  t.equal((await head(at, auth)).status, 404, 'then unknown')
+})
+
+t.test('an upload whose last byte was staged but not stored (filegate stopped between) is stored by the next HEAD', async (t) => {
+  const dataDir = t.testdir()
+  const first = await startTestServer(t, { data_dir: dataDir })
+  const token = await tmpSession(first.url, 'alice')
+  const auth = { authorization: `Bearer ${token}` }
+  const at = await create(first.url, auth, 6, '?path=/crash.txt')
+  t.equal((await patch(at, auth, 0, 'abc')).status, 204)
+  await first.app.close(0)
+  await appendFile(join(dataDir, 'tus', at.split('/').pop()!), 'def') // the last bytes, staged just before the stop
+
+  const second = await startTestServer(t, { data_dir: dataDir })
+  const h = await head(`${second.url}${new URL(at).pathname}`, auth)
+  t.equal(h.status, 200)
+  t.equal(h.headers.get('upload-offset'), '6', 'complete')
+  t.equal((await cat(api(second.url, token), '/crash.txt')).body.toString(), 'abcdef', 'and stored before the answer')
+  t.same(await readdir(join(dataDir, 'tus')), [])
 })
 
 t.test('staged uploads survive a restart and resume on the new process', async (t) => {
