@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { Upload, type UploadOptions } from 'tus-js-client'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
-import { createShare, expectError } from '../helpers/share.js'
+import { ADMIN_PASSWORD, adminToken, createKey, createShare, expectError } from '../helpers/share.js'
 
 const TUS = { 'tus-resumable': '1.0.0' }
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex')
@@ -240,6 +240,24 @@ t.test('rights: share links as for cat; another credential cannot see or touch a
   t.equal((await patch(at, auth, 3, 'def')).status, 204)
   t.equal((await cat(a, '/mine.txt')).body.toString(), 'abcdef')
   t.same(await staged(), [])
+})
+
+t.test('an API key with a share link: the upload URL keeps both; the key is checked on every request', async (t) => {
+  const { url, token, a } = await setup(t, { admin_password: ADMIN_PASSWORD })
+  await a('POST', '/api/files/mkdir', { path: '/drop/' })
+  const share = await createShare(url, token, { path: '/drop/', can_read: false, can_upload: true })
+  const admin = await adminToken(url)
+  const key = await createKey(url, admin, 'uploader', ['https://app.example.com'])
+  const data = randomBytes(200_000)
+  const done = await tusUpload(data, { endpoint: `${url}/api/files/tus?key=${key.key}&share=${share.id}`, metadata: { path: '/k.bin' }, chunkSize: 64 * 1024 })
+  const q = new URL(done).searchParams
+  t.same([q.get('key'), q.get('share')], [key.key, share.id], 'the upload URL keeps the key and the share')
+  t.equal(sha((await cat(a, '/drop/k.bin')).body), sha(data), 'stored in the shared folder')
+
+  const at = await create(url, {}, 3, `?path=/k2.bin&key=${key.key}&share=${share.id}`)
+  await expectError(t, await fetch(at, { method: 'PATCH', headers: { ...TUS, origin: 'https://evil.example', 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' }, body: 'abc' }), 403, 'FORBIDDEN', 'from an origin the key does not list')
+  t.equal((await fetch(`${url}/admin/api/keys/${key.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${admin}` } })).status, 200)
+  await expectError(t, await patch(at, {}, 0, 'abc'), 401, 'NOT_AUTHENTICATED', 'after the key is revoked')
 })
 
 t.test('termination leaves nothing', async (t) => {
