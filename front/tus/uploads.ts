@@ -221,8 +221,7 @@ export class TusUploads {
         throw new ApiError('INVALID_INPUT', 'Upload-Metadata must be comma-separated "key base64value" pairs with unique keys')
       }
     }
-    const raw = req.query.get('path') ?? metadata.path ?? undefined
-    const { path, dirHint } = parseClientPath(raw === null ? undefined : raw, 'path')
+    const { path, dirHint } = parseClientPath(req.query.get('path') ?? metadata.path ?? undefined, 'path')
     if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', 'the upload path must name a file, not a directory')
     const overwrite = flag(req, 'overwrite', true)
     await checkUploadTarget(ctxOf(req), access, path, overwrite)
