@@ -60,6 +60,8 @@ export interface Config {
    * and anyone sending `Authorization: Bearer <token>` when a token is set.
    */
   readonly metrics: { readonly allow_loopback: boolean; readonly token: string | null }
+  /** Resumable uploads (tus, front/tus/): unfinished ones are removed `expiry_seconds` after their creation. */
+  readonly tus: { readonly expiry_seconds: number }
 }
 
 export const DEFAULTS: Config = {
@@ -80,6 +82,7 @@ export const DEFAULTS: Config = {
   cors: { origins: [] },
   admin_password: null,
   metrics: { allow_loopback: true, token: null },
+  tus: { expiry_seconds: 24 * 3600 },
 }
 
 export class ConfigError extends Error {
@@ -112,6 +115,8 @@ export function validateConfig(input: Record<string, unknown>): Config {
   const m = { ...DEFAULTS, ...input } as Record<string, unknown>
   const session = { ...DEFAULTS.session, ...(m.session as object) } as Record<string, unknown>
   const log = { ...DEFAULTS.log, ...(m.log as object) } as Record<string, unknown>
+  const tus = { ...DEFAULTS.tus, ...(m.tus as object) } as Record<string, unknown>
+  for (const k of Object.keys(tus)) if (!(k in DEFAULTS.tus)) throw new ConfigError(`tus: unknown key "${k}" (known: expiry_seconds)`)
   if (!['debug', 'info', 'warn', 'error'].includes(log.level as string)) {
     throw new ConfigError(`log.level must be one of debug, info, warn, error (got ${JSON.stringify(log.level)})`)
   }
@@ -151,6 +156,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     cors,
     admin_password: m.admin_password as string | null,
     metrics,
+    tus: { expiry_seconds: int(tus.expiry_seconds, 'tus.expiry_seconds', 1, 365 * 24 * 3600) },
   }
 }
 

@@ -23,6 +23,7 @@ import { openSqliteState } from './state/sqlite-state.js'
 import { AdminService } from './admin.js'
 import { ApiKeyService } from './api-keys.js'
 import { ShareService } from './shares.js'
+import { TusUploads } from './tus/uploads.js'
 import { version } from './version.js'
 import { Metrics } from './metrics.js'
 
@@ -84,6 +85,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
   const started = Date.now()
   const shares = new ShareService({ state, secret, storageFor })
+  const tus = await TusUploads.open({ dir: join(config.data_dir, 'tus'), expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
   const handler = createHandler({
     sessions,
     storageFor,
@@ -94,6 +96,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     keys,
     corsOrigins: config.cors.origins,
     metrics: { meter: new Metrics({ pool: () => pool.stats, sessionsIssued: () => sessions.issued, inFlight: () => server?.inFlight ?? 0 }), access: config.metrics },
+    tus,
     admin: {
       admin,
       keys,
@@ -121,6 +124,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
       },
     })
   } catch (err) {
+    tus.close()
     await pool.close()
     throw err
   }
@@ -143,6 +147,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
         if (srv.inFlight > 0) logger.log('warn', 'shutdown deadline reached: cutting transfers off', { in_flight: srv.inFlight })
         for (const g of gateways) await g.stop().catch(() => {})
         srv.close()
+        tus.close()
         await pool.close()
         await state.close()
       })()

@@ -8,9 +8,13 @@
  */
 import type { HttpReply, HttpRequest } from '../core/http.js'
 
-const ALLOW_METHODS = 'GET, HEAD, POST, DELETE, OPTIONS'
-const ALLOW_HEADERS = 'Authorization, Content-Type, X-Share-Password, Range, X-Request-Id, If-None-Match, If-Modified-Since'
-const EXPOSE_HEADERS = 'X-Request-Id, Content-Range, Content-Disposition, ETag, Content-Length, Accept-Ranges, Last-Modified'
+const ALLOW_METHODS = 'GET, HEAD, POST, PATCH, DELETE, OPTIONS'
+/** The tus headers are those of resumable uploads (front/tus/). */
+const TUS_REQUEST_HEADERS = 'Tus-Resumable, Upload-Length, Upload-Defer-Length, Upload-Offset, Upload-Metadata'
+const TUS_RESPONSE_HEADERS =
+  'Location, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Upload-Offset, Upload-Length, Upload-Defer-Length, Upload-Metadata, Upload-Expires'
+const ALLOW_HEADERS = `Authorization, Content-Type, X-Share-Password, Range, X-Request-Id, If-None-Match, If-Modified-Since, ${TUS_REQUEST_HEADERS}`
+const EXPOSE_HEADERS = `X-Request-Id, Content-Range, Content-Disposition, ETag, Content-Length, Accept-Ranges, Last-Modified, ${TUS_RESPONSE_HEADERS}`
 
 /** Is this origin allowed (config or any live key)? */
 export type OriginPolicy = (origin: string) => boolean

@@ -25,6 +25,7 @@ import type { Config } from '../core/config.js'
 import type { Metrics } from './metrics.js'
 import { metricsRoute } from './routes/metrics.js'
 import { openapiDocument } from './routes/openapi.js'
+import { type TusUploads, isTusPath, tusReply } from './tus/uploads.js'
 
 export interface ServerDeps {
   readonly sessions: SessionService
@@ -43,6 +44,8 @@ export interface ServerDeps {
   readonly corsOrigins: readonly string[]
   /** Counts every request and serves GET /metrics to the callers `access` allows. */
   readonly metrics?: { readonly meter: Metrics; readonly access: Config['metrics'] }
+  /** Resumable uploads under /api/files/tus/; absent: not served. */
+  readonly tus?: TusUploads
 }
 
 type Route = Partial<Record<string, (req: HttpRequest) => Promise<HttpReply>>>
@@ -61,13 +64,14 @@ export function createHandler(deps: ServerDeps): Handler {
   const allowed = (origin: string) => configured.has(origin) || deps.keys.hasOrigin(origin)
   const handle = dispatch(deps, routes)
   const answer: HttpHandler = async (req) => {
-    if (req.method === 'OPTIONS') return preflight(req, allowed)
+    if (req.method === 'OPTIONS') return deps.tus && isTusPath(req.path) ? deps.tus.options(preflight(req, allowed)) : preflight(req, allowed)
     return withCors(await handle(req), corsHeaders(req, allowed))
   }
   const routeOf = (raw: string): string => {
     const path = raw.length > 1 ? raw.replace(/\/+$/, '') : raw
     if (Object.hasOwn(routes, path) || (deps.gatewayRoutes && Object.hasOwn(deps.gatewayRoutes, path))) return path
     if (path.startsWith('/api/share/')) return '/api/share/{id}'
+    if (deps.tus && isTusPath(path)) return path === '/api/files/tus' ? path : '/api/files/tus/{id}'
     return (deps.admin && adminPattern(path)) || 'unmatched'
   }
   const meter = deps.metrics?.meter
@@ -124,7 +128,8 @@ function routeTable(deps: ServerDeps): Record<string, Route> {
 /** Every method and path the handler answers, as `GET /api/files/ls` (the OpenAPI test checks each is documented). */
 export function registeredRoutes(deps: ServerDeps): string[] {
   const table = Object.entries(routeTable(deps)).flatMap(([path, route]) => Object.keys(route).map((m) => `${m} ${path}`))
-  return [...table, 'DELETE /api/share/{id}']
+  const tus = deps.tus ? ['OPTIONS /api/files/tus', 'POST /api/files/tus', 'HEAD /api/files/tus/{id}', 'PATCH /api/files/tus/{id}', 'DELETE /api/files/tus/{id}'] : []
+  return [...table, 'DELETE /api/share/{id}', ...tus]
 }
 
 function dispatch(deps: ServerDeps, routes: Record<string, Route>): HttpHandler {
@@ -134,6 +139,7 @@ function dispatch(deps: ServerDeps, routes: Record<string, Route>): HttpHandler 
       const gateway = deps.gatewayRoutes?.[path]
       if (gateway) return await gateway(req)
       if (path.startsWith('/api/share/')) return await shareRoute(deps.shares, req, path.slice('/api/share/'.length), await authenticate(deps, req))
+      if (deps.tus && isTusPath(path)) return await deps.tus.handle(req, () => authenticate(deps, req))
       const admin = deps.admin && adminRoute(deps.admin, req, req.path)
       if (admin) return await admin
       const route = routes[path]
@@ -149,7 +155,7 @@ function dispatch(deps: ServerDeps, routes: Record<string, Route>): HttpHandler 
       if (error.code === 'INTERNAL' && !(isFsError(err) && err.code === 'ECANCELED')) {
         deps.logger.log('error', 'request failed', { requestId: req.requestId, err: describe(err) })
       }
-      return reply
+      return deps.tus && isTusPath(req.path) ? tusReply(req, reply) : reply
     }
   }
 }

@@ -19,7 +19,7 @@ import { errorReply, okReply } from '../http/status.js'
 
 export type FileHandler = (req: HttpRequest, access: Access) => Promise<HttpReply>
 
-const ctxOf = (req: HttpRequest): RequestContext => ({ requestId: req.requestId, signal: req.signal })
+export const ctxOf = (req: HttpRequest): RequestContext => ({ requestId: req.requestId, signal: req.signal })
 
 /** A path parameter, canonical. */
 const pathParam = (req: HttpRequest, name = 'path') => parseClientPath(req.query.get(name) ?? undefined, name)
@@ -44,7 +44,7 @@ async function slashRule(req: HttpRequest, access: Access, what: string, p: Clie
 }
 
 /** true/false parameter; absent → `dflt`. */
-function flag(req: HttpRequest, name: string, dflt: boolean): boolean {
+export function flag(req: HttpRequest, name: string, dflt: boolean): boolean {
   const v = req.query.get(name)
   if (v === null) return dflt
   if (v === 'true' || v === '1' || v === '') return true
@@ -174,22 +174,45 @@ export const upload: FileHandler = async (req, access) => {
   await slashRule(req, access, 'path', p)
   if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', 'the upload path must name a file, not a directory')
   const size = req.contentLength
-  if (!access.may_replace) {
-    // A share with can_upload but not can_write creates files, never replaces one.
-    const exists = await access.storage.stat(ctxOf(req), path).then(
-      () => true,
-      (err: unknown) => {
-        if ((err as { code?: unknown }).code === 'ENOENT') return false
-        throw err
-      },
-    )
-    if (exists) throw new ApiError('FORBIDDEN', 'this share allows uploading new files only, not replacing existing ones')
-    // overwrite=false: a file that appears meanwhile is a 409, not replaced.
-    await access.storage.write(ctxOf(req), path, req.body, size === null ? { overwrite: false } : { overwrite: false, size })
-    return okReply()
-  }
-  await access.storage.write(ctxOf(req), path, req.body, size === null ? { overwrite } : { overwrite, size })
+  await writeUpload(ctxOf(req), access, path, req.body, size === null ? { overwrite } : { overwrite, size })
   return okReply()
+}
+
+/**
+ * Refuses an upload to `path` before any byte is taken: 403 when the caller may not
+ * replace a file (a share with can_upload but not can_write creates files only) and
+ * it exists; 409 when `overwrite` is false and it exists.
+ */
+export async function checkUploadTarget(ctx: RequestContext, access: Access, path: string, overwrite: boolean): Promise<void> {
+  need(access, 'can_upload')
+  if (access.may_replace && overwrite) return
+  const exists = await access.storage.stat(ctx, path).then(
+    () => true,
+    (err: unknown) => {
+      if ((err as { code?: unknown }).code === 'ENOENT') return false
+      throw err
+    },
+  )
+  if (!exists) return
+  if (!access.may_replace) throw new ApiError('FORBIDDEN', 'this share allows uploading new files only, not replacing existing ones')
+  throw new ApiError('CONFLICT', `${path} already exists (overwrite=false)`)
+}
+
+/**
+ * The one write path of uploads (POST /api/files/cat and resumable uploads): the
+ * rights and replace rules, then the storage's atomic write.
+ */
+export async function writeUpload(
+  ctx: RequestContext,
+  access: Access,
+  path: string,
+  body: AsyncIterable<Uint8Array>,
+  opts: { overwrite: boolean; size?: number },
+): Promise<void> {
+  // The existence check answers 403 (not 409) for a share that may not replace;
+  // overwrite=false on the write itself then makes a file that appears meanwhile a 409.
+  await checkUploadTarget(ctx, access, path, true)
+  await access.storage.write(ctx, path, body, { ...opts, overwrite: opts.overwrite && access.may_replace })
 }
 
 export const zip: FileHandler = async (req, access) => {

@@ -61,9 +61,10 @@ export function templateOf(path: string): string | null {
 export function mismatch(method: string, path: string, status: number, headers: Headers, body: string | null): string | null {
   const template = templateOf(path)
   const where = `${method} ${path} → ${status}`
+  if (method === 'HEAD') body = null // a HEAD answer has no body to check
   if (template === null) {
-    // An unknown path is a 404 in the error envelope; anything else must be documented.
-    if (status !== 404) return `${where}: the path is not in docs/openapi.json`
+    // An unknown path is refused (404, or 400 for a malformed one) in the error envelope; anything else must be documented.
+    if (status !== 404 && status !== 400) return `${where}: the path is not in docs/openapi.json`
     return checkContent(where, headers, body, document.components.responses.Error!, ['components', 'responses', 'Error'])
   }
   const item = document.paths[template]!

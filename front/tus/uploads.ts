@@ -1,0 +1,339 @@
+/**
+ * @module front/tus/uploads
+ * Resumable uploads: the tus 1.0 protocol (core, creation, creation-with-upload,
+ * creation-defer-length, termination, expiration) under /api/files/tus/, spoken by
+ * @tus/server with @tus/file-store staging the bytes in `<data_dir>/tus/`.
+ *
+ * filegate keeps what the library does not know about:
+ * - who may: every request is authenticated like POST /api/files/cat (the caller's
+ *   Access, front/server.ts); the creation checks the target as cat does, and the
+ *   upload is bound to the credential that created it (a hash of the session's or
+ *   share's id, kept in the upload's record): any other caller gets 404;
+ * - where it goes: the target path is fixed at creation (`?path=` or `path` in
+ *   Upload-Metadata); when the last byte is staged, the file is streamed into the
+ *   storage through the same atomic write as cat (front/routes/files.ts), then the
+ *   staged copy is removed. The target never exists half-written;
+ * - what is left: an upload that expired, was terminated, or can never be stored
+ *   (say the target appeared meanwhile and may not be replaced) leaves nothing. Expiry
+ *   is checked on every access and by a periodic sweep.
+ *
+ * Where the library departs from the protocol's MUSTs, the checks come first here:
+ * an unsupported Tus-Resumable is 412 (with Tus-Version), a PATCH of another type 415.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { mkdir, readdir, rm, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { FileStore } from '@tus/file-store'
+import { Metadata, Server, type Upload } from '@tus/server'
+import { ApiError, toApiError } from '../../core/api-error.js'
+import type { HttpReply, HttpRequest } from '../../core/http.js'
+import { parseClientPath } from '../../core/paths.js'
+import type { RequestContext } from '../../core/storage.js'
+import { type Access, need } from '../access.js'
+import type { Logger } from '../log.js'
+import { HTTP_STATUS } from '../http/status.js'
+import { checkUploadTarget, ctxOf, flag, writeUpload } from '../routes/files.js'
+import { fromWebResponse, toWebRequest } from './web.js'
+
+export const TUS_PATH = '/api/files/tus'
+export const isTusPath = (path: string): boolean => path === TUS_PATH || path.startsWith(`${TUS_PATH}/`)
+
+const TUS_VERSION = '1.0.0'
+/** An upload's id: 128 random bits, hex; checked before the library names any file with it. */
+const UPLOAD_ID = /^[0-9a-f]{32}$/
+/** filegate's own entries in an upload's metadata; a client's keys of these names are dropped. */
+const OWNER = 'filegate-owner'
+const TARGET = 'filegate-target'
+const OVERWRITE = 'filegate-overwrite'
+const RESERVED = new Set([OWNER, TARGET, OVERWRITE])
+/** The query parameters that carry a share link's credential, kept in the upload's URL. */
+const CREDENTIAL_PARAMS = ['share', 'key'] as const
+
+export interface TusOptions {
+  /** The staging folder (created 0700). */
+  readonly dir: string
+  readonly expiryMs: number
+  /** Largest Upload-Length (413 over it); null: no limit. */
+  readonly maxSize: number | null
+  readonly logger: Logger
+}
+
+/** Resolves the caller the way every file route does (front/server.ts). */
+export type Authenticate = () => Promise<Access>
+
+/** What one request through the library carries besides the web Request. */
+interface Call {
+  readonly access: Access
+  readonly requestId: string
+  readonly target?: string
+  readonly overwrite?: boolean
+  /** An error that is not the protocol's: answered by filegate's envelope, not the library's text. */
+  failure?: unknown
+  /** An upload stored by its creation request, to remove from the staging folder once answered. */
+  stored?: string
+}
+
+const NOT_FOUND = () => new ApiError('NOT_FOUND', 'no such upload')
+
+export class TusUploads {
+  readonly #opts: TusOptions
+  readonly #store: FileStore
+  readonly #server: Server
+  readonly #calls = new WeakMap<Request, Call>()
+  /** Uploads being stored into their target, by id: a second finisher waits for the first. */
+  readonly #commits = new Map<string, Promise<void>>()
+  readonly #sweeper: NodeJS.Timeout
+
+  /** Opens the staging folder and removes what expired while filegate was stopped. */
+  static async open(opts: TusOptions): Promise<TusUploads> {
+    await mkdir(opts.dir, { recursive: true, mode: 0o700 })
+    const uploads = new TusUploads(opts)
+    await uploads.sweep()
+    return uploads
+  }
+
+  private constructor(opts: TusOptions) {
+    this.#opts = opts
+    this.#store = new FileStore({ directory: opts.dir, expirationPeriodInMilliseconds: opts.expiryMs })
+    this.#server = new Server({
+      path: TUS_PATH,
+      datastore: this.#store,
+      ...(opts.maxSize === null ? {} : { maxSize: opts.maxSize }),
+      // front/cors.ts answers CORS for every route; the library adds none.
+      allowedOrigins: () => false,
+      namingFunction: () => randomBytes(16).toString('hex'),
+      getFileIdFromRequest: (req) => uploadIdOf(new URL(req.url).pathname) ?? undefined,
+      // Relative, with the share link's parameters: a client resumes with the same credential.
+      generateUrl: (req, { path, id }) => {
+        const from = new URL(req.url).searchParams
+        const keep = new URLSearchParams()
+        for (const p of CREDENTIAL_PARAMS) for (const v of from.getAll(p)) keep.append(p, v)
+        return `${path}/${id}${keep.size > 0 ? `?${keep}` : ''}`
+      },
+      onUploadCreate: async (req, upload) => {
+        const call = this.#call(req)
+        const metadata: Record<string, string | null> = {}
+        for (const [k, v] of Object.entries(upload.metadata ?? {})) if (!RESERVED.has(k)) metadata[k] = v
+        metadata[OWNER] = ownerOf(call.access)
+        metadata[TARGET] = call.target!
+        metadata[OVERWRITE] = String(call.overwrite)
+        return { metadata }
+      },
+      onUploadFinish: async (req, upload) => {
+        const call = this.#call(req)
+        // A creation still reads the upload's record after this hook: its staged copy
+        // goes once the library is done (nobody else knows the id before the answer).
+        const creating = req.method === 'POST'
+        await this.#commit(upload, call.access, call.requestId, !creating)
+        if (creating) call.stored = upload.id
+        return {}
+      },
+      onResponseError: (req, err) => {
+        if (typeof (err as { status_code?: unknown }).status_code === 'number') return undefined // the protocol's own answer
+        this.#call(req).failure = err
+        return { status_code: 500, body: 'internal error\n' }
+      },
+    })
+    const every = Math.min(Math.max(opts.expiryMs / 2, 1000), 10 * 60_000)
+    this.#sweeper = setInterval(() => {
+      this.sweep().catch((err: unknown) => opts.logger.log('warn', 'tus sweep failed', { err: String(err) }))
+    }, every)
+    this.#sweeper.unref()
+  }
+
+  /** A request under /api/files/tus; errors are thrown, for front/server.ts to answer through `tusReply`. */
+  async handle(req: HttpRequest, authenticate: Authenticate): Promise<HttpReply> {
+    return tusReply(req, await this.#handle(req, authenticate))
+  }
+
+  async #handle(req: HttpRequest, authenticate: Authenticate): Promise<HttpReply> {
+    const version = req.header('tus-resumable')
+    if (version !== undefined && version !== TUS_VERSION) {
+      return { status: 412, headers: { 'tus-version': TUS_VERSION, 'content-type': 'text/plain; charset=utf-8' }, body: `Tus-Resumable ${TUS_VERSION} required\n` }
+    }
+    const id = req.path.replace(/\/+$/, '') === TUS_PATH ? null : uploadIdOf(req.path)
+    if (id === null) {
+      if (req.method !== 'POST') throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${TUS_PATH}; use POST to create an upload`)
+      return this.#create(req, await authenticate())
+    }
+    if (id === undefined) throw NOT_FOUND()
+    if (req.method !== 'HEAD' && req.method !== 'PATCH' && req.method !== 'DELETE') {
+      throw new ApiError('INVALID_INPUT', `${req.method} is not supported on an upload; use HEAD, PATCH or DELETE`)
+    }
+    if (req.method === 'PATCH' && req.header('content-type') !== 'application/offset+octet-stream') {
+      throw new ApiError('UNSUPPORTED_MEDIA', 'a PATCH must be sent as Content-Type: application/offset+octet-stream')
+    }
+    const access = await authenticate()
+    await this.#commits.get(id)?.catch(() => {})
+    const upload = await this.#owned(id, access)
+    if (req.method === 'PATCH') need(access, 'can_upload')
+    if (req.method === 'HEAD' && upload.size !== undefined && upload.offset === upload.size) {
+      // All bytes are in but the target is not stored yet (it failed before): store it
+      // now, so that an offset equal to the length always means the file is there.
+      await this.#commit(upload, access, req.requestId)
+      return { status: 200, headers: headHeaders(upload) }
+    }
+    return this.#delegate(req, { access, requestId: req.requestId })
+  }
+
+  /** OPTIONS: the protocol's discovery headers, added to the CORS preflight answer. */
+  options(preflight: HttpReply): HttpReply {
+    const headers: Record<string, string> = {
+      ...preflight.headers,
+      'tus-resumable': TUS_VERSION,
+      'tus-version': TUS_VERSION,
+      'tus-extension': this.#store.extensions.join(','),
+    }
+    if (this.#opts.maxSize !== null) headers['tus-max-size'] = String(this.#opts.maxSize)
+    return { ...preflight, headers }
+  }
+
+  /** Removes every staged upload past its expiry (and anything without a record past it). */
+  async sweep(): Promise<void> {
+    const now = Date.now()
+    const ids = new Set<string>()
+    for (const name of await readdir(this.#opts.dir)) {
+      const id = name.endsWith('.json') ? name.slice(0, -'.json'.length) : name
+      if (UPLOAD_ID.test(id)) ids.add(id)
+    }
+    for (const id of ids) {
+      if (this.#commits.has(id)) continue
+      const record = await this.#store.configstore.get(id)
+      const created = record?.creation_date
+        ? Date.parse(record.creation_date)
+        : await stat(join(this.#opts.dir, id)).then((s) => s.mtimeMs, () => 0)
+      if (now > created + this.#opts.expiryMs) await this.#discard(id)
+    }
+  }
+
+  close(): void {
+    clearInterval(this.#sweeper)
+  }
+
+  async #create(req: HttpRequest, access: Access): Promise<HttpReply> {
+    need(access, 'can_upload')
+    let metadata: Record<string, string | null> = {}
+    const header = req.header('upload-metadata')
+    if (header !== undefined) {
+      try {
+        metadata = Metadata.parse(header)
+      } catch {
+        throw new ApiError('INVALID_INPUT', 'Upload-Metadata must be comma-separated "key base64value" pairs with unique keys')
+      }
+    }
+    const { path, dirHint } = parseClientPath(req.query.get('path') ?? metadata.path ?? undefined, 'path')
+    if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', 'the upload path must name a file, not a directory')
+    const overwrite = flag(req, 'overwrite', true)
+    await checkUploadTarget(ctxOf(req), access, path, overwrite)
+    return this.#delegate(req, { access, requestId: req.requestId, target: path, overwrite: overwrite && access.may_replace })
+  }
+
+  async #delegate(req: HttpRequest, call: Call): Promise<HttpReply> {
+    const web = toWebRequest(req)
+    this.#calls.set(web, call)
+    const res = await this.#server.handleWeb(web)
+    if (call.stored !== undefined) await this.#discard(call.stored)
+    if (call.failure !== undefined) throw call.failure
+    const reply = await fromWebResponse(res)
+    const meta = reply.headers?.['upload-metadata']
+    if (meta === undefined) return reply
+    const { 'upload-metadata': _, ...headers } = reply.headers!
+    const shown = clientMetadata(Metadata.parse(meta))
+    return { ...reply, headers: shown === null ? headers : { ...headers, 'upload-metadata': shown } }
+  }
+
+  #call(req: Request): Call {
+    const call = this.#calls.get(req)
+    if (!call) throw new Error('tus: a request reached the library without going through TusUploads.handle')
+    return call
+  }
+
+  /** The upload if `access` created it and it has not expired (then it is removed: 410). */
+  async #owned(id: string, access: Access): Promise<Upload> {
+    let upload: Upload
+    try {
+      upload = await this.#store.getUpload(id)
+    } catch {
+      throw NOT_FOUND()
+    }
+    if (upload.metadata?.[OWNER] !== ownerOf(access)) throw NOT_FOUND()
+    const created = upload.creation_date ? Date.parse(upload.creation_date) : 0
+    if (Date.now() > created + this.#opts.expiryMs) {
+      await this.#discard(id)
+      throw new ApiError('GONE', 'this upload expired')
+    }
+    return upload
+  }
+
+  /**
+   * Stores a complete upload into its target and removes the staged copy; once. The
+   * write is not tied to the client's connection: the last byte is in, the file is
+   * stored even if the client leaves. A refusal (4xx: the target appeared and may not
+   * be replaced, a parent is a file...) can never succeed, so it removes the upload
+   * too; a backend failure (5xx) keeps it for a retry.
+   */
+  #commit(upload: Upload, access: Access, requestId: string, discard = true): Promise<void> {
+    const running = this.#commits.get(upload.id)
+    if (running) return running
+    const id = upload.id
+    const meta = upload.metadata ?? {}
+    const ctx: RequestContext = { requestId, signal: new AbortController().signal }
+    const opts = upload.size === undefined ? { overwrite: meta[OVERWRITE] === 'true' } : { overwrite: meta[OVERWRITE] === 'true', size: upload.size }
+    const commit = (async () => {
+      try {
+        await writeUpload(ctx, access, meta[TARGET]!, this.#store.read(id), opts)
+      } catch (err) {
+        if (HTTP_STATUS[toApiError(err).code] < 500) await this.#discard(id)
+        throw err
+      }
+      if (discard) await this.#discard(id)
+    })().finally(() => this.#commits.delete(id))
+    this.#commits.set(id, commit)
+    return commit
+  }
+
+  async #discard(id: string): Promise<void> {
+    await rm(join(this.#opts.dir, id), { force: true })
+    await rm(join(this.#opts.dir, `${id}.json`), { force: true })
+  }
+}
+
+/**
+ * Every answer of the protocol names its version, errors included; an answer to HEAD
+ * has no body (uploads are probed with HEAD on kept-alive connections).
+ */
+export function tusReply(req: HttpRequest, reply: HttpReply): HttpReply {
+  const headers = { ...reply.headers, 'tus-resumable': TUS_VERSION }
+  if (req.method !== 'HEAD') return { ...reply, headers }
+  const { body: _, ...rest } = reply
+  return { ...rest, headers }
+}
+
+/** The upload id in `/api/files/tus/<id>`; undefined when the path has one of another shape. */
+function uploadIdOf(path: string): string | undefined {
+  const id = path.slice(TUS_PATH.length + 1).replace(/\/+$/, '')
+  return UPLOAD_ID.test(id) ? id : undefined
+}
+
+/** The credential an upload is bound to: a token's id, or `share:<id>` for a share link; hashed. */
+function ownerOf(access: Access): string {
+  return createHash('sha256').update(`filegate tus owner\0${access.session.id}`).digest('base64url')
+}
+
+/** The client's own metadata, as the header shows it; null when there is none. */
+function clientMetadata(metadata: Record<string, string | null>): string | null {
+  const own = Object.fromEntries(Object.entries(metadata).filter(([k]) => !RESERVED.has(k)))
+  return Object.keys(own).length > 0 ? Metadata.stringify(own) : null
+}
+
+/** HEAD of a finished upload, as the protocol shows it. */
+function headHeaders(upload: Upload): Record<string, string> {
+  const headers: Record<string, string> = {
+    'cache-control': 'no-store',
+    'upload-offset': String(upload.offset),
+    'upload-length': String(upload.size),
+  }
+  const meta = clientMetadata(upload.metadata ?? {})
+  if (meta !== null) headers['upload-metadata'] = meta
+  return headers
+}
