@@ -1,6 +1,6 @@
 /**
  * @module front/admin
- * The admin's credential (CONTRACT.md section 2, Admin): the password from the
+ * The admin's credential (docs/api.md, "Admin API"): the password from the
  * config or FILEGATE_ADMIN_PASSWORD, kept only as a scrypt hash once started;
  * admin tokens sealed under a key derived for that purpose alone (front/subkey.ts),
  * so a user's session token can never pass as an admin token, nor the reverse.

@@ -1,6 +1,6 @@
 /**
  * @module front/sessions
- * Session creation, authentication and revocation (CONTRACT.md section 2).
+ * Session creation, authentication and revocation (docs/api.md, "Sessions").
  *
  * A session is a sealed token (core/token.ts) carrying its backend spec: no
  * session table. Revocation keeps the token's id in the state store until the

@@ -1,6 +1,6 @@
 /**
  * @module front/shares
- * Share links (CONTRACT.md sections 2-4): creation by a token session, listing and
+ * Share links (docs/api.md): creation by a token session, listing and
  * removal by their owner (same backendID), and resolution of `?share=` into an
  * Access narrowed to the share's path and rights.
  *
@@ -54,7 +54,7 @@ export const shareView = (s: ShareRecord): ShareView => ({
   created: s.created,
 })
 
-/** A share's rights as the listing's permissions (CONTRACT.md section 3). */
+/** A share's rights as the listing's permissions (docs/api.md, "Files"). */
 export function sharePermissions(s: Pick<ShareRecord, 'can_read' | 'can_upload' | 'can_write'>): Permissions {
   const up = s.can_upload || s.can_write
   return {
@@ -170,7 +170,7 @@ export class ShareService {
     }
     const storage = new ChrootStorage(this.#storageFor(spec, key), root, only)
     const session: Session = { id: `share:${s.id}`, backendID: s.owner, home: '/', spec, key, expiresAt: s.expire ?? Number.MAX_SAFE_INTEGER }
-    // can_upload alone creates, never replaces (CONTRACT.md section 3).
+    // can_upload alone creates, never replaces (docs/api.md, "Files").
     return { session, storage, permissions: sharePermissions(s), may_replace: s.can_write }
   }
 

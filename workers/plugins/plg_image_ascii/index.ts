@@ -1,6 +1,6 @@
 /**
  * @module workers/plugins/plg_image_ascii
- * WORKER THREADS. The built-in plugin plg_image_ascii (CONTRACT.md section 6), its worker
+ * WORKER THREADS. The built-in plugin plg_image_ascii (docs/plugins.md), its worker
  * half: the download transform that renders a PNG, JPEG, GIF (first frame) or WebP image
  * as ASCII art. Its main-thread half (front/plugins/plg_image_ascii.ts) reads the query
  * (`ascii`, `ascii_width`, `ascii_color`) and the configured limits before dispatch and

@@ -3,7 +3,7 @@
  * Pixels → ASCII art, pure: the grid's geometry and the character ramp. No I/O and no
  * image library, so it is tested on hand-made pixels.
  *
- * Ramp convention (CONTRACT.md section 6): `" .,:;i1tfLCG08@"` runs from light to dark,
+ * Ramp convention (docs/plugins.md): `" .,:;i1tfLCG08@"` runs from light to dark,
  * as ink on paper: a dark pixel gets a dense character (`@`), a light one a space. On a
  * light-background terminal the picture reads as a positive; on a dark background it
  * reads as a negative (the dense characters glow). With colour on, every character also
