@@ -140,12 +140,10 @@ class LocalDriver implements Driver {
   }
 
   async *read(ctx: OpContext, path: string, range?: ByteRange): AsyncIterable<Uint8Array> {
-    const fh = await this.#pinned(path, {}, async (p) => {
-      if ((await p.stat()).isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
-      return fs.open(p.at, fsc.O_RDONLY)
-    })
+    const fh = await this.#pinned(path, {}, (p) => fs.open(p.at, fsc.O_RDONLY))
     try {
       const st = await fh.stat()
+      if (st.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
       let pos = range?.start ?? 0
       const end = Math.min(range?.end ?? Infinity, st.size - 1) // inclusive
       while (pos <= end) {
@@ -179,9 +177,9 @@ class LocalDriver implements Driver {
           await writeAll(fh, chunk)
         }
         if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled', { path })
+        if (opts.mtimeMs !== undefined) await fh.utimes(new Date(), new Date(opts.mtimeMs))
         await fh.close()
         fh = null
-        if (opts.mtimeMs !== undefined) await fs.utimes(tmp, new Date(), new Date(opts.mtimeMs))
         // The folder was moved or removed meanwhile: its old path no longer names it.
         if (!dir.inPlace()) throw new FsError('ENOENT', `${path}: the folder was moved or removed during the upload`, { path })
         if (opts.overwrite === false) {
@@ -195,7 +193,7 @@ class LocalDriver implements Driver {
       } catch (err) {
         await fh?.close().catch(() => {})
         // Through the folder's descriptor: found wherever the folder went meanwhile.
-        await fs.rm(tmp, { force: true }).catch(() => {})
+        await fs.unlink(tmp).catch(() => {})
         throw err
       }
     })
