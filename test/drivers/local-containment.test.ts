@@ -20,6 +20,13 @@ import type { Driver, OpContext } from '../../core/driver.js'
 import { type FsErrorCode, isFsError } from '../../core/errors.js'
 import { createLocalDriver } from '../../workers/drivers/local.js'
 
+/**
+ * Both ways of holding containment: descriptors checked through /proc/self/fd (Linux),
+ * and the portable one (real paths checked, then used), which must refuse every
+ * planted link as well: only races are beyond it.
+ */
+const PINNINGS = ['auto', 'path'] as const
+
 const ctx = (): OpContext => ({ signal: new AbortController().signal, requestId: 'containment' })
 
 async function* body(text = 'PWNED'): AsyncIterable<Uint8Array> {
@@ -228,7 +235,7 @@ function checkRefusal(t: Test, label: string, err: unknown, codes: readonly FsEr
   }
 }
 
-t.test('hostile symlinks inside the root', async (t) => {
+for (const pinning of PINNINGS) t.test(`hostile symlinks inside the root (${pinning} pinning)`, async (t) => {
   const outside = t.testdir(OUTSIDE_TREE)
   const before = snapshot(outside)
 
@@ -241,7 +248,7 @@ t.test('hostile symlinks inside the root', async (t) => {
       t.teardown(() => fs.rmSync(sibling, { recursive: true, force: true }))
       const w: Where = { root, outside, sibling }
       const siblingBefore = snapshot(sibling)
-      const d = await createLocalDriver({ root })
+      const d = await createLocalDriver({ root, pinning })
       const plant = (): void => {
         resetRoot(root)
         for (const [p, target] of sc.links(w)) fs.symlinkSync(target, nodePath.join(root, p))
@@ -316,7 +323,7 @@ t.test('hostile symlinks inside the root', async (t) => {
   }
 })
 
-t.test('links that stay inside the root keep working', async (t) => {
+for (const pinning of PINNINGS) t.test(`links that stay inside the root keep working (${pinning} pinning)`, async (t) => {
   const outside = t.testdir(OUTSIDE_TREE)
   t.test('inside', async (t) => {
     const root = t.testdir({})
@@ -334,7 +341,7 @@ t.test('links that stay inside the root keep working', async (t) => {
     ]
     for (const [p, target] of links) fs.symlinkSync(target, nodePath.join(root, p))
     const before = snapshot(outside)
-    const d = await createLocalDriver({ root })
+    const d = await createLocalDriver({ root, pinning })
 
     for (const p of ['/in-file', '/in-abs', '/in-chain', '/sub/up', '/round-trip', '/sub/self/victim.txt', '/dot/victim.txt']) {
       t.match(await d.stat(ctx(), p), { kind: 'file', size: 6, name: nodePath.posix.basename(p), path: p }, `stat ${p}`)
@@ -372,7 +379,7 @@ t.test('links that stay inside the root keep working', async (t) => {
   })
 })
 
-t.test('the root itself may be a symlink', async (t) => {
+for (const pinning of PINNINGS) t.test(`the root itself may be a symlink (${pinning} pinning)`, async (t) => {
   const dir = t.testdir({
     real: { 'a.txt': 'A', d: { 'b.txt': 'B' } },
     'real-sibling': { 'secret.txt': 'SECRET' },
@@ -387,7 +394,7 @@ t.test('the root itself may be a symlink', async (t) => {
 
   for (const root of [rootLink, `${rootLink}/`]) {
     t.test(JSON.stringify(nodePath.relative(dir, root) + (root.endsWith('/') ? '/' : '')), async (t) => {
-      const d = await createLocalDriver({ root })
+      const d = await createLocalDriver({ root, pinning })
       t.match(await d.stat(ctx(), '/'), { kind: 'dir', path: '/' }, 'stat /')
       t.same(await listNames(d, '/'), ['a.txt', 'd', 'to-root-link', 'via-root-link'], 'list / (outside links left out)')
       t.equal(Buffer.concat(await drain(d.read(ctx(), '/a.txt'))).toString(), 'A', 'read')

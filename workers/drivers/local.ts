@@ -29,7 +29,7 @@ import * as nodePath from 'node:path'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../core/driver.js'
 import { FsError, type FsErrorCode, isFsError } from '../../core/errors.js'
 import { baseName } from '../../core/paths.js'
-import { createPinner, type Pin, type PinOptions, type Pinner } from './local/pin.js'
+import { createPathPinner, createPinner, type Pin, type PinOptions, type Pinner } from './local/pin.js'
 import { isTempUploadName, tempUploadName } from './upload-names.js'
 
 // 1) Config ------------------------------------------------------------------
@@ -39,6 +39,8 @@ export interface LocalConfig {
   readonly root: string
   /** Create the root when missing (tmp spaces); otherwise a missing root is ENOENT. */
   readonly createRoot?: boolean
+  /** 'path' forces the portable containment of systems without /proc/self/fd (for tests). */
+  readonly pinning?: 'auto' | 'path'
 }
 
 /** Bytes per read chunk: large chunks are what make loopback downloads fast (see bench). */
@@ -372,5 +374,5 @@ export async function createLocalDriver(cfg: LocalConfig): Promise<Driver> {
   } catch (err) {
     throw isFsError(err) ? err : new FsError('ENOENT', 'the storage root folder does not exist', { cause: err })
   }
-  return new LocalDriver(real, await createPinner(real))
+  return new LocalDriver(real, cfg.pinning === 'path' ? createPathPinner(real) : await createPinner(real))
 }

@@ -196,5 +196,5 @@ export async function createPinner(realRoot: string): Promise<Pinner> {
   return new PathPinner(realRoot)
 }
 
-/** Only for tests: the path-based pinner, whatever the system. */
+/** The path-based pinner, whatever the system (to test it where descriptors are used). */
 export const createPathPinner = (realRoot: string): Pinner => new PathPinner(realRoot)
