@@ -48,8 +48,6 @@ export interface PinOptions {
 }
 
 export interface Pinner {
-  /** Where pins are checked against, for messages and tests. */
-  readonly mode: 'descriptor' | 'path'
   /**
    * Pins the absolute path `abs`. Throws EACCES when it leads outside the root (also
    * when it does not exist and its nearest existing ancestor, or the target of a
@@ -61,7 +59,6 @@ export interface Pinner {
 /** Linux's O_PATH (not in Node's constants); the generic value, used by x86 and ARM alike. */
 const O_PATH = 0o10000000
 const openFd = promisify(fsCb.open)
-const fstat = promisify(fsCb.fstat)
 /** Symlinks followed by the kernel before ELOOP; the same bound for our own look-ups. */
 const MAX_LINKS = 40
 
@@ -73,7 +70,6 @@ function within(realRoot: string): (real: string) => boolean {
 }
 
 abstract class BasePinner implements Pinner {
-  abstract readonly mode: 'descriptor' | 'path'
   protected readonly inside: (real: string) => boolean
 
   constructor(protected readonly realRoot: string) {
@@ -118,8 +114,6 @@ abstract class BasePinner implements Pinner {
 
 /** Linux: pins are descriptors, used through /proc/self/fd. */
 class FdPinner extends BasePinner {
-  readonly mode = 'descriptor'
-
   protected async pinExisting(abs: string, follow: boolean, dir: boolean): Promise<Pin> {
     const fd = await openFd(abs, O_PATH | (follow ? 0 : fsc.O_NOFOLLOW) | (dir ? fsc.O_DIRECTORY : 0))
     const at = `/proc/self/fd/${fd}`
@@ -140,7 +134,8 @@ class FdPinner extends BasePinner {
       at,
       real,
       child: (name) => `${at}/${name}`,
-      stat: () => fstat(fd),
+      // The inode is in memory while the descriptor holds it: no disk, no pool thread needed.
+      stat: async () => fsCb.fstatSync(fd),
       inPlace: () => {
         try {
           return fsCb.readlinkSync(at) === real
@@ -159,8 +154,6 @@ class FdPinner extends BasePinner {
 
 /** Other systems: real paths, checked then used as strings (not race-free). */
 class PathPinner extends BasePinner {
-  readonly mode = 'path'
-
   protected async pinExisting(abs: string, follow: boolean, dir: boolean): Promise<Pin> {
     const real = follow ? await fs.realpath(abs) : nodePath.join(await fs.realpath(nodePath.dirname(abs)), nodePath.basename(abs))
     if (!this.inside(real)) throw refused()
