@@ -292,7 +292,7 @@ class LocalDriver implements Driver {
    * the target's stat through an inside link (the link itself is what gets replaced);
    * EACCES when the link leads outside, dangling or not. `follow` false: the link's own stat.
    */
-  async #target(dir: Pin, name: string, path: string, follow = true): Promise<import('node:fs').Stats | null> {
+  async #target(dir: Pin, name: string, path: string, follow = true): Promise<Stats | null> {
     const lst = await fs.lstat(dir.child(name)).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return null
       throw err
@@ -312,7 +312,13 @@ class LocalDriver implements Driver {
     return this.#pinned(path, { follow: false, dir: true }, async (d) => {
       const names = await fs.readdir(d.at)
       if (!names.every(isTempUploadName)) return false
-      await Promise.all(names.map((n) => fs.rm(d.child(n), { force: true })))
+      await Promise.all(
+        names.map((n) =>
+          fs.unlink(d.child(n)).catch((err: NodeJS.ErrnoException) => {
+            if (err.code !== 'ENOENT') throw err // gone meanwhile: its upload failed
+          }),
+        ),
+      )
       return true
     }, abs)
   }
