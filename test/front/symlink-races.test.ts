@@ -24,7 +24,7 @@ import t, { type Test } from 'tap'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
 
 const MARK = 'OUTSIDE-SECRET'
-const FLIP_MS = Number(process.env.FILEGATE_RACE_MS ?? 10_000)
+const FLIP_MS = 10_000
 const NAMES = 20
 
 type Call = ReturnType<typeof api>
