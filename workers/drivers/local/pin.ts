@@ -4,7 +4,7 @@
  * then acted on through the very object that was checked, so that a symlink
  * swapped in between cannot lead the action elsewhere.
  *
- * Linux (`fdPinner`): `pin` opens the path with O_PATH (the kernel follows the
+ * Linux (`FdPinner`): `pin` opens the path with O_PATH (the kernel follows the
  * links on the way, nothing is opened for reading or writing), reads where the
  * descriptor really is from `/proc/self/fd/<fd>`, and refuses (EACCES) unless
  * that lies inside the root's real path. The pin is then used through
@@ -13,7 +13,7 @@
  * kernel resolves those to the descriptor's own inode, whatever happened to the
  * path string since.
  *
- * Elsewhere (`pathPinner`, also where /proc is missing): the real path is
+ * Elsewhere (`PathPinner`, also where /proc is missing): the real path is
  * resolved and checked, then used as a string. A link swapped between the check
  * and the use is not caught there (docs/local-storage-security.md).
  */
