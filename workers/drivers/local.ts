@@ -6,15 +6,22 @@
  * 3) sessions (none here: the kernel is the session), 4) the driver, 5) factory.
  *
  * Containment: canonical paths cannot climb above `/` lexically, but a symlink
- * planted inside the folder could point anywhere. Every operation resolves the
- * real path of its target (or of its nearest existing ancestor) and refuses with
- * EACCES when it lies outside the root's real path. Listings leave out symlinks
- * that lead outside the root or nowhere, so a walk (zip, recursive rm) never meets
- * them.
+ * planted inside the folder could point anywhere, and could be swapped while an
+ * operation runs. Every operation pins what it acts on (local/pin.ts): the entry's
+ * folder for what acts on a name (write, mkdir, remove, rename: the final name is
+ * never followed), the object itself for what follows links (stat, read, list,
+ * setMtime), each checked to lie inside the root's real path (EACCES otherwise)
+ * and then used through the pin, never through the path string again. Listings
+ * leave out symlinks that lead outside the root or nowhere, so a walk (zip,
+ * recursive rm) never meets them; each step of a walk is an operation of its own,
+ * pinned again. docs/local-storage-security.md says what holds where.
  *
  * Atomic writes: bytes go to a hidden temporary file in the target's folder
  * (`.filegate-<id>.part`, never listed), which is renamed over the target (or
- * hard-linked to it when the target must not be replaced) once complete.
+ * hard-linked to it when the target must not be replaced) once complete. It is
+ * created, committed and cleaned up through its folder's pin: a folder moved or
+ * removed meanwhile fails the upload and keeps no temporary file, and removing a
+ * folder removes the hidden files of uploads in progress there.
  */
 import { constants as fsc, type Stats } from 'node:fs'
 import * as fs from 'node:fs/promises'
@@ -22,6 +29,7 @@ import * as nodePath from 'node:path'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../core/driver.js'
 import { FsError, type FsErrorCode, isFsError } from '../../core/errors.js'
 import { baseName } from '../../core/paths.js'
+import { createPathPinner, createPinner, type Pin, type PinOptions, type Pinner } from './local/pin.js'
 import { isTempUploadName, tempUploadName } from './upload-names.js'
 
 // 1) Config ------------------------------------------------------------------
@@ -31,6 +39,8 @@ export interface LocalConfig {
   readonly root: string
   /** Create the root when missing (tmp spaces); otherwise a missing root is ENOENT. */
   readonly createRoot?: boolean
+  /** 'path' forces the portable containment of systems without /proc/self/fd (for tests). */
+  readonly pinning?: 'auto' | 'path'
 }
 
 /** Bytes per read chunk: large chunks are what make loopback downloads fast (see bench). */
@@ -81,59 +91,58 @@ export function classify(err: unknown, path: string): FsError {
 
 const FEATURES: Features = { emptyDirs: true, atomicRename: true, rangeRead: true, mtimePrecisionMs: 1 }
 
+const ROOT_REFUSED = (path: string): FsError => new FsError('EACCES', 'the root cannot be removed or moved', { path })
+
 class LocalDriver implements Driver {
   readonly kind = 'local'
   readonly features = FEATURES
-  readonly #root: string
   readonly #realRoot: string
+  readonly #pinner: Pinner
 
-  constructor(root: string, realRoot: string) {
-    this.#root = root
+  constructor(realRoot: string, pinner: Pinner) {
     this.#realRoot = realRoot
+    this.#pinner = pinner
   }
 
   async stat(_ctx: OpContext, path: string): Promise<Entry> {
-    const abs = await this.#resolve(path)
-    try {
-      const lst = await fs.lstat(abs)
-      return lst.isSymbolicLink() ? toEntry(path, await fs.stat(abs), true) : toEntry(path, lst)
-    } catch (err) {
-      throw classify(err, path)
-    }
+    return this.#pinned(path, { follow: false }, async (p) => {
+      const st = await p.stat()
+      if (!st.isSymbolicLink()) return toEntry(path, st)
+      // Pinned again, following: checked on its own, whatever the link says by now.
+      return this.#pinned(path, {}, async (target) => toEntry(path, await target.stat(), true))
+    })
   }
 
   async *list(ctx: OpContext, dir: string): AsyncIterable<readonly Entry[]> {
-    const abs = await this.#resolve(dir)
-    let handle: import('node:fs').Dir
+    const d = await this.#pin(dir, { dir: true })
     try {
-      handle = await fs.opendir(abs, { bufferSize: LIST_PAGE })
-    } catch (err) {
-      throw classify(err, dir)
-    }
-    let names: string[] = []
-    try {
-      for await (const d of handle) {
-        if (isTempUploadName(d.name)) continue
-        names.push(d.name)
-        if (names.length >= LIST_PAGE) {
-          yield await this.#entries(ctx, dir, names)
-          names = []
-        }
+      let handle: import('node:fs').Dir
+      try {
+        handle = await fs.opendir(d.at, { bufferSize: LIST_PAGE })
+      } catch (err) {
+        throw classify(err, dir)
       }
-      if (names.length > 0) yield await this.#entries(ctx, dir, names)
-    } catch (err) {
-      throw classify(err, dir)
+      let names: string[] = []
+      try {
+        for await (const e of handle) {
+          if (isTempUploadName(e.name)) continue
+          names.push(e.name)
+          if (names.length >= LIST_PAGE) {
+            yield await this.#entries(ctx, d, dir, names)
+            names = []
+          }
+        }
+        if (names.length > 0) yield await this.#entries(ctx, d, dir, names)
+      } catch (err) {
+        throw classify(err, dir)
+      }
+    } finally {
+      d.release()
     }
   }
 
   async *read(ctx: OpContext, path: string, range?: ByteRange): AsyncIterable<Uint8Array> {
-    const abs = await this.#resolve(path)
-    let fh: fs.FileHandle
-    try {
-      fh = await fs.open(abs, fsc.O_RDONLY)
-    } catch (err) {
-      throw classify(err, path)
-    }
+    const fh = await this.#pinned(path, {}, (p) => fs.open(p.at, fsc.O_RDONLY))
     try {
       const st = await fh.stat()
       if (st.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
@@ -156,160 +165,187 @@ class LocalDriver implements Driver {
   }
 
   async write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}): Promise<Entry> {
-    const abs = await this.#resolve(path)
-    const dir = nodePath.dirname(abs)
-    const existing = await fs.stat(abs).catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') return null
-      throw classify(err, path)
-    })
-    if (existing?.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
-    if (existing && opts.overwrite === false) throw new FsError('EEXIST', `${path}: already exists`, { path })
-    const tmp = nodePath.join(dir, tempUploadName())
-    let fh: fs.FileHandle | null = null
-    try {
-      fh = await fs.open(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o644)
-      for await (const chunk of body) {
+    if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
+    return this.#inParent(path, async (dir, name) => {
+      const existing = await this.#target(dir, name, path)
+      if (existing?.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
+      if (existing && opts.overwrite === false) throw new FsError('EEXIST', `${path}: already exists`, { path })
+      const tmp = dir.child(tempUploadName())
+      let fh: fs.FileHandle | null = null
+      try {
+        fh = await fs.open(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o644)
+        for await (const chunk of body) {
+          if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled', { path })
+          await writeAll(fh, chunk)
+        }
         if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled', { path })
-        await writeAll(fh, chunk)
+        if (opts.mtimeMs !== undefined) await fh.utimes(new Date(), new Date(opts.mtimeMs))
+        await fh.close()
+        fh = null
+        // The folder was moved or removed meanwhile: its old path no longer names it.
+        if (!dir.inPlace()) throw new FsError('ENOENT', `${path}: the folder was moved or removed during the upload`, { path })
+        if (opts.overwrite === false) {
+          // link(2) fails if the target appeared meanwhile: an atomic "create, never replace".
+          await fs.link(tmp, dir.child(name))
+          await fs.unlink(tmp)
+        } else {
+          await fs.rename(tmp, dir.child(name))
+        }
+        return toEntry(path, await fs.lstat(dir.child(name)))
+      } catch (err) {
+        await fh?.close().catch(() => {})
+        // Through the folder's descriptor: found wherever the folder went meanwhile.
+        await fs.unlink(tmp).catch(() => {})
+        throw err
       }
-      if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled', { path })
-      await fh.close()
-      fh = null
-      if (opts.mtimeMs !== undefined) await fs.utimes(tmp, new Date(), new Date(opts.mtimeMs))
-      if (opts.overwrite === false) {
-        // link(2) fails if the target appeared meanwhile: an atomic "create, never replace".
-        await fs.link(tmp, abs)
-        await fs.unlink(tmp)
-      } else {
-        await fs.rename(tmp, abs)
-      }
-      return toEntry(path, await fs.stat(abs))
-    } catch (err) {
-      await fh?.close().catch(() => {})
-      await fs.rm(tmp, { force: true }).catch(() => {})
-      throw classify(err, path)
-    }
+    })
   }
 
   async mkdir(_ctx: OpContext, dir: string): Promise<void> {
-    const abs = await this.#resolve(dir)
-    try {
-      await fs.mkdir(abs, 0o755)
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-        // A dangling symlink holds the name but stat() fails on it: that is EEXIST too,
-        // never a raw Node error (its message would name the server's folder).
-        const st = await fs.stat(abs).catch(() => null)
-        if (st?.isDirectory()) return
+    if (dir === '/') return this.#pinned(dir, { dir: true }, async () => {})
+    return this.#inParent(dir, async (parent, name) => {
+      try {
+        await fs.mkdir(parent.child(name), 0o755)
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+        // A link to a folder inside is that folder; a dangling link holds the name: EEXIST.
+        const st = await this.#pinned(dir, {}, (p) => p.stat(), parent.child(name)).catch((e: FsError) => {
+          if (e.code === 'EACCES') throw e
+          return null
+        })
+        if (!st?.isDirectory()) throw err
       }
-      throw classify(err, dir)
-    }
+    })
   }
 
   async remove(_ctx: OpContext, path: string): Promise<void> {
-    // The entry itself (a symlink included) is removed, never what a link points at,
-    // so only its folder must lie inside the root.
-    const abs = await this.#resolveLink(path)
-    try {
-      const st = await fs.lstat(abs)
-      if (st.isDirectory()) await fs.rmdir(abs)
-      else await fs.unlink(abs)
-    } catch (err) {
-      throw classify(err, path)
-    }
+    if (path === '/') throw ROOT_REFUSED(path)
+    // The entry itself (a symlink included) is removed, never what a link points at.
+    return this.#inParent(path, async (dir, name) => {
+      const st = await fs.lstat(dir.child(name))
+      if (!st.isDirectory()) return fs.unlink(dir.child(name))
+      try {
+        await fs.rmdir(dir.child(name))
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOTEMPTY') throw err
+        // Hidden upload files never keep a folder alive: an upload into a removed folder fails.
+        if (!(await this.#dropTempFiles(dir.child(name), path))) throw err
+        await fs.rmdir(dir.child(name))
+      }
+    })
   }
 
   async rename(_ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<void> {
-    const src = await this.#resolveLink(from)
-    const dst = await this.#resolve(to)
-    await fs.lstat(src).catch((err: unknown) => {
-      throw classify(err, from)
-    })
-    // From here on a failure concerns the target (a missing or non-directory parent, a clash).
-    try {
-      const target = await fs.lstat(dst).catch((err: NodeJS.ErrnoException) => {
-        if (err.code === 'ENOENT') return null
-        throw err
-      })
-      if (target && (!opts.overwrite || target.isDirectory())) throw new FsError('EEXIST', `${to}: already exists`, { path: to })
-      await fs.rename(src, dst)
-    } catch (err) {
-      throw classify(err, to)
-    }
+    if (from === '/' || to === '/') throw ROOT_REFUSED(from)
+    return this.#inParent(from, (src, srcName) =>
+      this.#inParent(to, async (dst, dstName) => {
+        await fs.lstat(src.child(srcName)).catch((err: unknown) => {
+          throw classify(err, from)
+        })
+        // From here on a failure concerns the target (a missing or non-directory parent, a clash).
+        const target = await this.#target(dst, dstName, to, false)
+        if (target && (!opts.overwrite || target.isDirectory())) throw new FsError('EEXIST', `${to}: already exists`, { path: to })
+        await fs.rename(src.child(srcName), dst.child(dstName))
+      }),
+    )
   }
 
   async setMtime(_ctx: OpContext, path: string, mtimeMs: number): Promise<void> {
-    const abs = await this.#resolve(path)
-    try {
-      await fs.utimes(abs, new Date(), new Date(mtimeMs))
-    } catch (err) {
-      throw classify(err, path)
-    }
+    return this.#pinned(path, {}, (p) => fs.utimes(p.at, new Date(), new Date(mtimeMs)))
   }
 
   async close(): Promise<void> {}
 
-  /** Absolute path of `path`, after checking that its real location lies inside the root. */
-  async #resolve(path: string): Promise<string> {
-    const abs = this.#abs(path)
-    await this.#contain(abs, path)
-    return abs
-  }
-
-  /** As #resolve, but a final symlink is not followed: it is the entry itself. */
-  async #resolveLink(path: string): Promise<string> {
-    const abs = this.#abs(path)
-    if (path === '/') return abs
-    await this.#contain(nodePath.dirname(abs), path)
-    return abs
-  }
-
   #abs(path: string): string {
-    return path === '/' ? this.#root : nodePath.join(this.#root, path)
+    return path === '/' ? this.#realRoot : nodePath.join(this.#realRoot, path)
   }
 
-  /** Walks up to the nearest existing ancestor and checks its real path. */
-  async #contain(abs: string, path: string): Promise<void> {
-    let probe = abs
-    for (;;) {
-      try {
-        const real = await fs.realpath(probe)
-        if (real !== this.#realRoot && !real.startsWith(this.#realRoot + nodePath.sep)) {
-          throw new FsError('EACCES', `${path}: leads outside the storage root`, { path })
-        }
-        return
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code
-        if ((code === 'ENOENT' || code === 'ENOTDIR') && probe !== this.#root) {
-          probe = nodePath.dirname(probe)
-          continue
-        }
-        throw classify(err, path)
-      }
+  /** Pins `path` (or the local path `abs`, which names it); errors are classified for `path`. */
+  async #pin(path: string, opts: PinOptions, abs = this.#abs(path)): Promise<Pin> {
+    try {
+      return await this.#pinner.pin(abs, opts)
+    } catch (err) {
+      throw classify(err, path)
     }
   }
 
-  /** Stats a page of names; drops symlinks that lead outside the root or nowhere. */
-  async #entries(_ctx: OpContext, dir: string, names: string[]): Promise<Entry[]> {
-    const absDir = this.#abs(dir)
+  /** Runs `fn` on the pinned `path`, then releases it; errors are classified for `path`. */
+  async #pinned<T>(path: string, opts: PinOptions, fn: (p: Pin) => Promise<T>, abs?: string): Promise<T> {
+    const p = await this.#pin(path, opts, abs)
+    try {
+      return await fn(p)
+    } catch (err) {
+      throw classify(err, path)
+    } finally {
+      p.release()
+    }
+  }
+
+  /** Runs `fn` on the pinned folder of `path` and the entry's name in it. */
+  #inParent<T>(path: string, fn: (dir: Pin, name: string) => Promise<T>): Promise<T> {
+    const abs = this.#abs(path)
+    return this.#pinned(path, { dir: true }, (dir) => fn(dir, nodePath.basename(abs)), nodePath.dirname(abs))
+  }
+
+  /**
+   * What a write or a move would replace at `name` in `dir`: null when nothing is there;
+   * the target's stat through an inside link (the link itself is what gets replaced);
+   * EACCES when the link leads outside, dangling or not. `follow` false: the link's own stat.
+   */
+  async #target(dir: Pin, name: string, path: string, follow = true): Promise<Stats | null> {
+    const lst = await fs.lstat(dir.child(name)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return null
+      throw err
+    })
+    if (!lst?.isSymbolicLink()) return lst
+    try {
+      const st = await this.#pinned(path, {}, (p) => p.stat(), dir.child(name))
+      return follow ? st : lst
+    } catch (err) {
+      if ((err as FsError).code !== 'ENOENT') throw err
+      return lst // dangling, and not outside: the name is taken by the link
+    }
+  }
+
+  /** Removes the hidden upload files of the folder `abs`; false when something else is there. */
+  async #dropTempFiles(abs: string, path: string): Promise<boolean> {
+    return this.#pinned(path, { follow: false, dir: true }, async (d) => {
+      const names = await fs.readdir(d.at)
+      if (!names.every(isTempUploadName)) return false
+      await Promise.all(
+        names.map((n) =>
+          fs.unlink(d.child(n)).catch((err: NodeJS.ErrnoException) => {
+            if (err.code !== 'ENOENT') throw err // gone meanwhile: its upload failed
+          }),
+        ),
+      )
+      return true
+    }, abs)
+  }
+
+  /** Stats a page of names of the pinned `d`; drops symlinks that lead outside the root or nowhere. */
+  async #entries(_ctx: OpContext, d: Pin, dir: string, names: string[]): Promise<Entry[]> {
     const out: (Entry | null)[] = new Array(names.length).fill(null)
     let next = 0
     const worker = async (): Promise<void> => {
       while (next < names.length) {
         const i = next++
         const name = names[i]!
-        const abs = nodePath.join(absDir, name)
         const path = dir === '/' ? `/${name}` : `${dir}/${name}`
         try {
-          const lst = await fs.lstat(abs)
+          const lst = await fs.lstat(d.child(name))
           if (!lst.isSymbolicLink()) {
             out[i] = toEntry(path, lst)
             continue
           }
-          const real = await fs.realpath(abs)
-          if (real === this.#realRoot || real.startsWith(this.#realRoot + nodePath.sep)) out[i] = toEntry(path, await fs.stat(abs), true)
+          const target = await this.#pinner.pin(d.child(name))
+          try {
+            out[i] = toEntry(path, await target.stat(), true)
+          } finally {
+            target.release()
+          }
         } catch {
-          // Vanished since readdir, or a dangling link: not part of the listing.
+          // Vanished since readdir, a dangling link, or one leading outside: not listed.
         }
       }
     }
@@ -344,5 +380,5 @@ export async function createLocalDriver(cfg: LocalConfig): Promise<Driver> {
   } catch (err) {
     throw isFsError(err) ? err : new FsError('ENOENT', 'the storage root folder does not exist', { cause: err })
   }
-  return new LocalDriver(nodePath.resolve(cfg.root), real)
+  return new LocalDriver(real, cfg.pinning === 'path' ? createPathPinner(real) : await createPinner(real))
 }
