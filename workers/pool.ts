@@ -212,7 +212,9 @@ export class WorkerPool {
         t.transfers++
         this.#send(t, p)
       } else {
-        const t = this.#leastBy((x) => x.tasks)
+        // The least busy thread; between equals, the one with fewest transfers, since a task
+        // may start a stream that stays on its thread.
+        const t = this.#leastBy((x) => x.tasks * 1e6 + x.transfers)
         if (t && t.tasks < this.#opts.tasksPerWorker) {
           t.tasks++
           this.#send(t, p)

@@ -20,6 +20,12 @@ import { errorReply, okReply } from '../http/status.js'
 export type FileHandler = (req: HttpRequest, access: Access) => Promise<HttpReply>
 
 const ctxOf = (req: HttpRequest): RequestContext => ({ requestId: req.requestId, signal: req.signal })
+/** For transfers: the client's address and credential, which the transfer limits count. */
+const transferCtx = (req: HttpRequest, access: Access): RequestContext => ({
+  requestId: req.requestId,
+  signal: req.signal,
+  client: { address: req.remoteAddress, credential: access.session.id },
+})
 
 /** A path parameter, canonical. */
 const pathParam = (req: HttpRequest, name = 'path') => parseClientPath(req.query.get(name) ?? undefined, name)
@@ -54,9 +60,9 @@ export const download = async (req: HttpRequest, access: Access, transforms?: Tr
   if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', `${path} is a directory: use /api/files/ls or /api/files/zip`)
   const name = baseName(path)
   const transform = transforms?.selectTransform(req.query, { path, name, type: contentTypeOf(name) }) ?? null
-  if (transform) return transformedReply(req, path, await access.storage.read(ctxOf(req), path, undefined, transform))
+  if (transform) return transformedReply(req, path, await access.storage.read(transferCtx(req, access), path, undefined, transform))
   const spec = parseRange(req.header('range'))
-  const stream = await access.storage.read(ctxOf(req), path, spec === 'invalid' || spec === null ? undefined : spec)
+  const stream = await access.storage.read(transferCtx(req, access), path, spec === 'invalid' || spec === null ? undefined : spec)
   try {
     return replyFor(req, path, spec === 'invalid', stream)
   } catch (err) {
@@ -159,10 +165,10 @@ export const upload: FileHandler = async (req, access) => {
     )
     if (exists) throw new ApiError('FORBIDDEN', 'this share allows uploading new files only, not replacing existing ones')
     // overwrite=false: a file that appears meanwhile is a 409, not replaced.
-    await access.storage.write(ctxOf(req), path, req.body, size === null ? { overwrite: false } : { overwrite: false, size })
+    await access.storage.write(transferCtx(req, access), path, req.body, size === null ? { overwrite: false } : { overwrite: false, size })
     return okReply()
   }
-  await access.storage.write(ctxOf(req), path, req.body, size === null ? { overwrite } : { overwrite, size })
+  await access.storage.write(transferCtx(req, access), path, req.body, size === null ? { overwrite } : { overwrite, size })
   return okReply()
 }
 
@@ -174,7 +180,7 @@ export const zip: FileHandler = async (req, access) => {
   const c = req.query.get('compression')
   if (c !== null && c !== 'store' && c !== 'auto') throw new ApiError('INVALID_INPUT', '"compression" must be "store" or "auto"')
   const compression: ZipCompression = c === 'store' ? 'store' : 'auto'
-  const stream = await access.storage.zip(ctxOf(req), paths, compression)
+  const stream = await access.storage.zip(transferCtx(req, access), paths, compression)
   const single = paths.length === 1 && paths[0] !== '/' ? baseName(paths[0]!) : 'download'
   return {
     status: 200,
