@@ -50,7 +50,8 @@ const lost = () => new FsError('EIO', 'the stream ended without finishing (its t
 export class ByteBudget {
   readonly limit: number
   #used = 0
-  readonly #waiters = new Set<() => void>()
+  /** Waiters in order; each returns true when it is served, false to keep its place. */
+  readonly #waiters: (() => boolean)[] = []
 
   constructor(limit: number) {
     this.limit = limit
@@ -78,17 +79,23 @@ export class ByteBudget {
     this.#wake()
   }
 
-  /** Calls `fn` once, the next time bytes are freed. Returns a function that unregisters it. */
-  whenFreed(fn: () => void): () => void {
-    this.#waiters.add(fn)
-    return () => this.#waiters.delete(fn)
+  /**
+   * Queues `fn` for when bytes are freed: it runs then, first in line first, and returns
+   * true once served (it leaves the line) or false to wait on at the head. Returns a
+   * function that leaves the line.
+   */
+  whenFreed(fn: () => boolean): () => void {
+    this.#waiters.push(fn)
+    return () => {
+      const i = this.#waiters.indexOf(fn)
+      if (i >= 0) this.#waiters.splice(i, 1)
+    }
   }
 
   #wake(): void {
-    for (const fn of this.#waiters) {
-      if (this.#used >= this.limit) return
-      this.#waiters.delete(fn)
-      fn()
+    while (this.#waiters.length > 0 && this.#used < this.limit) {
+      if (!this.#waiters[0]!()) return
+      this.#waiters.shift()
     }
   }
 }
@@ -317,25 +324,32 @@ export class PortReader implements AsyncIterable<Uint8Array> {
     this.#consumerHolds = -1
   }
 
-  /** Grants credits up to the window, as far as the budget allows. */
+  /** Grants credits up to the window; when the budget is short, waits in its line for the rest. */
   #topUp(): void {
-    if (this.#ended || this.#error || this.#closed || this.#unwait) return
-    const busy = this.#inFlight + this.#queue.length + (this.#consumerHolds >= 0 ? 1 : 0)
+    if (this.#unwait || !this.#grant()) return
+    const fn = () => {
+      if (this.#grant()) return false
+      this.#unwait = null
+      return true
+    }
+    this.#unwait = this.#budget!.whenFreed(fn)
+  }
+
+  /** Grants what the window and the budget allow. Returns true when the budget gave less than wanted. */
+  #grant(): boolean {
+    if (this.#ended || this.#error || this.#closed) return false
+    let want = this.#window - this.#inFlight - this.#queue.length - (this.#consumerHolds >= 0 ? 1 : 0)
     let n = 0
-    for (let want = this.#window - busy; want > 0; want--) {
-      if (this.#budget && !this.#budget.take(CREDIT_ESTIMATE)) {
-        this.#unwait = this.#budget.whenFreed(() => {
-          this.#unwait = null
-          this.#topUp()
-        })
-        break
-      }
+    for (; want > 0; want--) {
+      if (this.#budget && !this.#budget.take(CREDIT_ESTIMATE)) break
       this.#held += CREDIT_ESTIMATE
       n++
     }
-    if (n === 0) return
-    this.#inFlight += n
-    this.#port.postMessage({ t: 'credit', n } satisfies ControlFrame)
+    if (n > 0) {
+      this.#inFlight += n
+      this.#port.postMessage({ t: 'credit', n } satisfies ControlFrame)
+    }
+    return want > 0
   }
 
   #give(n: number): void {

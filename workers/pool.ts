@@ -44,7 +44,7 @@ export interface PoolOptions {
   /** Live transfers per thread (default 4096). */
   readonly transfersPerWorker?: number
   /**
-   * Bytes buffered for transfers, all together (default 256 MiB): half for downloads on
+   * Bytes buffered for transfers, all together (default 64 MiB): half for downloads on
    * the main thread (`buffers`), half split among the threads for uploads.
    */
   readonly bufferBytes?: number
@@ -132,7 +132,7 @@ export class WorkerPool {
   #closed = false
 
   constructor(opts: PoolOptions) {
-    this.#opts = { transfersPerWorker: 4096, bufferBytes: 256 * 1024 * 1024, plugins: [], ...opts }
+    this.#opts = { transfersPerWorker: 4096, bufferBytes: 64 * 1024 * 1024, plugins: [], ...opts }
     this.buffers = new ByteBudget(Math.floor(this.#opts.bufferBytes / 2))
     for (let i = 0; i < opts.workers; i++) this.#spawn()
   }
