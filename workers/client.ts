@@ -68,7 +68,12 @@ class Channel {
   #stream<H>(ctx: OpContext, head: H, port: MessagePort, started: Started<unknown>): HeadedStream<H> {
     let lease: TransferLease | null = null
     const reader = new PortReader(port, { budget: this.#pool.buffers, onClose: () => lease?.release() })
-    lease = started.lease((err) => reader.fail(err))
+    try {
+      lease = started.lease((err) => reader.fail(err))
+    } catch (err) {
+      reader.cancel() // the thread has its fill of transfers: this one does not start
+      throw err
+    }
     // Aborting the request cancels the transfer. The listener stays for the stream's life;
     // it dies with the request's signal.
     const onAbort = () => reader.fail(new FsError('ECANCELED', 'the request was cancelled'))

@@ -78,7 +78,10 @@ export interface TransferLease {
 /** A task's value, and a way to keep the stream it started counted as a transfer on its thread. */
 export interface Started<V> {
   readonly value: V
-  /** Counts the stream on the thread that started it; `onLost` is called if that thread dies first. */
+  /**
+   * Counts the stream on the thread that started it; `onLost` is called if that thread dies
+   * first. @throws ApiError UNAVAILABLE when that thread has `transfersPerWorker` already
+   */
   lease(onLost: (err: FsError) => void): TransferLease
 }
 
@@ -102,6 +105,7 @@ interface Thread {
   tasks: number
   transfers: number
   dead: boolean
+  readonly started: number
 }
 
 interface Lease {
@@ -296,6 +300,7 @@ export class WorkerPool {
       queueMicrotask(() => onLost(lost()))
       return { release() {} }
     }
+    if (t.transfers >= this.#opts.transfersPerWorker) throw new ApiError('UNAVAILABLE', 'the server is overloaded, try again shortly')
     t.transfers++
     t.leases.add(lease)
     return {
@@ -315,7 +320,7 @@ export class WorkerPool {
         uploadBufferBytes: Math.floor(this.#opts.bufferBytes / 2 / this.#opts.workers),
       } satisfies PoolWorkerData,
     })
-    const t: Thread = { worker, pending: new Map(), known: new Set(), leases: new Set(), tasks: 0, transfers: 0, dead: false }
+    const t: Thread = { worker, pending: new Map(), known: new Set(), leases: new Set(), tasks: 0, transfers: 0, dead: false, started: performance.now() }
     this.#threads.push(t)
     worker.on('message', (m: FromWorker) => this.#onMessage(t, m))
     // Uncaught errors of a thread: logged; the thread exits and is replaced below.
@@ -326,7 +331,11 @@ export class WorkerPool {
   #onExit(t: Thread): void {
     t.dead = true
     this.#threads.splice(this.#threads.indexOf(t), 1)
-    if (!this.#closed) this.#spawn()
+    // A thread that dies as it starts (a broken plugin, say) is replaced after a pause, not in a loop.
+    if (!this.#closed) {
+      if (performance.now() - t.started > 1000) this.#spawn()
+      else setTimeout(() => !this.#closed && this.#spawn(), 1000).unref()
+    }
     const err = lost()
     for (const p of t.pending.values()) {
       this.#free(t, p)
