@@ -285,12 +285,16 @@ export class WorkerPool {
       return
     }
     t.tasks--
-    const next = this.#queue.shift()
-    if (next) {
-      const target = t.dead ? this.#leastBy((x) => x.tasks) : t
-      if (!target) return next.settle(null, null, lost())
+    this.#drain()
+  }
+
+  /** Hands waiting tasks to threads with a free slot. */
+  #drain(): void {
+    while (this.#queue.length > 0) {
+      const target = this.#leastBy((x) => x.tasks * 1e6 + x.transfers)
+      if (!target || target.tasks >= this.#opts.tasksPerWorker) return
       target.tasks++
-      this.#send(target, next)
+      this.#send(target, this.#queue.shift()!)
     }
   }
 
@@ -326,6 +330,7 @@ export class WorkerPool {
     // Uncaught errors of a thread: logged; the thread exits and is replaced below.
     worker.on('error', (err: unknown) => console.error(JSON.stringify({ level: 'error', msg: 'worker error', err: String(err) })))
     worker.once('exit', () => this.#onExit(t))
+    this.#drain()
   }
 
   #onExit(t: Thread): void {
