@@ -62,6 +62,8 @@ export interface PoolStats {
   readonly completed: number
   /** Live transfers. */
   readonly transfers: number
+  /** Bytes the download streams hold on this thread (within `buffers.limit`). */
+  readonly bufferedBytes: number
 }
 
 export interface RunOptions {
@@ -168,7 +170,7 @@ export class WorkerPool {
       running += t.tasks
       transfers += t.transfers
     }
-    return { threads: this.#threads.length, running, queued: this.#queue.length, completed: this.#completed, transfers }
+    return { threads: this.#threads.length, running, queued: this.#queue.length, completed: this.#completed, transfers, bufferedBytes: this.buffers.used }
   }
 
   /** The worker threads, for operations and tests (e.g. terminating one). */
