@@ -118,10 +118,9 @@ interface Lease {
  * The thread's script: the compiled entry.js next to this file; or, run from source
  * (tests, tsx), entry.ts through a small CommonJS starter (thread-from-source.cjs).
  */
-function threadScript(): { file: string; entry?: string } {
+function threadScript(): string {
   const js = fileURLToPath(new URL('./entry.js', import.meta.url))
-  if (existsSync(js)) return { file: js }
-  return { file: fileURLToPath(new URL('./thread-from-source.cjs', import.meta.url)), entry: fileURLToPath(new URL('./entry.ts', import.meta.url)) }
+  return existsSync(js) ? js : fileURLToPath(new URL('./thread-from-source.cjs', import.meta.url))
 }
 
 const lost = (cause?: unknown) => new FsError('EIO', 'the worker handling this request stopped', cause === undefined ? {} : { cause })
@@ -319,9 +318,8 @@ export class WorkerPool {
   }
 
   #spawn(): void {
-    const worker = new Worker(this.#script.file, {
+    const worker = new Worker(this.#script, {
       workerData: {
-        ...(this.#script.entry ? { entry: this.#script.entry } : {}),
         plugins: this.#opts.plugins,
         uploadBufferBytes: Math.floor(this.#opts.bufferBytes / 2 / this.#opts.workers),
       } satisfies PoolWorkerData,
