@@ -123,6 +123,9 @@ function threadScript(): string {
   return existsSync(js) ? js : fileURLToPath(new URL('./thread-from-source.cjs', import.meta.url))
 }
 
+/** Backend keys remembered per thread. */
+const MAX_KNOWN = 10_000
+
 const lost = (cause?: unknown) => new FsError('EIO', 'the worker handling this request stopped', cause === undefined ? {} : { cause })
 
 export class WorkerPool {
@@ -244,7 +247,11 @@ export class WorkerPool {
     t.pending.set(p.id, p)
     const key = p.req.key
     const first = !t.known.has(key)
-    if (first) t.known.add(key)
+    if (first) {
+      // Forgetting is always safe (the spec is sent again): it bounds the set on a long-lived server.
+      if (t.known.size >= MAX_KNOWN) t.known.clear()
+      t.known.add(key)
+    }
     const msg: ToWorker = first ? { t: 'run', id: p.id, req: p.req, backend: p.spec } : { t: 'run', id: p.id, req: p.req }
     t.worker.postMessage(msg, p.transfer as Transferable[])
   }
