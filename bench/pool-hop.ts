@@ -12,6 +12,10 @@
  * Figures: µs per op one at a time (latency; "hop" is the difference), CPU µs per op
  * (all threads of this process), ops/s with 32 in flight (throughput; 4 for the big
  * read), and MB/s for the big read.
+ *
+ * BENCH_BASELINE_DIST=<another build's dist/> adds a third side, the same pool of that
+ * build (say, main's), measured in turn with the others in the same process: on a busy
+ * machine, before/after figures are only comparable that way.
  */
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -100,6 +104,15 @@ runBenchmark('pool-hop', async () => {
     ['in-thread', local],
     ['pool', remote],
   ]
+  const baselineDist = process.env.BENCH_BASELINE_DIST
+  if (baselineDist) {
+    const from = <T>(rel: string): Promise<T> => import(pathToFileURL(join(baselineDist, rel)).href) as Promise<T>
+    const base = await from<typeof PoolModule>('workers/pool.js')
+    const baseClient = await from<typeof ClientModule>('workers/client.js')
+    const basePool = new base.WorkerPool({ workers: env.workers, tasksPerWorker: 64, maxQueue: 1024 })
+    onCleanup(() => basePool.close())
+    drivers.push(['baseline pool', new baseClient.RemoteDriver(basePool, { type: 'local', root }, local.features)])
+  }
 
   const bigBytes = 64 * MiB
   const readAll = async (d: Driver, path: string, expect: number) => {
@@ -144,7 +157,21 @@ runBenchmark('pool-hop', async () => {
   const med = (op: string, side: string, key: keyof Figures) => median(samples.filter((s) => s.op === op && s.side === side).map((s) => s[key]))
   const figures: Record<string, unknown> = {}
   const ratios: Record<string, number | null> = {}
+  const baselineRows: string[][] = []
   const rows = ops.map((op) => {
+    if (baselineDist) {
+      const [a, b, c] = ['in-thread', 'pool', 'baseline pool'].map((side) => (k: keyof Figures) => med(op.name, side, k))
+      figures[`${op.name}, baseline`] = { usPerOp: c!('usPerOp'), cpuUsPerOp: c!('cpuUsPerOp'), opsPerS: c!('opsPerS') }
+      baselineRows.push([
+        op.name,
+        fmt(c!('usPerOp') - a!('usPerOp')),
+        fmt(b!('usPerOp') - a!('usPerOp')),
+        fmt(c!('cpuUsPerOp') - a!('cpuUsPerOp')),
+        fmt(b!('cpuUsPerOp') - a!('cpuUsPerOp')),
+        fmt(c!('opsPerS')),
+        fmt(b!('opsPerS')),
+      ])
+    }
     const [a, b] = [(k: keyof Figures) => med(op.name, 'in-thread', k), (k: keyof Figures) => med(op.name, 'pool', k)]
     const mbps = (us: number) => (op.bytes ? op.bytes / (us / 1e6) / 1e6 : null)
     figures[op.name] = {
@@ -174,9 +201,14 @@ runBenchmark('pool-hop', async () => {
     ratios,
     runs: samples,
     skipped: {},
-    table: table(
-      ['op', 'in-thread µs/op', 'pool µs/op', 'hop µs', 'in-thread CPU µs/op', 'pool CPU µs/op', 'in-thread ops/s (in flight)', 'pool ops/s', 'pool/in-thread ops/s', 'MB/s one at a time'],
-      rows,
-    ),
+    table:
+      table(
+        ['op', 'in-thread µs/op', 'pool µs/op', 'hop µs', 'in-thread CPU µs/op', 'pool CPU µs/op', 'in-thread ops/s (in flight)', 'pool ops/s', 'pool/in-thread ops/s', 'MB/s one at a time'],
+        rows,
+      ) +
+      (baselineRows.length === 0
+        ? ''
+        : `\n\nAgainst the baseline build (${baselineDist}), same process, in turn:\n\n` +
+          table(['op', 'baseline hop µs', 'hop µs', 'baseline hop CPU µs', 'hop CPU µs', 'baseline pool ops/s', 'pool ops/s'], baselineRows)),
   })
 })

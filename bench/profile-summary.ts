@@ -28,7 +28,7 @@ interface Profile {
 const args = process.argv.slice(2)
 const topIdx = args.indexOf('--top')
 const top = topIdx >= 0 ? Number(args[topIdx + 1]) : 15
-const inputs = args.filter((a, i) => a !== '--top' && i !== topIdx + 1)
+const inputs = args.filter((a, i) => a !== '--top' && (topIdx < 0 || i !== topIdx + 1))
 if (inputs.length === 0) {
   console.error('usage: node --import tsx bench/profile-summary.ts DIR_OR_FILE... [--top N]')
   process.exit(2)

@@ -29,6 +29,14 @@ export interface Config {
   readonly tasks_per_worker: number
   /** Tasks waiting for a worker beyond which requests get 503 UNAVAILABLE. */
   readonly max_queue: number
+  /** Live transfers (downloads, uploads, zips) per worker thread; they hold no task. */
+  readonly transfers_per_worker: number
+  /** Concurrent transfers from one client address beyond which the answer is 429 RATE_LIMITED. */
+  readonly transfers_per_address: number
+  /** Concurrent transfers with one credential (session token, share link, API key + share): 429 beyond. */
+  readonly transfers_per_credential: number
+  /** Bytes buffered in memory for all transfers together. */
+  readonly transfer_buffer_bytes: number
   readonly connections: readonly ConnectionConfig[]
   /**
    * `tmp` sessions (the embedded default, unauthenticated) are allowed. When the
@@ -71,6 +79,10 @@ export const DEFAULTS: Config = {
   workers: 2,
   tasks_per_worker: 64,
   max_queue: 1024,
+  transfers_per_worker: 4096,
+  transfers_per_address: 32,
+  transfers_per_credential: 128,
+  transfer_buffer_bytes: 64 * 1024 * 1024,
   connections: [],
   tmp_sessions: true, // for a loopback host; validateConfig turns it off for others unless it is set
   session: { ttl_seconds: 7 * 24 * 3600 },
@@ -145,6 +157,10 @@ export function validateConfig(input: Record<string, unknown>): Config {
     workers: int(m.workers, 'workers', 1, 256),
     tasks_per_worker: int(m.tasks_per_worker, 'tasks_per_worker', 1, 4096),
     max_queue: int(m.max_queue, 'max_queue', 0),
+    transfers_per_worker: int(m.transfers_per_worker, 'transfers_per_worker', 1, 1_000_000),
+    transfers_per_address: int(m.transfers_per_address, 'transfers_per_address', 1),
+    transfers_per_credential: int(m.transfers_per_credential, 'transfers_per_credential', 1),
+    transfer_buffer_bytes: int(m.transfer_buffer_bytes, 'transfer_buffer_bytes', 1024 * 1024),
     connections,
     tmp_sessions: input.tmp_sessions === undefined ? isLoopbackHost(str(m.host, 'host')) : bool(m.tmp_sessions, 'tmp_sessions'),
     session: { ttl_seconds: int(session.ttl_seconds, 'session.ttl_seconds', 1) },

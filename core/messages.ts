@@ -1,26 +1,32 @@
 /**
  * @module core/messages
- * The typed wire protocol between the main thread and the worker pool.
+ * The typed wire protocol between the main thread and the worker pool
+ * (workers/pool.ts on the main thread, workers/entry.ts in each worker).
  *
- * A request is one pool task. Streaming requests carry a MessagePort (`port`);
- * their task stays pending until the stream ends, so the pool's concurrency and
- * queue limits count live transfers. Frames on that port are `StreamFrame`s
- * (core/port-stream.ts). Replies are data, never thrown errors: piscina would
- * lose an error's code on the way back.
+ * A request is one task on one worker's own channel (`ToWorker` / `FromWorker`). It
+ * names its backend by key: the spec (credentials included) crosses to a worker once,
+ * with the first request that worker gets for that key; a worker that no longer knows
+ * a key parks the request and asks for the spec once (`needBackend`).
+ *
+ * Streams are actors: a read or zip task replies once the stream is set up (its head),
+ * with a MessagePort on which the worker then streams the bytes on its own, outside any
+ * task slot; a write is a live transfer for its whole body. Frames on those ports are
+ * `StreamFrame`s (core/port-stream.ts). Cancelling is a frame: `cancel` on a stream's
+ * port, or `cancel` by task id on the worker's channel for every other op.
+ * Replies are data, never thrown errors: an error's code must survive the trip.
  */
 import type { MessagePort } from 'node:worker_threads'
 import type { BackendSpec } from './backend.js'
 import type { ByteRange, Entry } from './driver.js'
 import type { WireError } from './errors.js'
 
-export const PROTOCOL_VERSION = 1
+export const PROTOCOL_VERSION = 2
 
 /** Fields every request carries. */
 export interface RequestBase {
   readonly v: typeof PROTOCOL_VERSION
   readonly requestId: string
-  readonly backend: BackendSpec
-  /** backendKey(backend), computed once on the main thread. */
+  /** backendKey(spec), computed once on the main thread; the spec travels separately (`ToWorker`). */
   readonly key: string
 }
 
@@ -43,16 +49,12 @@ export type RequestBody =
   /** A directory's entries, sorted by name; a file is ENOTDIR. */
   | { readonly op: 'list'; readonly path: string }
   /**
-   * Head frame: `ReadHead`; then the bytes. With `transform`, a plugin's download transform
-   * (core/plugin.ts) runs on the bytes in the worker; `range` is not combined with it.
+   * One stat, then either the bytes in the reply (`inlineMax` bytes or less, no transform)
+   * or a stream: the reply carries the port the worker streams on. With `transform`, a
+   * plugin's download transform (core/plugin.ts) makes the bytes; `range` is not combined
+   * with it. Reply value: `ReadStart`.
    */
-  | { readonly op: 'read'; readonly path: string; readonly range?: RangeSpec; readonly transform?: TransformRequest; readonly port: MessagePort }
-  /**
-   * A read answered in the task's reply when it is `max` bytes or less: no port, no
-   * frames (two messages instead of about eight). Otherwise `bytes` is null and the
-   * caller streams with `read`. Reply value: `InlineRead`.
-   */
-  | { readonly op: 'readInline'; readonly path: string; readonly range?: RangeSpec; readonly max: number }
+  | { readonly op: 'read'; readonly path: string; readonly range?: RangeSpec; readonly transform?: TransformRequest; readonly inlineMax: number }
   /** Atomic; the worker grants credits on `port`. `parents`: create missing parent directories. */
   | {
       readonly op: 'write'
@@ -74,8 +76,8 @@ export type RequestBody =
   | { readonly op: 'setMtime'; readonly path: string; readonly mtimeMs: number }
   /** Creates an empty file (parents as needed); an existing file is left alone. */
   | { readonly op: 'touch'; readonly path: string }
-  /** Head frame: `ZipHead`; then the archive bytes. */
-  | { readonly op: 'zip'; readonly paths: readonly string[]; readonly compression: ZipCompression; readonly port: MessagePort }
+  /** Reply value: `ZipStart`; then the archive bytes on its port. */
+  | { readonly op: 'zip'; readonly paths: readonly string[]; readonly compression: ZipCompression }
 
 export type Request = RequestBase & RequestBody
 export type Op = RequestBody['op']
@@ -84,8 +86,7 @@ export type Op = RequestBody['op']
 export interface ReplyValues {
   stat: Entry
   list: Entry[]
-  read: null
-  readInline: InlineRead
+  read: ReadStart
   write: Entry
   mkdir: null
   remove: null
@@ -93,10 +94,25 @@ export interface ReplyValues {
   move: null
   setMtime: null
   touch: null
-  zip: null
+  zip: ZipStart
 }
 
 export type Reply<V = unknown> = { readonly ok: true; readonly value: V } | { readonly ok: false; readonly error: WireError }
+
+/** Main thread → one worker, on that worker's own channel. */
+export type ToWorker =
+  /** `backend`: sent with the first request for `req.key` to this worker. */
+  | { readonly t: 'run'; readonly id: number; readonly req: Request; readonly backend?: BackendSpec }
+  /** The caller went away: abort task `id` (a no-op when it already ended). */
+  | { readonly t: 'cancel'; readonly id: number }
+  /** The spec a worker asked for (`needBackend`). */
+  | { readonly t: 'backend'; readonly key: string; readonly spec: BackendSpec }
+
+/** One worker → the main thread. */
+export type FromWorker =
+  | { readonly t: 'reply'; readonly id: number; readonly reply: Reply }
+  /** This worker holds requests for a backend key it does not know (it evicted it): send its spec (`backend`). */
+  | { readonly t: 'needBackend'; readonly key: string }
 
 /** First frame of a read stream. */
 export interface ReadHead {
@@ -112,15 +128,22 @@ export interface ReadHead {
   readonly transformed?: { readonly type: string }
 }
 
-export interface InlineRead {
+/** A read's reply: its head, and either every byte (`bytes`) or the port they stream on. */
+export interface ReadStart {
   readonly head: ReadHead
-  /** The bytes, or null when there are more than asked for. */
+  /** The bytes when they fit `inlineMax` (empty when none follow); null when they stream on `port`. */
   readonly bytes: Uint8Array | null
+  readonly port?: MessagePort
 }
 
 /** First frame of a zip stream: every path exists. */
 export interface ZipHead {
   readonly entries: number
+}
+
+export interface ZipStart {
+  readonly head: ZipHead
+  readonly port: MessagePort
 }
 
 export function assertNever(x: never): never {

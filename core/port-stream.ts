@@ -5,10 +5,17 @@
  * worker reads).
  *
  * Why credits: `postMessage` has no backpressure. The reader grants credits (one
- * per chunk it may receive) as its consumer pulls; the writer's `write()` returns
- * false when credits run out and `drained()` resolves when more arrive. A writer may
- * overshoot (a producer that cannot stop at once, like a socket being paused), but a
- * well-behaved one stops at zero, so a stream holds at most about `window` chunks.
+ * per chunk it may receive) as its consumer pulls; the writer waits for a credit
+ * before it pulls the next chunk from its source, so a stream whose reader stops
+ * holds nothing on the writer's side.
+ *
+ * Windows grow only for consumers that read: a reader starts with one chunk in
+ * flight and counts the chunk its consumer holds (the one being sent to a client)
+ * against it, so a consumer that stops reading holds about one chunk. Each time the
+ * consumer comes back and finds nothing queued (it is waiting on the stream), the
+ * window doubles, up to `maxWindow`. Every reader of a process may share one
+ * `ByteBudget`: the bytes queued or held by consumers, plus an estimate for credits
+ * in flight, stay within it; a reader that cannot reserve waits for bytes to be freed.
  *
  * A chunk that spans its whole ArrayBuffer is transferred, any other is copied: a
  * view into a larger buffer (a pooled Buffer, a slice of a socket read) shares memory
@@ -22,18 +29,76 @@ import type { MessagePort } from 'node:worker_threads'
 import { FsError, type WireError, fromWire, toWire } from './errors.js'
 
 export type StreamFrame =
-  | { readonly t: 'head'; readonly value: unknown }
   | { readonly t: 'data'; readonly buf: ArrayBuffer; readonly n: number }
   | { readonly t: 'end' }
   | { readonly t: 'error'; readonly error: WireError }
 
 export type ControlFrame = { readonly t: 'credit'; readonly n: number } | { readonly t: 'cancel' }
 
-/** Default chunks in flight per stream. With 1 MiB chunks: 8 MiB per stream at most. */
+/** Largest window, in chunks. With 1 MiB chunks: 8 MiB per stream at most. */
 export const DEFAULT_WINDOW = 8
+/** Bytes reserved from a budget per credit in flight, until the chunk's real size is known. */
+const CREDIT_ESTIMATE = 1024 * 1024
 
 const canceled = () => new FsError('ECANCELED', 'the stream was cancelled by its reader')
 const lost = () => new FsError('EIO', 'the stream ended without finishing (its thread exited)')
+
+/**
+ * Bytes buffered by streams, bounded. `take` refuses beyond the limit (except when nothing
+ * at all is taken, so one stream can always move); `give` frees and wakes waiters in order.
+ */
+export class ByteBudget {
+  readonly limit: number
+  #used = 0
+  /** Waiters in order; each returns true when it is served, false to keep its place. */
+  readonly #waiters: (() => boolean)[] = []
+
+  constructor(limit: number) {
+    this.limit = limit
+  }
+
+  get used(): number {
+    return this.#used
+  }
+
+  take(n: number): boolean {
+    if (this.#used > 0 && this.#used + n > this.limit) return false
+    this.#used += n
+    return true
+  }
+
+  /** Corrects a reservation by the real size (may pass the limit by that difference). */
+  adjust(delta: number): void {
+    this.#used += delta
+    if (delta < 0) this.#wake()
+  }
+
+  give(n: number): void {
+    if (n === 0) return
+    this.#used -= n
+    this.#wake()
+  }
+
+  /**
+   * Queues `fn` for when bytes are freed: it runs then, first in line first, and returns
+   * true once served (it leaves the line) or false to wait on at the head. Returns a
+   * function that leaves the line.
+   */
+  whenFreed(fn: () => boolean): () => void {
+    this.#waiters.push(fn)
+    return () => {
+      const i = this.#waiters.indexOf(fn)
+      if (i >= 0) this.#waiters.splice(i, 1)
+    }
+  }
+
+  #wake(): void {
+    while (this.#waiters.length > 0 && this.#used < this.limit) {
+      if (!this.#waiters[0]!()) return
+      this.#waiters.shift()
+    }
+  }
+}
 
 export class PortWriter {
   readonly #port: MessagePort
@@ -55,11 +120,6 @@ export class PortWriter {
 
   get open(): boolean {
     return this.#state === 'open'
-  }
-
-  /** Sends the stream's metadata; needs no credit. */
-  head(value: unknown): void {
-    if (this.#state === 'open') this.#port.postMessage({ t: 'head', value } satisfies StreamFrame)
   }
 
   /**
@@ -91,16 +151,32 @@ export class PortWriter {
     }
   }
 
-  /** Writes every chunk of `source`, honouring credits, then ends. Errors of `source` fail the stream. */
+  /**
+   * Writes every chunk of `source`, then ends. The next chunk is pulled only once there is
+   * a credit for it, so a reader that stops leaves nothing pulled here. Errors of `source`
+   * fail the stream; a cancel stops `source` (its `return()`) and rejects ECANCELED.
+   */
   async pipeFrom(source: AsyncIterable<Uint8Array>): Promise<void> {
+    const it = source[Symbol.asyncIterator]()
+    let done = false
     try {
-      for await (const chunk of source) {
+      for (;;) {
+        await this.drained()
         if (this.#state !== 'open') break
-        if (!this.write(chunk)) await this.drained()
+        const r = await it.next()
+        if (r.done) {
+          done = true
+          break
+        }
+        this.write(r.value)
       }
     } catch (err) {
+      done = true // a throwing source has finished; drained() threw: returned below
+      if (this.#state === 'canceled') await it.return?.().catch(() => {})
       this.fail(err)
       throw err
+    } finally {
+      if (!done) await it.return?.().catch(() => {})
     }
     if (this.#state === 'canceled') throw canceled()
     this.end()
@@ -116,6 +192,11 @@ export class PortWriter {
     if (this.#state !== 'open') return
     this.#port.postMessage({ t: 'error', error: toWire(err) } satisfies StreamFrame)
     this.#finish('done')
+  }
+
+  /** Stops the stream from this side: the reader sees ECANCELED. */
+  cancel(): void {
+    this.fail(canceled())
   }
 
   #onMessage = (frame: ControlFrame): void => {
@@ -153,51 +234,67 @@ export class PortWriter {
   }
 }
 
-type Pending = { resolve: () => void }
+export interface ReaderOptions {
+  /** Largest window in chunks (it starts at one). */
+  readonly maxWindow?: number
+  /** Shared bound on buffered bytes. */
+  readonly budget?: ByteBudget
+  /** Called once when the stream is over on this side (ended, failed, cancelled, lost). */
+  readonly onClose?: () => void
+}
 
 export class PortReader implements AsyncIterable<Uint8Array> {
   readonly #port: MessagePort
-  readonly #window: number
+  readonly #max: number
+  readonly #budget: ByteBudget | null
+  #onDone: (() => void) | null
   readonly #queue: Uint8Array[] = []
-  #head: { value: unknown } | null = null
+  #window = 1
+  /** Credits granted whose chunk has not arrived. */
+  #inFlight = 0
+  /** Budget bytes held: estimates for credits in flight, queued chunks, the consumer's chunk. */
+  #held = 0
+  /** Size of the chunk the consumer holds (counted in `#held`), or -1. */
+  #consumerHolds = -1
+  #unwait: (() => void) | null = null
   #error: FsError | null = null
   #ended = false
   #closed = false
   #started = false
-  #waiter: Pending | null = null
+  #waiter: (() => void) | null = null
 
-  constructor(port: MessagePort, window = DEFAULT_WINDOW) {
+  constructor(port: MessagePort, opts: ReaderOptions = {}) {
     this.#port = port
-    this.#window = window
+    this.#max = Math.max(1, opts.maxWindow ?? DEFAULT_WINDOW)
+    this.#budget = opts.budget ?? null
+    this.#onDone = opts.onClose ?? null
     port.on('message', this.#onMessage)
     port.once('close', this.#onClose)
-  }
-
-  /** The stream's head frame. Rejects with the stream's error if it fails first. */
-  async head<T>(): Promise<T> {
-    while (this.#head === null) {
-      if (this.#error) throw this.#error
-      if (this.#ended) throw new FsError('EIO', 'the stream ended without a head')
-      await this.#wait()
-    }
-    return this.#head.value as T
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<Uint8Array, void, undefined> {
     if (this.#started) throw new Error('a PortReader can be iterated once')
     this.#started = true
     try {
-      this.#grant(this.#window)
       for (;;) {
+        const returned = this.#consumerHolds >= 0
+        this.#release()
+        if (returned && this.#queue.length === 0 && !this.#ended && !this.#error) {
+          // The consumer is done with its chunk and finds nothing queued: it reads faster
+          // than the stream brings bytes, so its window grows.
+          this.#window = Math.min(this.#max, this.#window * 2)
+        }
         const chunk = this.#queue.shift()
         if (chunk) {
-          this.#grant(1)
+          this.#consumerHolds = chunk.byteLength
+          this.#topUp()
           yield chunk
           continue
         }
         if (this.#error) throw this.#error
         if (this.#ended) return
         if (this.#closed) throw canceled()
+        this.#topUp()
         await this.#wait()
       }
     } finally {
@@ -220,26 +317,68 @@ export class PortReader implements AsyncIterable<Uint8Array> {
     this.#close()
   }
 
-  #grant(n: number): void {
-    if (!this.#ended && !this.#error && !this.#closed) this.#port.postMessage({ t: 'credit', n } satisfies ControlFrame)
+  /** The consumer is done with the chunk it held. */
+  #release(): void {
+    if (this.#consumerHolds < 0) return
+    this.#give(this.#consumerHolds)
+    this.#consumerHolds = -1
+  }
+
+  /** Grants credits up to the window; when the budget is short, waits in its line for the rest. */
+  #topUp(): void {
+    if (this.#unwait || !this.#grant()) return
+    const fn = () => {
+      if (this.#grant()) return false
+      this.#unwait = null
+      return true
+    }
+    this.#unwait = this.#budget!.whenFreed(fn)
+  }
+
+  /** Grants what the window and the budget allow. Returns true when the budget gave less than wanted. */
+  #grant(): boolean {
+    if (this.#ended || this.#error || this.#closed) return false
+    let want = this.#window - this.#inFlight - this.#queue.length - (this.#consumerHolds >= 0 ? 1 : 0)
+    let n = 0
+    for (; want > 0; want--) {
+      if (this.#budget && !this.#budget.take(CREDIT_ESTIMATE)) break
+      this.#held += CREDIT_ESTIMATE
+      n++
+    }
+    if (n > 0) {
+      this.#inFlight += n
+      this.#port.postMessage({ t: 'credit', n } satisfies ControlFrame)
+    }
+    return want > 0
+  }
+
+  #give(n: number): void {
+    this.#held -= n
+    this.#budget?.give(n)
   }
 
   #wait(): Promise<void> {
-    return new Promise<void>((resolve) => (this.#waiter = { resolve }))
+    return new Promise<void>((resolve) => (this.#waiter = resolve))
   }
 
   #wakeUp(): void {
     const w = this.#waiter
     this.#waiter = null
-    w?.resolve()
+    w?.()
   }
 
   #onMessage = (frame: StreamFrame): void => {
     switch (frame.t) {
-      case 'head':
-        this.#head = { value: frame.value }
-        break
       case 'data':
+        if (this.#inFlight > 0) {
+          // The estimate reserved for this credit becomes the chunk's real size.
+          this.#inFlight--
+          this.#held += frame.n - CREDIT_ESTIMATE
+          this.#budget?.adjust(frame.n - CREDIT_ESTIMATE)
+        } else {
+          this.#held += frame.n // a writer past its credits: counted all the same
+          this.#budget?.adjust(frame.n)
+        }
         this.#queue.push(new Uint8Array(frame.buf, 0, frame.n))
         break
       case 'end':
@@ -255,6 +394,7 @@ export class PortReader implements AsyncIterable<Uint8Array> {
   #onClose = (): void => {
     if (!this.#ended && !this.#error) this.#error = lost()
     this.#closed = true
+    this.#done()
     this.#wakeUp()
   }
 
@@ -264,6 +404,19 @@ export class PortReader implements AsyncIterable<Uint8Array> {
     this.#port.off('message', this.#onMessage)
     this.#port.off('close', this.#onClose)
     this.#port.close()
+    this.#done()
     this.#wakeUp()
+  }
+
+  /** Frees everything this stream held and tells the owner. Once. */
+  #done(): void {
+    this.#unwait?.()
+    this.#unwait = null
+    this.#queue.length = 0
+    this.#consumerHolds = -1
+    this.#give(this.#held)
+    const fn = this.#onDone
+    this.#onDone = null
+    fn?.()
   }
 }

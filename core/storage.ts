@@ -10,10 +10,18 @@
 import type { Entry } from './driver.js'
 import type { RangeSpec, ReadHead, TransformRequest, ZipCompression, ZipHead } from './messages.js'
 
-/** Per-request context: aborting `signal` cancels the request's transfer. */
+/** Per-request context: aborting `signal` cancels the request (its op or its transfer). */
 export interface RequestContext {
   readonly requestId: string
   readonly signal: AbortSignal
+  /** Who asks, for the fairness limits on concurrent transfers (front/transfer-limits.ts). */
+  readonly client?: ClientIdentity
+}
+
+/** The network address and the credential (a session, a share...) a request comes with. */
+export interface ClientIdentity {
+  readonly address: string
+  readonly credential: string
 }
 
 /** A stream whose metadata (`head`) arrived before its bytes. */
@@ -23,6 +31,8 @@ export interface HeadedStream<H> {
   readonly body: AsyncIterable<Uint8Array>
   /** Cancels without reading (e.g. answering 304). Idempotent. */
   cancel(): void
+  /** True when the bytes stream from a live transfer; false when they came whole with the answer. */
+  readonly live?: boolean
 }
 
 export interface Storage {

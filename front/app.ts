@@ -24,6 +24,7 @@ import { AdminService } from './admin.js'
 import { ApiKeyService } from './api-keys.js'
 import { ShareService } from './shares.js'
 import { TusUploads } from './tus/uploads.js'
+import { TransferLimits } from './transfer-limits.js'
 import { version } from './version.js'
 import { Metrics } from './metrics.js'
 
@@ -68,8 +69,16 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const state = await openSqliteState(stateDir)
   const keys = await ApiKeyService.open(state)
   const admin = await AdminService.open(config.admin_password, secret, state)
-  const pool = new WorkerPool({ workers: config.workers, tasksPerWorker: config.tasks_per_worker, maxQueue: config.max_queue, plugins: plugins.enabled })
-  const storageFor = (spec: BackendSpec, key?: string): Storage => new PoolStorage(pool, spec, key)
+  const pool = new WorkerPool({
+    workers: config.workers,
+    tasksPerWorker: config.tasks_per_worker,
+    maxQueue: config.max_queue,
+    transfersPerWorker: config.transfers_per_worker,
+    bufferBytes: config.transfer_buffer_bytes,
+    plugins: plugins.enabled,
+  })
+  const limits = new TransferLimits({ perAddress: config.transfers_per_address, perCredential: config.transfers_per_credential })
+  const storageFor = (spec: BackendSpec, key?: string): Storage => limits.wrap(new PoolStorage(pool, spec, key))
   const sessions = await SessionService.open({
     secret,
     config,

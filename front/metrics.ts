@@ -71,8 +71,10 @@ export class Metrics {
       })
     gauge('filegate_http_requests_in_flight', 'Requests being answered', sources.inFlight)
     gauge('filegate_pool_threads', 'Worker threads in the pool', () => sources.pool().threads)
-    gauge('filegate_pool_tasks', 'Tasks in the pool, running or queued (a transfer is a task until its stream ends)', () => sources.pool().running)
+    gauge('filegate_pool_tasks', 'Short tasks running on the worker threads (live transfers are counted apart)', () => sources.pool().running)
     gauge('filegate_pool_queued_tasks', 'Tasks waiting for a worker thread', () => sources.pool().queued)
+    gauge('filegate_pool_transfers', 'Live transfers owned by the worker threads', () => sources.pool().transfers)
+    gauge('filegate_pool_buffered_bytes', 'Bytes buffered for transfers, against transfer_buffer_bytes', () => sources.pool().bufferedBytes)
     new Counter({
       name: 'filegate_sessions_issued_total',
       help: 'Session tokens issued since start',

@@ -6,16 +6,17 @@
  *   conformance suite runs through the threads too (catching anything that does
  *   not survive the trip, like error codes).
  *
- * Streams: one MessageChannel per transfer; `port2` travels with the task.
+ * Streams: a read or zip task answers with the port its worker streams on; an upload
+ * sends its port with the task. Every download stream draws on the pool's byte budget.
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads'
 import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../core/driver.js'
-import { FsError, isFsError } from '../core/errors.js'
-import { type InlineRead, PROTOCOL_VERSION, type RangeSpec, type ReadHead, type Request, type RequestBody, type TransformRequest, type ZipCompression, type ZipHead } from '../core/messages.js'
+import { FsError } from '../core/errors.js'
+import { PROTOCOL_VERSION, type RangeSpec, type ReadHead, type ReadStart, type Request, type RequestBody, type TransformRequest, type ZipCompression, type ZipHead, type ZipStart } from '../core/messages.js'
 import { PortReader, PortWriter } from '../core/port-stream.js'
 import type { HeadedStream, RequestContext, Storage } from '../core/storage.js'
-import type { WorkerPool } from './pool.js'
+import type { Started, TransferLease, WorkerPool } from './pool.js'
 
 /** Reads up to this many bytes are answered inline, in the task's reply. */
 export const INLINE_READ_MAX = 64 * 1024
@@ -38,44 +39,54 @@ class Channel {
     this.#key = key
   }
 
-  call<V>(ctx: { requestId: string }, body: RequestBody, transfer: MessagePort[] = []): Promise<V> {
-    const msg = { v: PROTOCOL_VERSION, requestId: ctx.requestId, backend: this.#backend, key: this.#key, ...body } as Request
-    return this.#pool.run<V>(msg, transfer)
+  #msg(ctx: { requestId: string }, body: RequestBody): Request {
+    return { v: PROTOCOL_VERSION, requestId: ctx.requestId, key: this.#key, ...body } as Request
   }
 
-  /** A producing op (read, zip): resolves once the head frame arrives, or rejects with the op's error. */
-  async download<H>(ctx: RequestContext, body: Body<'read'> | Body<'zip'>): Promise<HeadedStream<H>> {
-    const { port1, port2 } = new MessageChannel()
-    const reader = new PortReader(port1)
-    const task = this.call(ctx, { ...body, port: port2 } as RequestBody, [port2])
-    // The task resolves when the stream has ended; its rejection carries the op's error
-    // when the worker failed before (or instead of) sending frames, e.g. a dead thread.
-    const failed = task.then(
-      () => new Promise<never>(() => {}),
-      (err: unknown) => Promise.reject(err),
-    )
-    // Aborting the request cancels the transfer, before or after the head. The listener
-    // stays for the stream's life; it dies with the request's signal.
+  /** A one-shot op; aborting `ctx.signal` cancels it in the worker. */
+  call<V>(ctx: OpContext, body: RequestBody): Promise<V> {
+    return this.#pool.run<V>(this.#msg(ctx, body), this.#backend, { signal: ctx.signal })
+  }
+
+  /**
+   * A read: one task, one stat. Small files come back in the reply; larger ones, and
+   * transforms, stream from the actor the task started, counted as a transfer until the
+   * stream is over.
+   */
+  async read(ctx: OpContext, body: Body<'read'>): Promise<HeadedStream<ReadHead>> {
+    const started = await this.#pool.start<ReadStart>(this.#msg(ctx, body), this.#backend, { signal: ctx.signal })
+    const { head, bytes, port } = started.value
+    if (bytes !== null) return { head, body: once(bytes), cancel: () => {}, live: false }
+    return this.#stream(ctx, head, port!, started)
+  }
+
+  async zip(ctx: OpContext, body: Body<'zip'>): Promise<HeadedStream<ZipHead>> {
+    const started = await this.#pool.start<ZipStart>(this.#msg(ctx, body), this.#backend, { signal: ctx.signal })
+    return this.#stream(ctx, started.value.head, started.value.port, started)
+  }
+
+  #stream<H>(ctx: OpContext, head: H, port: MessagePort, started: Started<unknown>): HeadedStream<H> {
+    let lease: TransferLease | null = null
+    const reader = new PortReader(port, { budget: this.#pool.buffers, onClose: () => lease?.release() })
+    try {
+      lease = started.lease((err) => reader.fail(err))
+    } catch (err) {
+      reader.cancel() // the thread has its fill of transfers: this one does not start
+      throw err
+    }
+    // Aborting the request cancels the transfer. The listener stays for the stream's life;
+    // it dies with the request's signal.
     const onAbort = () => reader.fail(new FsError('ECANCELED', 'the request was cancelled'))
     if (ctx.signal.aborted) onAbort()
     else ctx.signal.addEventListener('abort', onAbort, { once: true })
-    try {
-      const head = await Promise.race([reader.head<H>(), failed])
-      // A later failure (a dead thread) ends the body with that error.
-      failed.catch((err: unknown) => reader.fail(isFsError(err) ? err : new FsError('EIO', 'transfer failed')))
-      return { head, body: reader, cancel: () => reader.cancel() }
-    } catch (err) {
-      reader.cancel()
-      ctx.signal.removeEventListener('abort', onAbort)
-      throw err
-    }
+    return { head, body: reader, cancel: () => reader.cancel(), live: true }
   }
 
-  /** A consuming op (write): pumps `source` into the worker with credits. */
-  async upload<V>(ctx: RequestContext, body: Body<'write'>, source: AsyncIterable<Uint8Array>): Promise<V> {
+  /** A consuming op (write): a transfer for its whole body; pumps `source` into the worker with credits. */
+  async upload<V>(ctx: OpContext, body: Body<'write'>, source: AsyncIterable<Uint8Array>): Promise<V> {
     const { port1, port2 } = new MessageChannel()
     const writer = new PortWriter(port1)
-    const task = this.call<V>(ctx, { ...body, port: port2 }, [port2])
+    const task = this.#pool.transfer<V>(this.#msg(ctx, { ...body, port: port2 }), this.#backend, { signal: ctx.signal, transfer: [port2] })
     writer.pipeFrom(source).catch(() => {
       // Cancelled by the worker (it failed, or finished early): the task's reply tells why.
       // A failing source was already sent down the stream as an error frame.
@@ -107,15 +118,12 @@ export class PoolStorage implements Storage {
   }
   /**
    * Small files come back in the task's reply (measured: a 4 KiB cat cost ~970 µs through
-   * a port, ~8 messages); larger ones then stream over a port, an extra round trip that
-   * is nothing next to their transfer. Transforms always stream.
+   * a port, ~8 messages); larger ones stream from the actor the same task started.
+   * Transforms always stream.
    */
-  async read(ctx: RequestContext, path: string, range?: RangeSpec, transform?: TransformRequest): Promise<HeadedStream<ReadHead>> {
-    if (transform) return this.#ch.download(ctx, { op: 'read', path, transform })
-    const r = range ? { range } : {}
-    const inline = await this.#ch.call<InlineRead>(ctx, { op: 'readInline', path, max: INLINE_READ_MAX, ...r })
-    if (inline.bytes === null) return this.#ch.download(ctx, { op: 'read', path, ...r })
-    return { head: inline.head, body: once(inline.bytes), cancel: () => {} }
+  read(ctx: RequestContext, path: string, range?: RangeSpec, transform?: TransformRequest): Promise<HeadedStream<ReadHead>> {
+    if (transform) return this.#ch.read(ctx, { op: 'read', path, transform, inlineMax: 0 })
+    return this.#ch.read(ctx, { op: 'read', path, inlineMax: INLINE_READ_MAX, ...(range ? { range } : {}) })
   }
   write(ctx: RequestContext, path: string, body: AsyncIterable<Uint8Array>, opts: { overwrite: boolean; size?: number }): Promise<Entry> {
     return this.#ch.upload(ctx, { op: 'write', path, parents: true, ...opts }, body)
@@ -133,7 +141,7 @@ export class PoolStorage implements Storage {
     return this.#ch.call(ctx, { op: 'touch', path })
   }
   zip(ctx: RequestContext, paths: readonly string[], compression: ZipCompression): Promise<HeadedStream<ZipHead>> {
-    return this.#ch.download(ctx, { op: 'zip', paths, compression })
+    return this.#ch.zip(ctx, { op: 'zip', paths, compression })
   }
 }
 
@@ -156,8 +164,12 @@ export class RemoteDriver implements Driver {
     yield await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })
   }
   async *read(ctx: OpContext, path: string, range?: ByteRange): AsyncIterable<Uint8Array> {
-    const stream = await this.#ch.download<ReadHead>(ctx, range ? { op: 'read', path, range } : { op: 'read', path })
-    yield* stream.body
+    const stream = await this.#ch.read(ctx, { op: 'read', path, inlineMax: INLINE_READ_MAX, ...(range ? { range } : {}) })
+    try {
+      yield* stream.body
+    } finally {
+      stream.cancel()
+    }
   }
   write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}): Promise<Entry> {
     return this.#ch.upload(ctx, { op: 'write', path, parents: false, overwrite: opts.overwrite ?? true, ...sizeAndTime(opts) }, abortable(body, ctx.signal))

@@ -1,8 +1,10 @@
 /**
  * @module workers/driver-cache
- * One driver per backend key in each worker thread, created on first use and
- * kept while in use, so its pooled sessions are reused across requests. A driver
- * unused for `idleMs` is closed (its sessions with it).
+ * The backends this worker thread knows, and one driver per backend key, created on
+ * first use and kept while in use, so its pooled sessions are reused across requests.
+ * The main thread sends a key's spec once (core/messages.ts); a driver unused for
+ * `idleMs` is closed (its sessions with it) and its spec forgotten, so the thread asks
+ * for it again the next time.
  */
 import type { BackendSpec } from '../core/backend.js'
 import type { Driver } from '../core/driver.js'
@@ -14,7 +16,14 @@ interface Slot {
   timer: NodeJS.Timeout | null
 }
 
+/** A driver held in use until `release()`. */
+export interface HeldDriver {
+  readonly driver: Driver
+  release(): void
+}
+
 export class DriverCache {
+  readonly #specs = new Map<string, BackendSpec>()
   readonly #slots = new Map<string, Slot>()
   readonly #idleMs: number
 
@@ -22,10 +31,20 @@ export class DriverCache {
     this.#idleMs = idleMs
   }
 
-  /** Runs `fn` with the driver for `key`; the driver stays cached while any call uses it. */
-  async use<T>(key: string, spec: BackendSpec, fn: (d: Driver) => Promise<T>): Promise<T> {
+  register(key: string, spec: BackendSpec): void {
+    this.#specs.set(key, spec)
+  }
+
+  knows(key: string): boolean {
+    return this.#specs.has(key)
+  }
+
+  /** The driver for a known `key`, held (kept open) until released. */
+  async acquire(key: string): Promise<HeldDriver> {
     let slot = this.#slots.get(key)
     if (!slot) {
+      const spec = this.#specs.get(key)
+      if (!spec) throw new Error(`backend ${key} is not registered in this thread`)
       slot = { driver: createDriver(spec), users: 0, timer: null }
       this.#slots.set(key, slot)
       // A failed open is not cached: the next request tries again.
@@ -34,11 +53,19 @@ export class DriverCache {
     if (slot.timer) clearTimeout(slot.timer)
     slot.timer = null
     slot.users++
+    const s = slot
+    let released = false
+    const release = () => {
+      if (released) return
+      released = true
+      s.users--
+      if (s.users === 0) this.#arm(key, s)
+    }
     try {
-      return await fn(await slot.driver)
-    } finally {
-      slot.users--
-      if (slot.users === 0) this.#arm(key, slot)
+      return { driver: await s.driver, release }
+    } catch (err) {
+      release()
+      throw err
     }
   }
 
@@ -46,6 +73,7 @@ export class DriverCache {
     slot.timer = setTimeout(() => {
       if (slot.users > 0 || this.#slots.get(key) !== slot) return
       this.#slots.delete(key)
+      this.#specs.delete(key)
       void slot.driver.then((d) => d.close()).catch(() => {})
     }, this.#idleMs)
     slot.timer.unref()

@@ -1,43 +1,102 @@
 /**
  * @module workers/entry
- * The pool's task handler: one exhaustive switch on the request's op. Runs in
- * the worker threads; the only default export in the project (piscina needs it).
+ * WORKER THREAD. The thread's main: it takes tasks from its channel to the pool
+ * (core/messages.ts `ToWorker`), runs each through one exhaustive switch on its op,
+ * and answers with a `Reply` (errors as `WireError` data, never thrown across).
  *
  * Every request arrives already authorised, with canonical paths inside its
- * session's root. Replies are data: errors are returned as `WireError`s, never
- * thrown, since piscina would strip their codes.
+ * session's root. Each task has its own AbortController: a `cancel` from the pool
+ * aborts it, so long one-shot ops (a recursive rm, a copy-move of a tree) stop when
+ * their caller leaves. Streams outlive their task as actors (workers/transfers.ts).
  */
-import { type MessagePort, threadId } from 'node:worker_threads'
+import { type MessagePort, type Transferable, parentPort, threadId, workerData } from 'node:worker_threads'
 import type { Driver, OpContext } from '../core/driver.js'
 import { FsError, isFsError, toWire } from '../core/errors.js'
-import { PROTOCOL_VERSION, type ReadHead, type Reply, type Request, type ZipHead, assertNever, type InlineRead, type RangeSpec } from '../core/messages.js'
-import { PortReader, PortWriter } from '../core/port-stream.js'
+import { type FromWorker, PROTOCOL_VERSION, type RangeSpec, type ReadHead, type ReadStart, type Reply, type Request, type ToWorker, type ZipStart, assertNever } from '../core/messages.js'
+import { PortReader } from '../core/port-stream.js'
 import { resolveRange } from '../core/range.js'
 import { DriverCache } from './driver-cache.js'
-import { openTransformed } from './plugins.js'
-import { openZip } from './zip.js'
 import { listDir, mkdirOne, mkdirp, move, removeTree, touch, writeFile } from './ops.js'
+import { openTransformed } from './plugins.js'
+import { type PoolWorkerData, startOutgoing, uploadBudget } from './transfers.js'
+import { openZip } from './zip.js'
 
+type Run = Extract<ToWorker, { t: 'run' }>
+
+const port = parentPort
+if (!port) throw new Error('workers/entry.ts runs in a pool thread')
 const drivers = new DriverCache()
+const budget = uploadBudget(workerData as PoolWorkerData | undefined)
+/** Running tasks' controllers, by task id. */
+const running = new Map<number, AbortController>()
+/** Tasks waiting for their backend's spec, by key. */
+const parked = new Map<string, Run[]>()
 
-export default async function handle(msg: Request): Promise<Reply> {
+port.on('message', (m: ToWorker) => {
+  switch (m.t) {
+    case 'run': {
+      if (m.backend) drivers.register(m.req.key, m.backend)
+      if (drivers.knows(m.req.key)) return void runTask(m)
+      const waiting = parked.get(m.req.key)
+      if (waiting) return void waiting.push(m)
+      parked.set(m.req.key, [m])
+      return port.postMessage({ t: 'needBackend', key: m.req.key } satisfies FromWorker)
+    }
+    case 'backend': {
+      drivers.register(m.key, m.spec)
+      const waiting = parked.get(m.key) ?? []
+      parked.delete(m.key)
+      for (const r of waiting) void runTask(r)
+      return
+    }
+    case 'cancel':
+      return running.get(m.id)?.abort(new FsError('ECANCELED', 'the request was cancelled'))
+    default:
+      return assertNever(m)
+  }
+})
+
+async function runTask({ id, req }: Run): Promise<void> {
+  const transfer: Transferable[] = []
+  const reply = await handle(id, req, transfer)
+  port!.postMessage({ t: 'reply', id, reply } satisfies FromWorker, transfer)
+}
+
+async function handle(id: number, msg: Request, transfer: Transferable[]): Promise<Reply> {
   if (msg.v !== PROTOCOL_VERSION) {
     return { ok: false, error: { code: 'EIO', message: `protocol version ${String(msg.v)} is not ${PROTOCOL_VERSION}`, retryable: false } }
   }
+  const ac = new AbortController()
+  running.set(id, ac)
   try {
-    const value = await drivers.use(msg.key, msg.backend, (d) => run(d, msg))
-    return { ok: true, value }
+    const held = await drivers.acquire(msg.key)
+    let kept = false
+    const keep = () => {
+      kept = true
+      return () => held.release()
+    }
+    try {
+      const value = await run(held.driver, msg, { signal: ac.signal, requestId: msg.requestId }, transfer, keep)
+      return { ok: true, value }
+    } finally {
+      if (!kept) held.release()
+    }
   } catch (err) {
     if (!isFsError(err)) {
       // A bug: keep the detail here, in this thread's log; the client gets a generic error.
       console.error(JSON.stringify({ level: 'error', thread: threadId, requestId: msg.requestId, op: msg.op, err: String((err as Error)?.stack ?? err) }))
     }
     return { ok: false, error: toWire(err) }
+  } finally {
+    running.delete(id)
   }
 }
 
-async function run(d: Driver, msg: Request): Promise<unknown> {
-  const ctx: OpContext = { signal: new AbortController().signal, requestId: msg.requestId }
+/**
+ * One op. `transfer` collects what the reply hands over (ports, owned buffers); `keep()`
+ * keeps the driver held past the task, for a stream, and returns its release.
+ */
+async function run(d: Driver, msg: Request, ctx: OpContext, transfer: Transferable[], keep: () => () => void): Promise<unknown> {
   switch (msg.op) {
     case 'stat':
       return d.stat(ctx, msg.path)
@@ -57,47 +116,60 @@ async function run(d: Driver, msg: Request): Promise<unknown> {
       return move(ctx, d, msg.from, msg.to, msg.overwrite).then(() => null)
     case 'touch':
       return touch(ctx, d, msg.path).then(() => null)
-    case 'read':
-      return produce(msg.port, msg.requestId, async (w, c) => {
-        if (msg.transform) {
-          // A plugin's transform: the head goes out once the plugin has accepted the file,
-          // so its refusals (415, 413...) are still the request's JSON answer.
-          const out = await openTransformed(c, d, msg.path, msg.transform)
-          w.head({ entry: out.entry, range: null, unsatisfiable: false, transformed: { type: out.type } } satisfies ReadHead)
-          return w.pipeFrom(out.body)
-        }
-        const head = await readHead(c, d, msg.path, msg.range)
-        w.head(head)
-        if (head.unsatisfiable) return w.end()
-        await w.pipeFrom(d.read(c, msg.path, head.range ?? undefined))
-      })
-    case 'readInline': {
-      const head = await readHead(ctx, d, msg.path, msg.range)
-      const { range, entry } = head
-      const length = head.unsatisfiable ? 0 : range ? range.end - range.start + 1 : entry.size
-      if (length > msg.max) return { head, bytes: null } satisfies InlineRead
-      const parts: Uint8Array[] = []
-      if (length > 0) for await (const chunk of d.read(ctx, msg.path, range ?? undefined)) parts.push(chunk)
-      return { head, bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts) } satisfies InlineRead
-    }
-    case 'zip':
-      return produce(msg.port, msg.requestId, async (w, c) => {
-        const zip = await openZip(c, d, msg.paths, { compression: msg.compression })
-        w.head({ entries: zip.entries } satisfies ZipHead)
-        await w.pipeFrom(zip.body)
-      })
-    case 'write': {
-      const body = new PortReader(msg.port)
-      const { overwrite, size, mtimeMs } = msg
-      const opts = { overwrite, ...(size === undefined ? {} : { size }), ...(mtimeMs === undefined ? {} : { mtimeMs }) }
-      try {
-        return await (msg.parents ? writeFile(ctx, d, msg.path, body, opts) : d.write(ctx, msg.path, body, opts))
-      } finally {
-        body.cancel() // no-op after a complete read; stops the sender when the write failed early
+    case 'read': {
+      const { path, range, transform } = msg
+      if (transform) {
+        // A plugin's transform: the reply goes out once the plugin has accepted the file,
+        // so its refusals (415, 413...) are still the request's JSON answer.
+        const s = await startOutgoing(
+          ctx,
+          async (c) => {
+            const out = await openTransformed(c, d, path, transform)
+            return { head: { entry: out.entry, range: null, unsatisfiable: false, transformed: { type: out.type } } satisfies ReadHead, body: out.body }
+          },
+          keep(),
+        )
+        transfer.push(s.port)
+        return { ...s, bytes: null } satisfies ReadStart
       }
+      const head = await readHead(ctx, d, path, range)
+      const length = head.unsatisfiable ? 0 : head.range ? head.range.end - head.range.start + 1 : head.entry.size
+      if (length <= msg.inlineMax) {
+        const bytes = length === 0 ? new Uint8Array(0) : await readAll(ctx, d, path, head)
+        if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) transfer.push(bytes.buffer)
+        return { head, bytes } satisfies ReadStart
+      }
+      const s = await startOutgoing(ctx, async (c) => ({ head, body: d.read(c, path, head.range ?? undefined) }), keep())
+      transfer.push(s.port)
+      return { ...s, bytes: null } satisfies ReadStart
     }
+    case 'zip': {
+      const s = await startOutgoing(
+        ctx,
+        async (c) => {
+          const zip = await openZip(c, d, msg.paths, { compression: msg.compression })
+          return { head: { entries: zip.entries }, body: zip.body }
+        },
+        keep(),
+      )
+      transfer.push(s.port)
+      return s satisfies ZipStart
+    }
+    case 'write':
+      return write(d, msg, msg.port, ctx)
     default:
       return assertNever(msg)
+  }
+}
+
+async function write(d: Driver, msg: Extract<Request, { op: 'write' }>, p: MessagePort, ctx: OpContext): Promise<unknown> {
+  const body = new PortReader(p, { budget })
+  const { overwrite, size, mtimeMs } = msg
+  const opts = { overwrite, ...(size === undefined ? {} : { size }), ...(mtimeMs === undefined ? {} : { mtimeMs }) }
+  try {
+    return await (msg.parents ? writeFile(ctx, d, msg.path, body, opts) : d.write(ctx, msg.path, body, opts))
+  } finally {
+    body.cancel() // no-op after a complete read; stops the sender when the write failed early
   }
 }
 
@@ -109,16 +181,8 @@ async function readHead(ctx: OpContext, d: Driver, path: string, spec: RangeSpec
   return { entry, range, unsatisfiable: spec !== undefined && range === null }
 }
 
-/** Runs a producing op on its port: its errors go down the stream, and the task resolves when it ends. */
-async function produce(port: MessagePort, requestId: string, fn: (w: PortWriter, ctx: OpContext) => Promise<void>): Promise<null> {
-  const w = new PortWriter(port)
-  // The reader's cancel frame aborts the op: that is how a gone client stops a transfer.
-  const ctx: OpContext = { signal: w.signal, requestId }
-  try {
-    await fn(w, ctx)
-  } catch (err) {
-    w.fail(err)
-    throw err
-  }
-  return null
+async function readAll(ctx: OpContext, d: Driver, path: string, head: ReadHead): Promise<Uint8Array> {
+  const parts: Uint8Array[] = []
+  for await (const chunk of d.read(ctx, path, head.range ?? undefined)) parts.push(chunk)
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts)
 }

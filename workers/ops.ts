@@ -9,6 +9,11 @@ import type { Driver, Entry, OpContext, WriteOptions } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
 import { isWithin, joinPath, parentOf } from '../core/paths.js'
 
+/** Long operations check between steps: a caller that left (a `cancel` from the pool) stops them. */
+function throwIfCancelled(ctx: OpContext, path: string): void {
+  if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled', { path })
+}
+
 /** Stat that answers null instead of ENOENT. */
 export async function statOrNull(ctx: OpContext, d: Driver, path: string): Promise<Entry | null> {
   try {
@@ -70,11 +75,9 @@ export async function removeTree(ctx: OpContext, d: Driver, path: string): Promi
   if (d.removeTree) return d.removeTree(ctx, path)
   const st = await d.stat(ctx, path)
   if (st.kind === 'dir' && !st.link) {
-    for (const child of await listSorted(ctx, d, path)) {
-      if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled', { path })
-      await removeTree(ctx, d, child.path)
-    }
+    for (const child of await listSorted(ctx, d, path)) await removeTree(ctx, d, child.path)
   }
+  throwIfCancelled(ctx, path)
   await d.remove(ctx, path)
 }
 
@@ -97,11 +100,13 @@ export async function move(ctx: OpContext, d: Driver, from: string, to: string, 
   await ensureParent(ctx, d, to)
   if (d.rename) return d.rename(ctx, from, to, { overwrite })
   await copyTree(ctx, d, src, to, overwrite)
+  throwIfCancelled(ctx, from) // a copy cut short must not be followed by deleting its source
   await removeTree(ctx, d, from)
 }
 
-/** Copies a file or a tree within one driver, keeping mtimes where settable. */
+/** Copies a file or a tree within one driver, keeping mtimes where settable. Stops when `ctx.signal` aborts. */
 async function copyTree(ctx: OpContext, d: Driver, src: Entry, to: string, overwrite: boolean): Promise<void> {
+  throwIfCancelled(ctx, src.path)
   if (src.kind === 'file') {
     await d.write(ctx, to, d.read(ctx, src.path), { overwrite, size: src.size, ...mtimeOf(src) })
     return

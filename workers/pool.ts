@@ -1,101 +1,183 @@
 /**
  * @module workers/pool
- * MAIN THREAD. The piscina pool of backend-connection workers.
+ * MAIN THREAD. The pool of backend-connection worker threads, each with its own
+ * channel (core/messages.ts `ToWorker` / `FromWorker`).
  *
- * Settings chosen for I/O work (see ARCHITECTURE.md):
- * - `atomics: 'disabled'`: otherwise an idle worker's event loop is frozen between
- *   tasks, and the keep-alives and idle timers of its pooled sessions stall;
- * - several concurrent tasks per worker: tasks wait on I/O, and a streaming task stays
- *   pending for its whole transfer;
- * - a bounded queue, checked before dispatch: piscina's own queue-full error has no
- *   code, so a task that would wait behind `maxQueue` others is refused here as
- *   EUNAVAILABLE (503 at the HTTP edge);
- * - threads live for the pool's lifetime (their driver caches are the point).
+ * Two lanes, so that small requests never wait behind transfers:
+ * - tasks (stat, list, mkdir, rm, mv..., and the start of a read or zip): at most
+ *   `tasksPerWorker` at once per thread, on the least busy one; beyond that they wait
+ *   in a bounded queue, and beyond `maxQueue` waiting the answer is EUNAVAILABLE-style
+ *   ApiError UNAVAILABLE (503 at the HTTP edge);
+ * - live transfers (a read or zip stream after its start, a write for its whole
+ *   body): actors owned by their worker, counted per thread up to
+ *   `transfersPerWorker`, placed on the thread with the fewest; they hold no task slot.
+ *
+ * Backends cross once per thread: a request carries its backend's key, and the spec
+ * (credentials included) goes with the first request for that key to that thread, or
+ * when the thread asks for it (a replacement thread, a key it evicted).
+ *
+ * Cancelling a task is a message (`cancel` by id): the worker aborts the op's signal, so
+ * a recursive rm or a copy-move stops when its caller leaves. A thread that dies fails
+ * its own tasks and transfers only (EIO) and is replaced.
+ *
+ * Why not piscina (the first design's choice): it cannot tell which thread a task went
+ * to, so it cannot place transfers, remember which thread knows which backend, or
+ * cancel a task without killing its thread and every pooled session on it.
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import type { Transferable } from 'node:worker_threads'
-import { Piscina } from 'piscina'
+import { type Transferable, Worker } from 'node:worker_threads'
 import { ApiError } from '../core/api-error.js'
+import type { BackendSpec } from '../core/backend.js'
 import { FsError, fromWire } from '../core/errors.js'
-import type { Reply, Request } from '../core/messages.js'
+import type { FromWorker, Reply, Request, ToWorker } from '../core/messages.js'
 import type { PluginConfig } from '../core/plugin.js'
-import type { PluginWorkerData } from './plugins.js'
+import { ByteBudget } from '../core/port-stream.js'
+import type { PoolWorkerData } from './transfers.js'
 
 export interface PoolOptions {
   readonly workers: number
+  /** Tasks at once per thread (transfers not included). */
   readonly tasksPerWorker: number
+  /** Tasks waiting for a slot beyond which requests are refused. */
   readonly maxQueue: number
+  /** Live transfers per thread (default 4096). */
+  readonly transfersPerWorker?: number
+  /**
+   * Bytes buffered for transfers, all together (default 64 MiB): half for downloads on
+   * the main thread (`buffers`), half split among the threads for uploads.
+   */
+  readonly bufferBytes?: number
   /** Enabled plugins: every thread loads them (workers/plugins.ts). */
   readonly plugins?: readonly PluginConfig[]
 }
 
 export interface PoolStats {
   readonly threads: number
+  /** Tasks running on threads. */
   readonly running: number
+  /** Tasks waiting for a slot. */
   readonly queued: number
+  /** Tasks and transfers finished. */
   readonly completed: number
+  /** Live transfers. */
+  readonly transfers: number
+  /** Bytes the download streams hold on this thread (within `buffers.limit`). */
+  readonly bufferedBytes: number
 }
 
-/** The worker entry: the compiled .js next to this file, or the .ts source when run from source (tests, tsx). */
-function entryFile(): string {
-  const js = fileURLToPath(new URL('./entry.js', import.meta.url))
-  return existsSync(js) ? js : fileURLToPath(new URL('./entry.ts', import.meta.url))
+export interface RunOptions {
+  /** Aborting it cancels the task (before it starts: it never does). */
+  readonly signal?: AbortSignal
+  readonly transfer?: readonly Transferable[]
 }
+
+/** A live transfer on one thread: counted there until released. */
+export interface TransferLease {
+  release(): void
+}
+
+/** A task's value, and a way to keep the stream it started counted as a transfer on its thread. */
+export interface Started<V> {
+  readonly value: V
+  /**
+   * Counts the stream on the thread that started it; `onLost` is called if that thread dies
+   * first. @throws ApiError UNAVAILABLE when that thread has `transfersPerWorker` already
+   */
+  lease(onLost: (err: FsError) => void): TransferLease
+}
+
+interface Pending {
+  readonly id: number
+  readonly req: Request
+  readonly spec: BackendSpec
+  readonly transfer: readonly Transferable[]
+  readonly lane: 'task' | 'transfer'
+  readonly settle: (reply: Reply | null, thread: Thread | null, err?: unknown) => void
+  thread: Thread | null
+  readonly signal: AbortSignal | undefined
+}
+
+interface Thread {
+  readonly worker: Worker
+  readonly pending: Map<number, Pending>
+  /** Backend keys this thread was sent. */
+  readonly known: Set<string>
+  readonly leases: Set<Lease>
+  tasks: number
+  transfers: number
+  dead: boolean
+  readonly started: number
+}
+
+interface Lease {
+  readonly onLost: (err: FsError) => void
+}
+
+/**
+ * The thread's script: the compiled entry.js next to this file; or, run from source
+ * (tests, tsx), entry.ts through a small CommonJS starter (thread-from-source.cjs).
+ */
+function threadScript(): string {
+  const js = fileURLToPath(new URL('./entry.js', import.meta.url))
+  return existsSync(js) ? js : fileURLToPath(new URL('./thread-from-source.cjs', import.meta.url))
+}
+
+/** Backend keys remembered per thread. */
+const MAX_KNOWN = 10_000
+
+const lost = (cause?: unknown) => new FsError('EIO', 'the worker handling this request stopped', cause === undefined ? {} : { cause })
 
 export class WorkerPool {
-  readonly #piscina: Piscina
-  /** Tasks that may run at once plus those that may wait: beyond it, refuse. */
-  readonly #limit: number
-  /** Tasks handed to piscina and not yet settled: running and queued. */
-  #running = 0
+  readonly #opts: Required<Omit<PoolOptions, 'plugins'>> & { plugins: readonly PluginConfig[] }
+  readonly #threads: Thread[] = []
+  readonly #queue: Pending[] = []
+  readonly #script = threadScript()
+  /** Shared by every download stream's reader on this thread. */
+  readonly buffers: ByteBudget
+  #nextId = 1
+  #completed = 0
   #closed = false
 
   constructor(opts: PoolOptions) {
-    this.#limit = opts.workers * opts.tasksPerWorker + opts.maxQueue
-    this.#piscina = new Piscina({
-      filename: entryFile(),
-      minThreads: opts.workers,
-      maxThreads: opts.workers,
-      idleTimeout: Infinity,
-      concurrentTasksPerWorker: opts.tasksPerWorker,
-      atomics: 'disabled',
-      recordTiming: false,
-      workerData: { plugins: opts.plugins ?? [] } satisfies PluginWorkerData,
-    })
-    // Uncaught errors of idle workers: logged by whoever listens; never fatal to the process.
-    this.#piscina.on('error', (err: unknown) => console.error(JSON.stringify({ level: 'error', msg: 'worker error', err: String(err) })))
+    this.#opts = { transfersPerWorker: 4096, bufferBytes: 64 * 1024 * 1024, plugins: [], ...opts }
+    this.buffers = new ByteBudget(Math.floor(this.#opts.bufferBytes / 2))
+    for (let i = 0; i < opts.workers; i++) this.#spawn()
   }
 
   /**
-   * Runs one request. Resolves with the reply value; rejects with the op's own FsError,
-   * EIO when the worker thread died under the task, or ApiError UNAVAILABLE when the
-   * queue is full or the pool is closing.
+   * Runs one task. Resolves with the reply value; rejects with the op's own FsError, EIO
+   * when the worker thread died under the task, ECANCELED when `signal` aborted it, or
+   * ApiError UNAVAILABLE when the queue is full or the pool is closing.
    */
-  async run<V>(msg: Request, transfer: readonly Transferable[] = []): Promise<V> {
-    // The service's own state, not the backend's: UNAVAILABLE (503), never BACKEND_UNREACHABLE.
-    if (this.#closed) throw new ApiError('UNAVAILABLE', 'the server is shutting down')
-    if (this.#running >= this.#limit) throw new ApiError('UNAVAILABLE', 'the server is overloaded, try again shortly')
-    this.#running++
-    let reply: Reply<V>
-    try {
-      reply = await this.#piscina.run(msg, { transferList: transfer as Transferable[] })
-    } catch (err) {
-      throw new FsError('EIO', 'the worker handling this request stopped', { cause: err })
-    } finally {
-      this.#running--
-    }
-    if (!reply.ok) throw fromWire(reply.error)
-    return reply.value
+  async run<V>(req: Request, spec: BackendSpec, opts: RunOptions = {}): Promise<V> {
+    return (await this.#submit<V>(req, spec, 'task', opts)).value
+  }
+
+  /** A task that starts a stream: its value, and the lease that counts the stream afterwards. */
+  async start<V>(req: Request, spec: BackendSpec, opts: RunOptions = {}): Promise<Started<V>> {
+    const { value, thread } = await this.#submit<V>(req, spec, 'task', opts)
+    return { value, lease: (onLost) => this.#lease(thread, onLost) }
+  }
+
+  /** A transfer for the task's whole life (a write): no task slot, counted as a transfer. */
+  async transfer<V>(req: Request, spec: BackendSpec, opts: RunOptions = {}): Promise<V> {
+    return (await this.#submit<V>(req, spec, 'transfer', opts)).value
   }
 
   get stats(): PoolStats {
-    return { threads: this.#piscina.threads.length, running: this.#running, queued: this.#piscina.queueSize, completed: this.#piscina.completed }
+    let running = 0
+    let transfers = 0
+    for (const t of this.#threads) {
+      running += t.tasks
+      transfers += t.transfers
+    }
+    return { threads: this.#threads.length, running, queued: this.#queue.length, completed: this.#completed, transfers, bufferedBytes: this.buffers.used }
   }
 
   /** The worker threads, for operations and tests (e.g. terminating one). */
-  get threads(): readonly import('node:worker_threads').Worker[] {
-    return this.#piscina.threads
+  get threads(): readonly Worker[] {
+    return this.#threads.map((t) => t.worker)
   }
 
   /**
@@ -104,6 +186,176 @@ export class WorkerPool {
    */
   async close(): Promise<void> {
     this.#closed = true
-    await this.#piscina.destroy()
+    for (const p of this.#queue.splice(0)) p.settle(null, null, new ApiError('UNAVAILABLE', 'the server is shutting down'))
+    await Promise.all(this.#threads.map((t) => t.worker.terminate()))
+  }
+
+  #submit<V>(req: Request, spec: BackendSpec, lane: 'task' | 'transfer', opts: RunOptions): Promise<{ value: V; thread: Thread }> {
+    // The service's own state, not the backend's: UNAVAILABLE (503), never BACKEND_UNREACHABLE.
+    if (this.#closed) return Promise.reject(new ApiError('UNAVAILABLE', 'the server is shutting down'))
+    if (opts.signal?.aborted) return Promise.reject(new FsError('ECANCELED', 'the request was cancelled'))
+    return new Promise((resolve, reject) => {
+      const signal = opts.signal
+      const onAbort = () => this.#cancel(p)
+      const p: Pending = {
+        id: this.#nextId++,
+        req,
+        spec,
+        lane,
+        transfer: opts.transfer ?? [],
+        thread: null,
+        signal,
+        settle: (reply, thread, err) => {
+          signal?.removeEventListener('abort', onAbort)
+          if (reply === null || thread === null) return reject(err)
+          if (reply.ok) resolve({ value: reply.value as V, thread })
+          else reject(fromWire(reply.error))
+        },
+      }
+      if (lane === 'transfer') {
+        const t = this.#leastBy((x) => x.transfers * 1e6 + x.tasks)
+        if (!t || t.transfers >= this.#opts.transfersPerWorker) {
+          return reject(new ApiError('UNAVAILABLE', 'the server is overloaded, try again shortly'))
+        }
+        t.transfers++
+        this.#send(t, p)
+      } else {
+        // The least busy thread; between equals, the one with fewest transfers, since a task
+        // may start a stream that stays on its thread.
+        const t = this.#leastBy((x) => x.tasks * 1e6 + x.transfers)
+        if (t && t.tasks < this.#opts.tasksPerWorker) {
+          t.tasks++
+          this.#send(t, p)
+        } else if (this.#queue.length < this.#opts.maxQueue) {
+          this.#queue.push(p)
+        } else {
+          return reject(new ApiError('UNAVAILABLE', 'the server is overloaded, try again shortly'))
+        }
+      }
+      signal?.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
+  #leastBy(load: (t: Thread) => number): Thread | undefined {
+    let best: Thread | undefined
+    for (const t of this.#threads) if (!t.dead && (!best || load(t) < load(best))) best = t
+    return best
+  }
+
+  #send(t: Thread, p: Pending): void {
+    p.thread = t
+    t.pending.set(p.id, p)
+    const key = p.req.key
+    const first = !t.known.has(key)
+    if (first) {
+      // Forgetting is always safe (the spec is sent again): it bounds the set on a long-lived server.
+      if (t.known.size >= MAX_KNOWN) t.known.clear()
+      t.known.add(key)
+    }
+    const msg: ToWorker = first ? { t: 'run', id: p.id, req: p.req, backend: p.spec } : { t: 'run', id: p.id, req: p.req }
+    t.worker.postMessage(msg, p.transfer as Transferable[])
+  }
+
+  #cancel(p: Pending): void {
+    const q = this.#queue.indexOf(p)
+    if (q >= 0) {
+      this.#queue.splice(q, 1)
+      p.settle(null, null, new FsError('ECANCELED', 'the request was cancelled'))
+      return
+    }
+    if (p.thread && !p.thread.dead && p.thread.pending.has(p.id)) p.thread.worker.postMessage({ t: 'cancel', id: p.id } satisfies ToWorker)
+  }
+
+  #onMessage(t: Thread, msg: FromWorker): void {
+    if (msg.t === 'needBackend') {
+      // The thread parked a request for a key it does not know: any pending request for it has the spec.
+      for (const p of t.pending.values()) {
+        if (p.req.key === msg.key) {
+          t.known.add(msg.key)
+          t.worker.postMessage({ t: 'backend', key: msg.key, spec: p.spec } satisfies ToWorker)
+          return
+        }
+      }
+      return
+    }
+    const p = t.pending.get(msg.id)
+    if (!p) return
+    t.pending.delete(msg.id)
+    this.#completed++
+    this.#free(t, p)
+    p.settle(msg.reply, t)
+  }
+
+  /** A task or transfer left thread `t`: its slot goes to the next waiting task. */
+  #free(t: Thread, p: Pending): void {
+    if (p.lane === 'transfer') {
+      t.transfers--
+      return
+    }
+    t.tasks--
+    this.#drain()
+  }
+
+  /** Hands waiting tasks to threads with a free slot. */
+  #drain(): void {
+    while (this.#queue.length > 0) {
+      const target = this.#leastBy((x) => x.tasks * 1e6 + x.transfers)
+      if (!target || target.tasks >= this.#opts.tasksPerWorker) return
+      target.tasks++
+      this.#send(target, this.#queue.shift()!)
+    }
+  }
+
+  #lease(t: Thread, onLost: (err: FsError) => void): TransferLease {
+    const lease: Lease = { onLost }
+    if (t.dead) {
+      queueMicrotask(() => onLost(lost()))
+      return { release() {} }
+    }
+    if (t.transfers >= this.#opts.transfersPerWorker) throw new ApiError('UNAVAILABLE', 'the server is overloaded, try again shortly')
+    t.transfers++
+    t.leases.add(lease)
+    return {
+      release: () => {
+        if (!t.leases.delete(lease)) return
+        t.transfers--
+        this.#completed++
+      },
+    }
+  }
+
+  #spawn(): void {
+    const worker = new Worker(this.#script, {
+      workerData: {
+        plugins: this.#opts.plugins,
+        uploadBufferBytes: Math.floor(this.#opts.bufferBytes / 2 / this.#opts.workers),
+      } satisfies PoolWorkerData,
+    })
+    const t: Thread = { worker, pending: new Map(), known: new Set(), leases: new Set(), tasks: 0, transfers: 0, dead: false, started: performance.now() }
+    this.#threads.push(t)
+    worker.on('message', (m: FromWorker) => this.#onMessage(t, m))
+    // Uncaught errors of a thread: logged; the thread exits and is replaced below.
+    worker.on('error', (err: unknown) => console.error(JSON.stringify({ level: 'error', msg: 'worker error', err: String(err) })))
+    worker.once('exit', () => this.#onExit(t))
+    this.#drain()
+  }
+
+  #onExit(t: Thread): void {
+    t.dead = true
+    this.#threads.splice(this.#threads.indexOf(t), 1)
+    // A thread that dies as it starts (a broken plugin, say) is replaced after a pause, not in a loop.
+    if (!this.#closed) {
+      if (performance.now() - t.started > 1000) this.#spawn()
+      else setTimeout(() => !this.#closed && this.#spawn(), 1000).unref()
+    }
+    const err = lost()
+    for (const p of t.pending.values()) {
+      this.#free(t, p)
+      p.settle(null, null, err)
+    }
+    t.pending.clear()
+    for (const l of t.leases) l.onLost(err)
+    t.leases.clear()
+    t.transfers = 0
   }
 }

@@ -20,6 +20,12 @@ import { errorReply, okReply } from '../http/status.js'
 export type FileHandler = (req: HttpRequest, access: Access) => Promise<HttpReply>
 
 export const ctxOf = (req: HttpRequest): RequestContext => ({ requestId: req.requestId, signal: req.signal })
+/** For transfers: the client's address and credential, which the transfer limits count. */
+export const transferCtx = (req: HttpRequest, access: Access): RequestContext => ({
+  requestId: req.requestId,
+  signal: req.signal,
+  client: { address: req.remoteAddress, credential: access.session.id },
+})
 
 /** A path parameter, canonical. */
 const pathParam = (req: HttpRequest, name = 'path') => parseClientPath(req.query.get(name) ?? undefined, name)
@@ -78,9 +84,9 @@ export const download = async (req: HttpRequest, access: Access, transforms?: Tr
   if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', `${path} is a directory: use /api/files/ls or /api/files/zip`)
   const name = baseName(path)
   const transform = transforms?.selectTransform(req.query, { path, name, type: contentTypeOf(name) }) ?? null
-  if (transform) return transformedReply(req, path, await access.storage.read(ctxOf(req), path, undefined, transform))
+  if (transform) return transformedReply(req, path, await access.storage.read(transferCtx(req, access), path, undefined, transform))
   const spec = parseRange(req.header('range'))
-  const stream = await access.storage.read(ctxOf(req), path, spec === 'invalid' || spec === null ? undefined : spec)
+  const stream = await access.storage.read(transferCtx(req, access), path, spec === 'invalid' || spec === null ? undefined : spec)
   try {
     return replyFor(req, path, spec === 'invalid', stream)
   } catch (err) {
@@ -174,7 +180,7 @@ export const upload: FileHandler = async (req, access) => {
   await slashRule(req, access, 'path', p)
   if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', 'the upload path must name a file, not a directory')
   const size = req.contentLength
-  await writeUpload(ctxOf(req), access, path, req.body, size === null ? { overwrite } : { overwrite, size })
+  await writeUpload(transferCtx(req, access), access, path, req.body, size === null ? { overwrite } : { overwrite, size })
   return okReply()
 }
 
@@ -225,7 +231,7 @@ export const zip: FileHandler = async (req, access) => {
   const c = req.query.get('compression')
   if (c !== null && c !== 'store' && c !== 'auto') throw new ApiError('INVALID_INPUT', '"compression" must be "store" or "auto"')
   const compression: ZipCompression = c === 'store' ? 'store' : 'auto'
-  const stream = await access.storage.zip(ctxOf(req), paths, compression)
+  const stream = await access.storage.zip(transferCtx(req, access), paths, compression)
   const single = paths.length === 1 && paths[0] !== '/' ? baseName(paths[0]!) : 'download'
   return {
     status: 200,

@@ -80,7 +80,7 @@ t.test('the figures move with requests', async (t) => {
   const documented = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8')
   for (const [, name] of text.matchAll(/^# HELP (filegate_\w+)/gm)) t.match(documented, `| \`${name}\` |`, `${name} is in docs/api.md`)
 
-  // A download held open: a live transfer, a task in the pool, until it ends.
+  // A download held open: a live transfer, owned by a worker thread, until it ends.
   const home = join(dataDir, 'tmp', 'alice')
   mkdirSync(home, { recursive: true })
   writeFileSync(join(home, 'big.bin'), Buffer.alloc(64 * 1024 * 1024))
@@ -89,7 +89,7 @@ t.test('the figures move with requests', async (t) => {
   await reader.read()
   const live = (await scrape(url)).samples
   t.equal(value(live, 'filegate_transfers_in_flight', { direction: 'out' }), 1, 'the download is live')
-  t.ok(value(live, 'filegate_pool_tasks') >= 1, 'its task is in the pool')
+  t.ok(value(live, 'filegate_pool_transfers') >= 1, 'the pool owns it as a live transfer')
   await reader.cancel()
   await until('the transfer to end', async () => value((await scrape(url)).samples, 'filegate_transfers_in_flight', { direction: 'out' }) === 0)
 })

@@ -32,7 +32,7 @@ t.test('it is served at /api/openapi.json, to anyone', async (t) => {
 
 t.test('every route the server registers is documented', async (t) => {
   // Only the route table is built: none of these services is called.
-  const deps = { metrics: { meter: new Metrics({ pool: () => ({ threads: 0, running: 0, queued: 0, completed: 0 }), sessionsIssued: () => 0, inFlight: () => 0 }), access: validateConfig({}).metrics }, tus: {} } as unknown as ServerDeps
+  const deps = { metrics: { meter: new Metrics({ pool: () => ({ threads: 0, running: 0, queued: 0, completed: 0, transfers: 0, bufferedBytes: 0 }), sessionsIssued: () => 0, inFlight: () => 0 }), access: validateConfig({}).metrics }, tus: {} } as unknown as ServerDeps
   const routes = registeredRoutes(deps)
   t.ok(routes.includes('GET /metrics') && routes.includes('GET /api/files/ls') && routes.includes('PATCH /api/files/tus/{id}'), 'the table is read')
   for (const route of routes) {

@@ -1,0 +1,135 @@
+/**
+ * Slow clients must not starve everyone else. With only a public share link, 300
+ * connections ask for a file over 64 KiB and never read; 140 uploads send their
+ * headers and one byte; meanwhile a logged-in user lists a folder and reads a small
+ * file. The server (its own process, as deployed) keeps answering that user within a
+ * second, and its memory grows by less than 200 MiB.
+ *
+ * First as the attack was seen, from one address (downloads) and another (uploads),
+ * with the default settings: the limits per address answer the excess with 429. Then
+ * with those limits raised, from many addresses, so that every stalled connection
+ * becomes a live transfer: what holds the line then is that transfers are actors
+ * outside the task slots, with bounded, demand-grown stream windows. The limits
+ * themselves are checked last.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import http from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t, { type Test } from 'tap'
+import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
+import { createShare, expectError } from '../helpers/share.js'
+import { runSlowClients } from '../helpers/slow-clients.js'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const MAIN = join(ROOT, 'dist', 'front', 'main.js')
+
+/** filegate as its own process (the compiled CLI), so that its RSS is its own. */
+async function startServer(env: Record<string, string>): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
+  if (!existsSync(MAIN)) throw new Error('dist/ is missing: build first (npm run build)')
+  const dataDir = await mkdtemp(join(tmpdir(), 'filegate-slow-'))
+  const child = spawn(process.execPath, [MAIN, '--port', '0', '--data-dir', dataDir, '--workers', '2'], {
+    env: { ...process.env, FILEGATE_LOG_REQUESTS: 'false', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  const url = await new Promise<string>((resolve, reject) => {
+    let buf = ''
+    child.stdout!.on('data', (c: Buffer) => {
+      buf += c.toString()
+      const m = /"url":"(http:[^"]+)"/.exec(buf)
+      if (m) resolve(m[1]!)
+    })
+    child.once('exit', (code) => reject(new Error(`filegate exited (${code}) before listening: ${buf}`)))
+  })
+  return { url, child, dataDir }
+}
+
+async function attack(t: Test, env: Record<string, string>, addresses: number) {
+  const { url, child, dataDir } = await startServer(env)
+  t.teardown(async () => {
+    child.kill('SIGKILL')
+    await rm(dataDir, { recursive: true, force: true })
+  })
+  const r = await runSlowClients({ url, pid: child.pid!, downloads: 300, uploads: 140, addresses, seconds: 6 })
+  t.comment(JSON.stringify(r))
+  t.equal(r.failures, 0, 'every request of the logged-in user succeeded')
+  t.ok(r.p99Ms < 1000, `the logged-in user's p99 stays under 1 s (${r.p99Ms.toFixed(0)} ms; p50 ${r.p50Ms.toFixed(1)} ms)`)
+  return r
+}
+
+t.test('a stalled-client attack with the default settings', async (t) => {
+  const r = await attack(t, {}, 1)
+  t.ok(r.rssGrowthMiB < 200, `the server's memory grows by less than 200 MiB (${r.rssGrowthMiB.toFixed(0)} MiB)`)
+  t.equal(r.downloadStatus['200'], 32, 'the attacker’s address gets its 32 transfers')
+  t.equal(r.downloadStatus['429'], 268, 'the rest are refused at once with 429')
+  t.equal(r.uploadStatus['429'], 108, 'so are the uploads beyond 32 from the other address')
+  t.equal(r.serverTransfers, 64, 'the server holds 32 stalled downloads and 32 stalled uploads')
+})
+
+t.test('440 stalled transfers, all admitted, do not starve a logged-in user', async (t) => {
+  const r = await attack(t, { FILEGATE_TRANSFERS_PER_ADDRESS: '10000', FILEGATE_TRANSFERS_PER_CREDENTIAL: '10000' }, 10)
+  t.equal(r.downloadStatus['200'], 300, 'every stalled download got its 200 head')
+  t.equal(r.serverTransfers, 440, 'the server holds the 440 stalled transfers at once')
+})
+
+/** A download the client holds paused after its first bytes. */
+function heldDownload(url: string, query: string, localAddress = '127.0.0.1', headers: Record<string, string> = {}): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(`${url}/api/files/cat?${query}`, { localAddress, headers }, (res) => {
+        if (res.statusCode !== 200) return resolve(res)
+        res.once('data', () => {
+          res.pause()
+          resolve(res)
+        })
+      })
+      .on('error', reject)
+  })
+}
+
+async function body(res: http.IncomingMessage): Promise<Record<string, unknown>> {
+  let text = ''
+  for await (const c of res) text += String(c)
+  return JSON.parse(text) as Record<string, unknown>
+}
+
+t.test('concurrent transfers are limited per address and per credential: 429 beyond', async (t) => {
+  const { url } = await startTestServer(t, { workers: 2, transfers_per_address: 2, transfers_per_credential: 3 })
+  const token = await tmpSession(url, 'limits')
+  const call = api(url, token)
+  await call('POST', '/api/files/cat', { path: '/big.bin' }, { body: Buffer.alloc(4 * 1024 * 1024, 1) })
+  await call('POST', '/api/files/cat', { path: '/small.txt' }, { body: 'small' })
+  const share = await createShare(url, token, { path: '/big.bin' })
+  const q = `share=${share.id}&path=/big.bin`
+
+  const a = await heldDownload(url, q, '127.0.2.1')
+  const b = await heldDownload(url, q, '127.0.2.1')
+  t.equal([a.statusCode, b.statusCode].join(), '200,200', 'two transfers from one address run')
+  const third = await heldDownload(url, q, '127.0.2.1')
+  t.equal(third.statusCode, 429, 'a third from the same address: 429')
+  t.match(await body(third), { status: 'error', code: 'RATE_LIMITED', message: /address/ }, 'the contract envelope, naming the limit')
+  t.equal((await call('GET', '/api/files/cat', { path: '/small.txt' })).status, 200, 'a small read is no transfer: still served')
+
+  const c = await heldDownload(url, q, '127.0.2.2')
+  t.equal(c.statusCode, 200, 'another address: the share’s third transfer runs')
+  const d = await heldDownload(url, q, '127.0.2.3')
+  t.equal(d.statusCode, 429, 'the share’s fourth, from a third address: 429')
+  t.match(await body(d), { code: 'RATE_LIMITED', message: /credential/ })
+  const up = await fetch(`${url}/api/files/cat?${new URLSearchParams({ share: share.id, path: '/x.bin' })}`, { method: 'POST', body: 'x' })
+  await expectError(t, up, 403, 'FORBIDDEN', 'limits come after rights: a read-only share still refuses uploads')
+
+  a.destroy()
+  // Once the server has seen the client leave, the address has room again.
+  let again: http.IncomingMessage | null = null
+  for (let i = 0; i < 100; i++) {
+    again = await heldDownload(url, q, '127.0.2.1')
+    if (again.statusCode === 200) break
+    await body(again)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  t.equal(again!.statusCode, 200, 'after one ends, the address may start another')
+  for (const r of [b, c, again!]) r.destroy()
+})
