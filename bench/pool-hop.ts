@@ -2,7 +2,7 @@
  * @module bench/pool-hop
  * What the worker-pool design costs: the same operation on the local driver called
  * in this thread (createLocalDriver) vs through the pool (RemoteDriver over a
- * WorkerPool of BENCH_WORKERS threads: a piscina task, typed messages, and for reads
+ * WorkerPool of BENCH_WORKERS threads: a pool task, typed messages, and for reads
  * a MessageChannel with credits and transferred buffers). In-process, no HTTP, on
  * the compiled code (a copy of dist/, see lib/build.ts).
  *

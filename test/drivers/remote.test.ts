@@ -1,6 +1,6 @@
 /**
  * The conformance suite through the worker pool: the local driver, called from the
- * main thread as a RemoteDriver whose every call is a typed message to a piscina
+ * main thread as a RemoteDriver whose every call is a typed message to a
  * worker and whose bytes cross as transferred buffers. Anything that does not survive
  * the trip (an error's code, a chunk's bytes, a cancelled stream) fails here.
  */
