@@ -39,7 +39,8 @@
  *
  * Speed (the work is CRC, deflate and, on remote backends, latency per file):
  * - CRC-32 is zlib's native `crc32`; deflate runs on libuv's thread pool (zlib's
- *   asynchronous API), never on this thread's event loop.
+ *   asynchronous API), except for files up to SYNC_DEFLATE_MAX, whose hop to
+ *   the pool would cost more than deflating them.
  * - Small files (stat size up to SMALL_FILE) are prepared ahead: up to PREFETCH of
  *   them (PREFETCH_BYTES at most) are read, CRC'd and deflated at once, on the
  *   backend's sessions and zlib's threads, while the archive is written strictly in
@@ -68,7 +69,7 @@
  */
 import { once } from 'node:events'
 import { promisify } from 'node:util'
-import { createDeflateRaw, crc32, deflateRaw } from 'node:zlib'
+import { createDeflateRaw, crc32, deflateRaw, deflateRawSync } from 'node:zlib'
 import type { Driver, Entry, OpContext } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
 import type { ZipCompression } from '../core/messages.js'
@@ -115,8 +116,17 @@ const DEFLATE_LEVEL = 1
 /** zlib's output slices for a streamed entry (its default, 16 KiB, costs a turn of the loop each). */
 const DEFLATE_CHUNK = 256 * 1024
 
+/**
+ * Up to this size a file is deflated on this thread, at once: zlib's asynchronous
+ * call costs 80-140 µs per call against 15-45 µs for a 4 KiB file deflated in place
+ * (measured on the 2-core test machine), and at level 1, 64 KiB take well under a
+ * millisecond. Larger ones go to zlib's threads, off this thread's event loop.
+ */
+const SYNC_DEFLATE_MAX = 64 * 1024
+
 const deflateAsync = promisify(deflateRaw)
-const deflate = (b: Buffer): Promise<Buffer> => deflateAsync(b, { level: DEFLATE_LEVEL })
+const deflate = async (b: Buffer): Promise<Buffer> =>
+  b.byteLength <= SYNC_DEFLATE_MAX ? deflateRawSync(b, { level: DEFLATE_LEVEL }) : deflateAsync(b, { level: DEFLATE_LEVEL })
 
 /** Already-compressed formats, by lower-case extension: deflating them again costs CPU and saves nothing. */
 export const STORED_EXTENSIONS: ReadonlySet<string> = new Set([
