@@ -164,17 +164,36 @@ export async function statOrNull(s: SftpSession, abs: string, follow = true): Pr
   }
 }
 
-/** One read request; the buffer is fresh and owned by whoever receives it. */
-export function readAt(s: SftpSession, handle: Buffer, pos: number, len: number): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    const buf = Buffer.allocUnsafeSlow(len)
-    try {
-      s.sftp.read(handle, buf, 0, len, pos, (err, n) => {
-        if (err) return reject(err)
-        resolve(n === len ? buf : buf.subarray(0, n))
-      })
-    } catch (err) {
-      reject(err)
-    }
-  })
+/**
+ * Reads `len` bytes at `pos` into an owned buffer, with one request per `s.readLen`
+ * bytes, all sent at once. Shorter only at the end of the file (empty past it).
+ */
+export async function readBlock(s: SftpSession, handle: Buffer, pos: number, len: number): Promise<Buffer> {
+  const buf = Buffer.allocUnsafeSlow(len)
+  const parts: Promise<number>[] = []
+  for (let off = 0; off < len; off += s.readLen) parts.push(readInto(s, handle, buf, off, Math.min(s.readLen, len - off), pos + off))
+  const got = await Promise.all(parts)
+  let n = 0
+  for (let i = 0; i < got.length; i++) {
+    n += got[i]!
+    if (got[i]! < Math.min(s.readLen, len - i * s.readLen)) break // the file ends inside this request
+  }
+  return n === len ? buf : buf.subarray(0, n)
+}
+
+/** Fills buf[off, off + len) from `pos`, asking again after a short read; resolves with the bytes read (fewer only at the end of the file). */
+async function readInto(s: SftpSession, handle: Buffer, buf: Buffer, off: number, len: number, pos: number): Promise<number> {
+  let done = 0
+  while (done < len) {
+    const n = await new Promise<number>((resolve, reject) => {
+      try {
+        s.sftp.read(handle, buf, off + done, len - done, pos + done, (err, bytes) => (err ? reject(err) : resolve(bytes)))
+      } catch (err) {
+        reject(err)
+      }
+    })
+    if (n === 0) break
+    done += n
+  }
+  return done
 }
