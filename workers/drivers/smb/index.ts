@@ -12,9 +12,11 @@
  * session whose connection failed kills itself (session.ts), its probe then fails
  * and the pool replaces it. Idle sessions are closed after `idleMs`.
  *
- * Speed: SMB is request/response and this client is limited to 64 KiB per request
- * (no large MTU), so reads keep READ_AHEAD requests in flight and yield them in
- * order, in owned 1 MiB chunks; writes keep WRITE_AHEAD in flight.
+ * Speed: SMB is request/response, so reads keep READ_AHEAD_BYTES of requests in
+ * flight and yield them in order, in owned 1 MiB chunks; writes keep
+ * WRITE_AHEAD_BYTES in flight. With SMB 2.1 and the server's large MTU (Samba,
+ * Windows), a request carries up to 1 MiB, paid with one credit per 64 KiB
+ * (session.ts); otherwise 64 KiB.
  *
  * Atomic writes: bytes go to a hidden temporary file in the target's folder
  * (`.filegate-<id>.part`, never listed); when complete, the open handle is renamed
@@ -30,7 +32,7 @@ import { FsError } from '../../../core/errors.js'
 import { baseName, joinPath, parentOf } from '../../../core/paths.js'
 import { type PoolKnobs, SessionPool, type SessionPoolStats } from '../../sessions.js'
 import { SmbTransportError, classify } from './errors.js'
-import { ACCESS, DISPOSITION, IO_BLOCK, OPTIONS, type OpenFile, SmbSession } from './session.js'
+import { ACCESS, DISPOSITION, OPTIONS, type OpenFile, SmbSession } from './session.js'
 import { isTempUploadName, tempUploadName } from '../upload-names.js'
 import { UploadCleanup } from '../upload-cleanup.js'
 import { InFlight, ReadAhead } from '../../inflight.js'
@@ -43,10 +45,10 @@ export { classify } from './errors.js'
 /** The spec's parameters (core/backend.ts documents them) and the pool's knobs. */
 export interface SmbConfig extends Omit<SmbSpec, 'type'>, PoolKnobs {}
 
-/** READ requests of 64 KiB in flight per transfer: 2 MiB. */
-const READ_AHEAD = 32
-/** WRITE requests of 64 KiB in flight per transfer. */
-const WRITE_AHEAD = 16
+/** Bytes of READ requests in flight per transfer (32 of 64 KiB, or 4 of 1 MiB with the large MTU). */
+const READ_AHEAD_BYTES = 4 * 1024 * 1024
+/** Bytes of WRITE requests in flight per transfer. */
+const WRITE_AHEAD_BYTES = 4 * 1024 * 1024
 /** Bytes per chunk handed to the consumer. */
 const READ_CHUNK = 1024 * 1024
 
@@ -335,9 +337,10 @@ function readPipelined(ctx: OpContext, s: SmbSession, fileId: Buffer, start: num
     const ahead = new ReadAhead<Buffer>()
     const lens: number[] = []
     let next = start
+    const readAhead = Math.max(2, Math.floor(READ_AHEAD_BYTES / s.readLen))
     const issue = (): void => {
-      while (ahead.length < READ_AHEAD && next < end) {
-        const len = Math.min(IO_BLOCK, end - next)
+      while (ahead.length < readAhead && next < end) {
+        const len = Math.min(s.readLen, end - next)
         ahead.push(s.read(fileId, next, len))
         lens.push(len)
         next += len
@@ -355,14 +358,15 @@ function readPipelined(ctx: OpContext, s: SmbSession, fileId: Buffer, start: num
   return rechunk(replies(), READ_CHUNK, { owned: true })
 }
 
-/** Writes `body` from offset 0 in 64 KiB blocks, WRITE_AHEAD in flight; resolves with the byte count. */
+/** Writes `body` from offset 0 in blocks of the session's write size, WRITE_AHEAD_BYTES in flight; resolves with the byte count. */
 async function writePipelined(ctx: OpContext, s: SmbSession, fileId: Buffer, body: AsyncIterable<Uint8Array>, path: string): Promise<number> {
   const flight = new InFlight()
+  const writeAhead = Math.max(2, Math.floor(WRITE_AHEAD_BYTES / s.writeLen))
   let offset = 0
   try {
-    for await (const block of rechunk(body, IO_BLOCK, { owned: false })) {
+    for await (const block of rechunk(body, s.writeLen, { owned: false })) {
       if (ctx.signal.aborted) throw canceled(path)
-      await flight.below(WRITE_AHEAD)
+      await flight.below(writeAhead)
       const at = offset
       offset += block.length
       flight.add(
