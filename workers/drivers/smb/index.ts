@@ -46,7 +46,7 @@ export { classify } from './errors.js'
 export interface SmbConfig extends Omit<SmbSpec, 'type'>, PoolKnobs {}
 
 /** Bytes of READ requests in flight per transfer (32 of 64 KiB, or 4 of 1 MiB with the large MTU). */
-const READ_AHEAD_BYTES = 4 * 1024 * 1024
+const READ_AHEAD_BYTES = 8 * 1024 * 1024
 /** Bytes of WRITE requests in flight per transfer. */
 const WRITE_AHEAD_BYTES = 4 * 1024 * 1024
 /** Bytes per chunk handed to the consumer. */
