@@ -23,8 +23,9 @@
  * onto the target (replacing it, or refusing when it exists for overwrite=false:
  * atomic either way) and closed. A failed write deletes its temporary file; when the
  * connection is gone and it cannot, the name is kept and deleted after the next
- * request that succeeds (workers/drivers/upload-cleanup.ts; DELETE_ON_CLOSE would let the server do it, but Samba keeps
- * that flag through a rename and cannot clear it, so the finished file would vanish).
+ * request that succeeds (workers/drivers/upload-cleanup.ts). DELETE_ON_CLOSE would
+ * let the server do it, but Samba keeps that flag through a rename and cannot clear
+ * it, so the finished file would vanish.
  */
 import type { SmbSpec } from '../../../core/backend.js'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../../core/driver.js'
@@ -45,7 +46,7 @@ export { classify } from './errors.js'
 /** The spec's parameters (core/backend.ts documents them) and the pool's knobs. */
 export interface SmbConfig extends Omit<SmbSpec, 'type'>, PoolKnobs {}
 
-/** Bytes of READ requests in flight per transfer (32 of 64 KiB, or 4 of 1 MiB with the large MTU). */
+/** Bytes of READ requests in flight per transfer (8 of 1 MiB with the large MTU, else 128 of 64 KiB). */
 const READ_AHEAD_BYTES = 8 * 1024 * 1024
 /** Bytes of WRITE requests in flight per transfer. */
 const WRITE_AHEAD_BYTES = 4 * 1024 * 1024
