@@ -13,13 +13,12 @@
  *   walked depth-first with its children sorted by name (UTF-16 code units). Only one
  *   directory listing per level of the current branch is held in memory (a listing
  *   must be complete before it can be sorted), never the whole tree.
- * - Times: the DOS date/time field (UTC, 2-second steps) plus
- *   an Info-ZIP "UT" extra field with the exact second, which unzip, 7-Zip, yauzl and
- *   Go read. A backend that does not know a time gets the archive's start time.
+ * - Times: the DOS date/time field (UTC, 2-second steps) plus an Info-ZIP "UT"
+ *   extra field with the exact second, which unzip, 7-Zip, yauzl and Go read. A backend that does not know a time gets the archive's start time.
  * - Compression: `store` stores everything; `auto` stores formats that are already
  *   compressed (by extension, list below, or, for a file over 1 MiB, when its first
- *   128 KiB barely deflate: random or compressed data under any name) and deflates the rest at level 1, the
- *   fastest: deflate is what limits a zip download (about 50 MB/s per stream on
+ *   128 KiB barely deflate: random or compressed data under any name) and deflates
+ *   the rest at level 1, the fastest: deflate is what limits a zip download (about 50 MB/s per stream on
  *   incompressible data, 70-140 MB/s on text, against 500+ MB/s stored, on the 2-core
  *   test machine), and higher levels cost several times the CPU for a few percent.
  * - Duplicate top-level names (`/a/x` and `/b/x`) are refused with EINVAL before any
@@ -35,7 +34,8 @@
  * broken, not like a smaller archive. Stopping early (`return()` on the iterator) or
  * aborting `ctx.signal` stops the walk and closes the driver's read iterator before
  * `return()` resolves. Backpressure runs end to end: the driver is read only as fast
- * as `body` is consumed (a few MiB buffered at most).
+ * as `body` is consumed, except for the small files prepared ahead (below: at most
+ * PREFETCH_BYTES by their stat sizes), plus a few MiB in zlib and the output chunk.
  *
  * Speed (the work is CRC, deflate and, on remote backends, latency per file):
  * - CRC-32 is zlib's native `crc32`; deflate runs on libuv's thread pool (zlib's

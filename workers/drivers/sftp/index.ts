@@ -11,9 +11,12 @@
  *
  * Speed: SFTP is request/response, so one request in flight (what `createReadStream`
  * does) is bounded by latency (~25 MB/s on loopback, SERVERS.md). Reads keep
- * READ_AHEAD requests of the server's maximum read length in flight and yield them in
- * order; writes coalesce the body into chunks of the maximum write length, with
- * WRITE_AHEAD in flight.
+ * READ_AHEAD requests of the server's maximum read length in flight, grouped in
+ * blocks of about READ_BLOCK whose requests each fill their slice of one buffer, and
+ * yield the blocks in order (owned ~1 MiB chunks, no copy); writes cut the body into
+ * requests of the maximum write length, with WRITE_AHEAD in flight. Failed uploads'
+ * temporary files that a lost connection kept are deleted later
+ * (workers/drivers/upload-cleanup.ts).
  *
  * Atomic writes: bytes go to a hidden temporary file in the target's folder
  * (`.filegate-<id>.part`, never listed), renamed onto the target once complete: with
@@ -161,7 +164,6 @@ class SftpDriver implements Driver {
           fill()
         }
         yield buf
-        if (next > end && ahead.length === 0) break
       }
     } catch (err) {
       failure = classify(err, path)
