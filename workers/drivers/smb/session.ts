@@ -18,7 +18,7 @@
  * request, and containment: any socket error, malformed reply or exception in a
  * handler kills this session only (every pending request rejects, the pool opens a
  * new one) and never reaches the process. Reads and writes are pipelined (many
- * requests in flight), of up to 1 MiB each with SMB 2.1's large MTU (multi-credit
+ * requests in flight), of up to 4 MiB each with SMB 2.1's large MTU (multi-credit
  * requests: one credit and one message id per 64 KiB), else 64 KiB. Every failure is data: NtStatusError,
  * SmbTransportError (errors.ts) or FsError.
  *
@@ -73,7 +73,7 @@ export const IO_BLOCK = 65536
  * Largest READ/WRITE asked for when the server offers SMB 2.1's large MTU: bigger
  * requests mean fewer round trips and replies to parse; Samba and Windows allow 8 MiB.
  */
-const LARGE_IO = 1024 * 1024
+const LARGE_IO = 4 * 1024 * 1024
 /** SMB2_GLOBAL_CAP_LARGE_MTU: multi-credit requests (MS-SMB2 2.2.3). */
 const CAP_LARGE_MTU = 0x4
 const DIALECT_2_1 = 0x0210
