@@ -21,11 +21,6 @@ export class InFlight {
     return this.#pending.size
   }
 
-  /** The first failure, if any. */
-  get failed(): boolean {
-    return this.#error !== null
-  }
-
   add(p: Promise<unknown>): void {
     const tracked: Promise<void> = p.then(
       () => void this.#pending.delete(tracked),
@@ -78,12 +73,6 @@ export class ReadAhead<T> {
   push(p: Promise<T>): void {
     p.catch(() => {})
     this.#queue.push(p)
-  }
-
-  /** Queues a reply at the front (it must be awaited before the others). */
-  unshift(p: Promise<T>): void {
-    p.catch(() => {})
-    this.#queue.unshift(p)
   }
 
   /** The oldest reply; undefined when none is queued. */

@@ -46,11 +46,6 @@ export class UploadCleanup<K> {
     this.#maxTries = opts.maxTries ?? MAX_TRIES
   }
 
-  /** Items waiting for the server (for tests and figures). */
-  get pending(): number {
-    return this.#pending.size
-  }
-
   /**
    * Removes `item` now, with `attempt` (on a session the caller holds) or else the
    * `run` given at construction; a retryable failure remembers it. Never throws.
