@@ -97,3 +97,16 @@ export async function* rechunk(body: AsyncIterable<Uint8Array>, len: number, opt
   }
   if (q.size > 0) yield take(q.size)
 }
+
+/**
+ * Cuts each chunk of `body` into views of at most `max` bytes, never joining chunks:
+ * no copy at all, at the price of shorter pieces where chunks end. For protocols whose
+ * requests may be of any size up to a limit (an SFTP write).
+ */
+export async function* split(body: AsyncIterable<Uint8Array>, max: number): AsyncGenerator<Buffer> {
+  for await (const chunk of body) {
+    const b = asBuffer(chunk)
+    for (let off = 0; off < b.byteLength; off += max) yield b.subarray(off, Math.min(b.byteLength, off + max))
+  }
+}
+

@@ -13,8 +13,9 @@
  * does) is bounded by latency (~25 MB/s on loopback, SERVERS.md). Reads keep
  * READ_AHEAD requests of the server's maximum read length in flight, grouped in
  * blocks of about READ_BLOCK whose requests each fill their slice of one buffer, and
- * yield the blocks in order (owned ~1 MiB chunks, no copy); writes cut the body into
- * requests of the maximum write length, with WRITE_AHEAD in flight. Failed uploads'
+ * yield the blocks in order (owned ~1 MiB chunks, no copy); writes send the body's
+ * chunks as they come, cut at the maximum write length but never joined (no copy),
+ * with WRITE_AHEAD in flight. Failed uploads'
  * temporary files that a lost connection kept are deleted later
  * (workers/drivers/upload-cleanup.ts).
  *
@@ -35,7 +36,7 @@ import { type SftpSession, type Ssh2, call, closeSession, openSession, probe, re
 import { isTempUploadName, tempUploadName } from '../upload-names.js'
 import { UploadCleanup } from '../upload-cleanup.js'
 import { InFlight, ReadAhead } from '../../inflight.js'
-import { rechunk } from '../../rechunk.js'
+import { split } from '../../rechunk.js'
 import { remoteParent, remotePath } from '../remote-path.js'
 
 export { classify } from './errors.js'
@@ -189,7 +190,7 @@ class SftpDriver implements Driver {
         const h = handle
         const flight = new InFlight()
         let pos = 0
-        for await (const chunk of rechunk(body, s.writeLen, { owned: false })) {
+        for await (const chunk of split(body, s.writeLen)) {
           if (ctx.signal.aborted) throw cancelled(path)
           await flight.below(WRITE_AHEAD)
           const at = pos
