@@ -36,6 +36,7 @@ import { silentLogger } from '../front/log.js'
 import { startS3rver } from '../test/servers/s3rver.js'
 import { type SambaServer, startSamba } from '../test/servers/samba.js'
 import { createSmbDriver } from '../workers/drivers/smb/index.js'
+import { createS3Driver } from '../workers/drivers/s3/index.js'
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
 
@@ -106,6 +107,12 @@ async function main(): Promise<void> {
   const driver = await createSmbDriver({ hostname: '127.0.0.1', port: smb.port, share: smb.share, domain: smb.domain, username: smb.username, password: smb.password, root: '' })
   onCleanup(() => driver.close())
   const ctx = () => ({ signal: new AbortController().signal, requestId: 'bench' })
+  const s3Driver = await createS3Driver({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, root: bucket })
+  onCleanup(() => s3Driver.close())
+  /** The file as 1 MiB chunks, as the pool hands a body to a driver. */
+  const chunks = async function* () {
+    for (let i = 0; i < size; i += MiB) yield data.subarray(i, i + MiB)
+  }
   const smbclient = (s: SambaServer, command: string) =>
     exec('smbclient', [`//127.0.0.1/${s.share}`, '-p', String(s.port), '-U', `${s.username}%${s.password}`, '-c', command], { maxBuffer: 1 << 20 })
 
@@ -139,6 +146,8 @@ async function main(): Promise<void> {
       parts.sort((a, b) => a.PartNumber - b.PartNumber)
       await sdk.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'up-multipart.bin', UploadId, MultipartUpload: { Parts: parts } }))
     },
+    // The driver alone (no HTTP, no threads): what the SDK row compares with, like for like.
+    's3 upload, s3 driver in-process': () => s3Driver.write(ctx(), '/up-driver.bin', chunks()),
     'smb download, filegate HTTP': get(smbToken),
     'smb download, filegate HTTP (aio off)': get(noAioToken),
     'smb download, smb driver in-process': async () => {
@@ -148,10 +157,7 @@ async function main(): Promise<void> {
     'smb download, smbclient': () => smbclient(smb, 'get big.bin /dev/null'),
     'smb upload, filegate HTTP': put(smbToken),
     'smb upload, filegate HTTP (aio off)': put(noAioToken),
-    'smb upload, smb driver in-process': () =>
-      driver.write(ctx(), '/up-driver.bin', (async function* () {
-        for (let i = 0; i < size; i += MiB) yield data.subarray(i, i + MiB)
-      })()),
+    'smb upload, smb driver in-process': () => driver.write(ctx(), '/up-driver.bin', chunks()),
     'smb upload, library writeFile (aio off)': () => lib.writeFile('up-native.bin', data, { flags: 'w' }), // its default, 'wx', refuses to replace
     'smb upload, smbclient': () => smbclient(smb, `put ${file} up-smbclient.bin`),
   }

@@ -2,7 +2,7 @@
  * @module workers/ops
  * Operations built once on top of any Driver: the emulations a backend may lack
  * (mkdir -p, recursive delete, move by copy + delete) and the contract's rules for
- * mv, touch and upload (CONTRACT.md section 3). Branches on a method's presence,
+ * mv, touch and upload (docs/api.md, "Files"). Branches on a method's presence,
  * never on the driver's kind.
  */
 import type { Driver, Entry, OpContext, WriteOptions } from '../core/driver.js'

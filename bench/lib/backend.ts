@@ -50,7 +50,10 @@ export async function session(url: string, body: Record<string, unknown>): Promi
  * Times every case `runs` times, interleaved so that drift on a noisy machine hits every
  * case alike, after one warm-up round; prints a Markdown table of the medians in MB/s.
  */
-export async function runCases(cases: Readonly<Record<string, () => Promise<unknown>>>, bytes: number, runs: number, header: string): Promise<void> {
+export async function runCases(all: Readonly<Record<string, () => Promise<unknown>>>, bytes: number, runs: number, header: string): Promise<void> {
+  // BENCH_ONLY (bench/README.md): only the cases whose name contains one of its words.
+  const only = (process.env.BENCH_ONLY ?? '').split(',').map((w) => w.trim()).filter((w) => w !== '')
+  const cases = only.length === 0 ? all : Object.fromEntries(Object.entries(all).filter(([name]) => only.some((w) => name.includes(w))))
   for (const fn of Object.values(cases)) await fn()
   const samples: Record<string, number[]> = {}
   const width = Math.max(...Object.keys(cases).map((n) => n.length))

@@ -143,3 +143,22 @@ t.test('the pool survives a server restart: dead sessions are dropped', async (t
   t.match(await d.stat(ctx(), '/x'), { kind: 'dir' }, 'server back: the next call works')
   t.ok(existsSync(sshd.root))
 })
+
+t.test('an upload cut by a server restart leaves no temporary file once the server is back', async (t) => {
+  const d = await open(t)
+  await d.mkdir(ctx(), '/x')
+  const parts = (): string[] => readdirSync(join(d.dir, 'x')).filter((n) => n.endsWith('.part'))
+  async function* body(): AsyncGenerator<Uint8Array> {
+    yield randomBytes(1024 * 1024)
+    await sshd.stop() // the connection goes with the server: the temporary file cannot be deleted now
+    yield randomBytes(1024 * 1024)
+  }
+  await t.rejects(d.write(ctx(), '/x/up.bin', body()), { name: 'FsError' }, 'the upload fails')
+  t.equal(parts().length, 1, 'its temporary file stays while the server is away')
+  await sshd.start()
+  t.match(await d.stat(ctx(), '/x'), { kind: 'dir' }, 'server back: a request succeeds')
+  const deadline = Date.now() + 15_000
+  while (parts().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+  t.same(parts(), [], 'and the temporary file is deleted after it')
+  t.notOk(existsSync(join(d.dir, 'x/up.bin')), 'no target file either')
+})

@@ -31,6 +31,7 @@ import { FsError, type FsErrorCode, isFsError } from '../../core/errors.js'
 import { baseName } from '../../core/paths.js'
 import { createPathPinner, createPinner, type Pin, type PinOptions, type Pinner } from './local/pin.js'
 import { isTempUploadName, tempUploadName } from './upload-names.js'
+import { inParallel } from '../inflight.js'
 
 // 1) Config ------------------------------------------------------------------
 
@@ -326,30 +327,24 @@ class LocalDriver implements Driver {
   /** Stats a page of names of the pinned `d`; drops symlinks that lead outside the root or nowhere. */
   async #entries(_ctx: OpContext, d: Pin, dir: string, names: string[]): Promise<Entry[]> {
     const out: (Entry | null)[] = new Array(names.length).fill(null)
-    let next = 0
-    const worker = async (): Promise<void> => {
-      while (next < names.length) {
-        const i = next++
-        const name = names[i]!
-        const path = dir === '/' ? `/${name}` : `${dir}/${name}`
-        try {
-          const lst = await fs.lstat(d.child(name))
-          if (!lst.isSymbolicLink()) {
-            out[i] = toEntry(path, lst)
-            continue
-          }
-          const target = await this.#pinner.pin(d.child(name))
-          try {
-            out[i] = toEntry(path, await target.stat(), true)
-          } finally {
-            target.release()
-          }
-        } catch {
-          // Vanished since readdir, a dangling link, or one leading outside: not listed.
+    await inParallel(STAT_CONCURRENCY, names, async (name, i) => {
+      const path = dir === '/' ? `/${name}` : `${dir}/${name}`
+      try {
+        const lst = await fs.lstat(d.child(name))
+        if (!lst.isSymbolicLink()) {
+          out[i] = toEntry(path, lst)
+          return
         }
+        const target = await this.#pinner.pin(d.child(name))
+        try {
+          out[i] = toEntry(path, await target.stat(), true)
+        } finally {
+          target.release()
+        }
+      } catch {
+        // Vanished since readdir, a dangling link, or one leading outside: not listed.
       }
-    }
-    await Promise.all(Array.from({ length: Math.min(STAT_CONCURRENCY, names.length) }, worker))
+    })
     return out.filter((e): e is Entry => e !== null)
   }
 }

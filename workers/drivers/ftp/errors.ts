@@ -3,11 +3,9 @@
  * Section 2 of the ftp driver: FTP replies and socket errors → FsError.
  */
 import { FsError, isFsError } from '../../../core/errors.js'
+import { socketErrorCode } from '../socket-errors.js'
 
 // 2) classify ----------------------------------------------------------------
-
-/** Socket-level codes: the server is not there (any more). */
-const UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED'])
 
 /**
  * basic-ftp / socket error → FsError. FTP's 550 covers "missing", "not allowed" and
@@ -31,7 +29,8 @@ export function classify(err: unknown, path?: string): FsError {
     if (c === 501) return new FsError('EINVAL', `${at}the FTP server refused the request`, opts)
     return new FsError('EIO', `${at}the FTP server reported a failure (${c})`, opts)
   }
-  if (typeof e.code === 'string' && UNAVAILABLE.has(e.code)) return new FsError('EUNAVAILABLE', `the FTP server cannot be reached (${e.code})`, opts)
+  const sock = socketErrorCode(err)
+  if (sock !== null) return new FsError('EUNAVAILABLE', `the FTP server cannot be reached (${sock})`, opts)
   if (e.code === 'ETIMEDOUT' || /^Timeout/.test(msg)) return new FsError('ETIMEDOUT', 'the FTP server did not answer in time', opts)
   if (typeof e.code === 'string' && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(e.code)) {
     return new FsError('EUNAVAILABLE', `the FTP server's TLS certificate is not trusted (${e.code})`, { ...opts, retryable: false })

@@ -37,6 +37,7 @@ import { type PoolKnobs, SessionPool, type SessionPoolStats } from '../../sessio
 import { classify, ftpCode } from './errors.js'
 import { type BasicFtp, type FtpSession, DownloadSink, closeSession, isBroken, mfmtStamp, openSession, parseListDate, parseMdtm, probe, pwd } from './session.js'
 import { isTempUploadName, tempUploadName } from '../upload-names.js'
+import { UploadCleanup } from '../upload-cleanup.js'
 import { remoteParent, remotePath } from '../remote-path.js'
 
 export { classify } from './errors.js'
@@ -76,10 +77,28 @@ class FtpDriver implements Driver {
   readonly features: Features
   readonly setMtime?: (ctx: OpContext, path: string, mtimeMs: number) => Promise<void>
   readonly #pool: SessionPool<FtpSession>
+  /**
+   * Temporary files of failed uploads, deleted through the pool (the failed session
+   * may be gone); kept for after the next success when the server cannot be reached.
+   */
+  readonly #orphans: UploadCleanup<string>
 
   constructor(pool: SessionPool<FtpSession>, features: Features, mfmt: boolean) {
     this.#pool = pool
     this.features = features
+    this.#orphans = new UploadCleanup<string>({
+      run: (tmp) =>
+        this.#pool.use(
+          async (x) => {
+            if (isBroken(x)) throw lost()
+            await x.client.send(`DELE ${tmp}`).catch((err: unknown) => {
+              if (ftpCode(err) !== 550) throw err // 550: not there (never created, or gone)
+            })
+          },
+          undefined,
+          (err) => classify(err),
+        ),
+    })
     // Only a server with MFMT can set times (vsftpd has none): no method otherwise.
     if (mfmt) {
       this.setMtime = (ctx, path, mtimeMs) =>
@@ -241,7 +260,7 @@ class FtpDriver implements Driver {
       throw failure
     } finally {
       void this.#pool.release(s, failure === undefined ? undefined : s.broken ? lost() : failure)
-      if (failure !== undefined && uploadStarted) await this.#discardTemp(tmp)
+      if (failure !== undefined && uploadStarted) await this.#orphans.now(tmp)
     }
   }
 
@@ -349,22 +368,12 @@ class FtpDriver implements Driver {
     return { kind: 'dir', size: 0, mtimeMs: null, link: real !== expected }
   }
 
-  /** Removes a failed upload's temporary file (through the pool: the failed session may be gone). */
-  async #discardTemp(tmp: string): Promise<void> {
-    try {
-      await this.#pool.use(async (x) => {
-        if (isBroken(x)) throw lost()
-        await x.client.send(`DELE ${tmp}`)
-      })
-    } catch {
-      // The server is gone, or the file was never created: a hidden .part may stay (never listed).
-    }
-  }
-
   /** A live session: one whose connection died while idle is discarded, and another taken. */
   async #with<T>(ctx: OpContext, path: string, fn: (s: FtpSession) => Promise<T>): Promise<T> {
     if (ctx.signal.aborted) throw cancelled(path)
-    return this.#pool.use(fn, ctx.signal, (err) => classify(err, path))
+    const out = await this.#pool.use(fn, ctx.signal, (err) => classify(err, path))
+    this.#orphans.afterSuccess()
+    return out
   }
 
   /** A page of LIST/MLSD entries → Entries: `.`/`..` and temporary files out, symlinks resolved (dangling ones out). */

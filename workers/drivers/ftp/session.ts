@@ -7,6 +7,7 @@
 import { Writable } from 'node:stream'
 import type { Client } from 'basic-ftp'
 import { FsError } from '../../../core/errors.js'
+import { ByteQueue } from '../../rechunk.js'
 import { classify, ftpCode } from './errors.js'
 import type { FtpConfig } from './index.js'
 
@@ -133,8 +134,7 @@ export function mfmtStamp(ms: number): string {
  * (basic-ftp ends it on failures too).
  */
 export class DownloadSink extends Writable {
-  #queue: Buffer[] = []
-  #bytes = 0
+  readonly #queue = new ByteQueue()
   #held: (() => void) | null = null
   #wake: (() => void) | null = null
   #done = false
@@ -146,8 +146,7 @@ export class DownloadSink extends Writable {
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
     this.#queue.push(chunk)
-    this.#bytes += chunk.length
-    if (this.#bytes < READ_BUFFER) cb()
+    if (this.#queue.size < READ_BUFFER) cb()
     else this.#held = () => cb()
     this.#notify()
   }
@@ -159,25 +158,15 @@ export class DownloadSink extends Writable {
     this.#notify()
   }
 
-  /** Up to `max` bytes in a fresh buffer; null at the end. @throws the transfer's error */
+  /** Up to `max` bytes in an owned buffer; null at the end. @throws the transfer's error */
   async take(max: number): Promise<Buffer | null> {
-    while (this.#bytes === 0) {
+    while (this.#queue.size === 0) {
       if (this.#error !== null) throw this.#error
       if (this.#done) return null
       await new Promise<void>((resolve) => (this.#wake = resolve))
     }
-    const out = Buffer.allocUnsafeSlow(Math.min(max, this.#bytes))
-    let off = 0
-    while (off < out.length) {
-      const head = this.#queue[0]!
-      const n = Math.min(head.length, out.length - off)
-      head.copy(out, off, 0, n)
-      off += n
-      if (n === head.length) this.#queue.shift()
-      else this.#queue[0] = head.subarray(n)
-    }
-    this.#bytes -= out.length
-    if (this.#held !== null && this.#bytes < READ_BUFFER) {
+    const out = this.#queue.take(max)
+    if (this.#held !== null && this.#queue.size < READ_BUFFER) {
       const release = this.#held
       this.#held = null
       release()

@@ -4,6 +4,7 @@
  * place that knows what S3 errors look like.
  */
 import { FsError, isFsError } from '../../../core/errors.js'
+import { socketErrorCode } from '../socket-errors.js'
 
 export interface SdkError {
   name?: string
@@ -12,8 +13,6 @@ export interface SdkError {
   message?: string
   $metadata?: { httpStatusCode?: number }
 }
-
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE'])
 
 /** SDK or network error → FsError. The message names the storage path, never a key or URL. */
 export function classify(err: unknown, path: string): FsError {
@@ -60,7 +59,7 @@ export function classify(err: unknown, path: string): FsError {
     case 'InternalError':
       return mk('EUNAVAILABLE', `the S3 server is unavailable (${name})`)
   }
-  if (e.code !== undefined && NETWORK_CODES.has(e.code)) return mk('EUNAVAILABLE', 'the S3 server cannot be reached')
+  if (socketErrorCode(err) !== null) return mk('EUNAVAILABLE', 'the S3 server cannot be reached')
   if (e.code === 'ETIMEDOUT') return mk('ETIMEDOUT', 'the S3 server did not answer in time')
   if (status === 404) return mk('ENOENT', 'no such file or directory')
   if (status === 403) return mk('EACCES', 'access denied by the S3 server')

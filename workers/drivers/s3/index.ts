@@ -27,7 +27,8 @@
  * one part is sent with PutObject; a longer or unknown one as a multipart upload of
  * 8 MiB parts (larger for huge known sizes), at most PARTS_IN_FLIGHT at a time, so
  * memory stays bounded. Any failure or abort sends AbortMultipartUpload; an abort
- * that cannot reach the server is retried after the next successful request.
+ * that cannot reach the server is retried after the next successful request
+ * (workers/drivers/upload-cleanup.ts).
  */
 import type { Agent as HttpAgent } from 'node:http'
 import type { Agent as HttpsAgent } from 'node:https'
@@ -39,7 +40,10 @@ import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from
 import { FsError, isFsError } from '../../../core/errors.js'
 import { baseName, joinPath, parentOf } from '../../../core/paths.js'
 import { type SdkError, classify } from './errors.js'
-import { type AnyCommand, type OutputOf, PartCutter, type S3ClientOptions, type Sdk, inParallel, openClient } from './session.js'
+import { type AnyCommand, type OutputOf, type S3ClientOptions, type Sdk, openClient } from './session.js'
+import { ByteQueue, rechunk } from '../../rechunk.js'
+import { InFlight, inParallel } from '../../inflight.js'
+import { UploadCleanup } from '../upload-cleanup.js'
 
 export { classify } from './errors.js'
 
@@ -66,7 +70,6 @@ const READ_CHUNK = MiB
 const DELETE_BATCH = 1000
 /** Objects copied at once when a directory moves. */
 const COPY_CONCURRENCY = 8
-const ABORT_RETRIES = 20
 
 // 2) classify: errors.ts. 3) Sessions: session.ts (the client; no SessionPool, see there).
 
@@ -78,11 +81,11 @@ const FEATURES: Features = { emptyDirs: true, atomicRename: false, rangeRead: tr
 type Loc = { readonly kind: 'service' } | { readonly kind: 'key'; readonly bucket: string; readonly key: string; readonly top: boolean }
 type KeyLoc = Extract<Loc, { kind: 'key' }>
 
-interface PendingAbort {
+/** An unfinished multipart upload to abort. */
+interface Upload {
   readonly Bucket: string
   readonly Key: string
   readonly UploadId: string
-  tries: number
 }
 
 const dirEntry = (path: string, mtimeMs: number | null = null): Entry => ({ path, name: baseName(path), kind: 'dir', size: 0, mtimeMs })
@@ -106,8 +109,8 @@ class S3Driver implements Driver {
   /** Key prefix of the root inside the fixed bucket: '' or 'a/b/'. */
   readonly #base: string
   readonly #partSize: number
-  readonly #pendingAborts: PendingAbort[] = []
-  #retryingAborts = false
+  /** Unfinished multipart uploads whose abort could not reach the server. */
+  readonly #aborts: UploadCleanup<Upload>
 
   constructor(sdk: Sdk, cfg: S3Config) {
     this.#sdk = sdk
@@ -118,6 +121,16 @@ class S3Driver implements Driver {
     this.#bucket = segs[0] ?? null
     this.#base = segs.length > 1 ? `${segs.slice(1).join('/')}/` : ''
     this.#partSize = Math.max(MIN_PART, cfg.partSize ?? PART_SIZE)
+    this.#aborts = new UploadCleanup<Upload>({
+      run: async (u) => {
+        try {
+          await this.#client.send(new this.#sdk.AbortMultipartUploadCommand(u))
+        } catch (err) {
+          const e = classify(err, '/')
+          if (e.code !== 'ENOENT') throw e // NoSuchUpload: gone already
+        }
+      },
+    })
   }
 
   async stat(ctx: OpContext, path: string): Promise<Entry> {
@@ -200,37 +213,27 @@ class S3Driver implements Driver {
     }
     const expected = out.ContentLength
     let received = 0
-    try {
-      // The SDK's chunks are views into the socket's buffers: copy them into fresh,
-      // owned 1 MiB buffers, which the consumer may transfer to another thread.
-      let buf = Buffer.allocUnsafeSlow(READ_CHUNK)
-      let n = 0
+    async function* inRange(): AsyncGenerator<Buffer> {
       for await (const chunk of body as AsyncIterable<Buffer>) {
         if (ctx.signal.aborted) throw canceled(path)
         received += chunk.length
-        let off = Math.min(skip, chunk.length)
+        const off = Math.min(skip, chunk.length)
         skip -= off
         const stop = Math.min(chunk.length, off + left)
         left -= stop - off
-        while (off < stop) {
-          const k = Math.min(stop - off, buf.length - n)
-          chunk.copy(buf, n, off, off + k)
-          n += k
-          off += k
-          if (n === buf.length) {
-            yield buf
-            buf = Buffer.allocUnsafeSlow(READ_CHUNK)
-            n = 0
-          }
-        }
-        if (left === 0) break
+        if (stop > off) yield chunk.subarray(off, stop)
+        if (left === 0) return
       }
       if (ctx.signal.aborted) throw canceled(path)
       // A body that ends early without an error must not pass for a whole file.
       if (left !== 0 && expected !== undefined && received !== expected) {
         throw new FsError('EUNAVAILABLE', `${path}: the S3 server closed the transfer early`, { path })
       }
-      if (n > 0) yield buf.subarray(0, n)
+    }
+    try {
+      // The SDK's chunks are views into the socket's buffers: they are copied into
+      // owned 1 MiB buffers, which the consumer may transfer to another thread.
+      yield* rechunk(inRange(), READ_CHUNK, { owned: true })
     } catch (err) {
       throw ctx.signal.aborted ? canceled(path) : classify(err, path)
     } finally {
@@ -252,12 +255,12 @@ class S3Driver implements Driver {
     if (isDir) throw new FsError('EISDIR', `${path}: is a directory`, { path })
     if (existing) throw new FsError('EEXIST', `${path}: already exists`, { path })
     const partSize = this.#partSizeFor(opts.size)
-    const cutter = new PartCutter(partSize)
+    const cutter = new ByteQueue()
     const it = body[Symbol.asyncIterator]()
     // Gather the first part: a body that ends before filling it is one PutObject.
     let done = false
     try {
-      while (!done && !cutter.full()) {
+      while (!done && cutter.size < partSize) {
         const r = await it.next()
         if (ctx.signal.aborted) throw canceled(path)
         if (r.done) done = true
@@ -267,14 +270,14 @@ class S3Driver implements Driver {
       await it.return?.().catch(() => {})
       throw ctx.signal.aborted ? canceled(path) : classify(err, path)
     }
-    if (done && !cutter.full()) {
-      const data = cutter.take()
+    if (done && cutter.size < partSize) {
+      const data = cutter.take(cutter.size)
       await this.#conditional(create, (cond) =>
         this.#send(ctx, path, new this.#sdk.PutObjectCommand({ Bucket: loc.bucket, Key: loc.key, Body: data, ContentLength: data.length, ContentType: contentType(path), ...cond })),
       )
       return fileEntry(path, data.length, new Date())
     }
-    const size = await this.#multipart(ctx, path, loc, cutter, done ? null : it, create)
+    const size = await this.#multipart(ctx, path, loc, cutter, partSize, done ? null : it, create)
     return fileEntry(path, size, new Date())
   }
 
@@ -480,8 +483,8 @@ class S3Driver implements Driver {
     }
   }
 
-  /** Uploads the cutter's parts and the rest of `it`; aborts the upload on any failure. */
-  async #multipart(ctx: OpContext, path: string, loc: KeyLoc, cutter: PartCutter, it: AsyncIterator<Uint8Array> | null, create: boolean): Promise<number> {
+  /** Uploads the bytes in `cutter` and the rest of `it` in parts; aborts the upload on any failure. */
+  async #multipart(ctx: OpContext, path: string, loc: KeyLoc, cutter: ByteQueue, partSize: number, it: AsyncIterator<Uint8Array> | null, create: boolean): Promise<number> {
     const { UploadId } = await this.#send(ctx, path, new this.#sdk.CreateMultipartUploadCommand({ Bucket: loc.bucket, Key: loc.key, ContentType: contentType(path) }))
     if (UploadId === undefined) throw new FsError('EIO', `${path}: the S3 server gave no upload id`, { path })
     // Parts in flight share one controller: the first failure stops the others.
@@ -490,32 +493,28 @@ class S3Driver implements Driver {
     ctx.signal.addEventListener('abort', onAbort, { once: true })
     const partCtx: OpContext = { signal: ac.signal, requestId: ctx.requestId }
     const parts: S3.CompletedPart[] = []
-    const inFlight = new Set<Promise<void>>()
-    let failure: unknown = null
+    const flight = new InFlight()
     let total = 0
-    const upload = (data: Buffer, PartNumber: number): void => {
-      total += data.length
-      const p = this.#send(partCtx, path, new this.#sdk.UploadPartCommand({ Bucket: loc.bucket, Key: loc.key, UploadId, PartNumber, Body: data, ContentLength: data.length }))
-        .then((out) => {
-          parts.push({ PartNumber, ETag: out.ETag })
-        })
-        .catch((err: unknown) => {
-          failure ??= err
-          ac.abort()
-        })
-        .finally(() => inFlight.delete(p))
-      inFlight.add(p)
-    }
     try {
       let n = 0
       const send = async (): Promise<void> => {
-        if (++n > MAX_PARTS) throw new FsError('EFBIG', `${path}: over S3's ${MAX_PARTS} parts`, { path })
-        upload(cutter.take(), n)
-        while (inFlight.size >= PARTS_IN_FLIGHT) await Promise.race(inFlight)
-        if (failure !== null) throw failure
+        const PartNumber = ++n
+        if (PartNumber > MAX_PARTS) throw new FsError('EFBIG', `${path}: over S3's ${MAX_PARTS} parts`, { path })
+        await flight.below(PARTS_IN_FLIGHT)
+        const data = cutter.take(partSize)
+        total += data.length
+        flight.add(
+          this.#send(partCtx, path, new this.#sdk.UploadPartCommand({ Bucket: loc.bucket, Key: loc.key, UploadId, PartNumber, Body: data, ContentLength: data.length })).then(
+            (out) => void parts.push({ PartNumber, ETag: out.ETag }),
+            (err: unknown) => {
+              ac.abort() // the first failure stops the other parts
+              throw err
+            },
+          ),
+        )
       }
       for (;;) {
-        while (cutter.full()) await send()
+        while (cutter.size >= partSize) await send()
         if (it === null) break
         const r = await it.next()
         if (ctx.signal.aborted) throw canceled(path)
@@ -523,8 +522,7 @@ class S3Driver implements Driver {
         else cutter.push(r.value)
       }
       if (cutter.size > 0) await send() // the last, shorter part
-      await Promise.all(inFlight)
-      if (failure !== null) throw failure
+      await flight.all()
       if (ctx.signal.aborted) throw canceled(path)
       parts.sort((a, b) => a.PartNumber! - b.PartNumber!)
       await this.#conditional(create, (cond) =>
@@ -533,41 +531,18 @@ class S3Driver implements Driver {
       return total
     } catch (err) {
       ac.abort()
-      await Promise.allSettled(inFlight)
+      await flight.settled()
       await it?.return?.().catch(() => {})
-      await this.#abortUpload({ Bucket: loc.bucket, Key: loc.key, UploadId, tries: 0 })
+      await this.#aborts.now({ Bucket: loc.bucket, Key: loc.key, UploadId })
       throw ctx.signal.aborted ? canceled(path) : classify(err, path)
     } finally {
       ctx.signal.removeEventListener('abort', onAbort)
     }
   }
 
-  /** AbortMultipartUpload; when the server cannot be reached, kept for a later retry. */
-  async #abortUpload(p: PendingAbort): Promise<boolean> {
-    try {
-      await this.#client.send(new this.#sdk.AbortMultipartUploadCommand({ Bucket: p.Bucket, Key: p.Key, UploadId: p.UploadId }))
-      return true
-    } catch (err) {
-      const e = classify(err, '/')
-      if (e.retryable && ++p.tries < ABORT_RETRIES) {
-        if (!this.#pendingAborts.includes(p)) this.#pendingAborts.push(p)
-        return false
-      }
-      return true // gone already, or refused for good: nothing more to do
-    }
-  }
-
   /** After a request succeeded the server is back: retry the aborts that could not reach it. */
   #afterSuccess(): void {
-    if (this.#pendingAborts.length === 0 || this.#retryingAborts) return
-    this.#retryingAborts = true
-    void (async () => {
-      try {
-        for (const p of this.#pendingAborts.splice(0)) await this.#abortUpload(p)
-      } finally {
-        this.#retryingAborts = false
-      }
-    })()
+    this.#aborts.afterSuccess()
   }
 
   async #copyObject(ctx: OpContext, path: string, fromBucket: string, fromKey: string, toBucket: string, toKey: string, size: number): Promise<void> {
@@ -590,7 +565,7 @@ class S3Driver implements Driver {
       parts.sort((a, b) => a.PartNumber! - b.PartNumber!)
       await this.#send(ctx, path, new this.#sdk.CompleteMultipartUploadCommand({ Bucket: toBucket, Key: toKey, UploadId, MultipartUpload: { Parts: parts } }))
     } catch (err) {
-      await this.#abortUpload({ Bucket: toBucket, Key: toKey, UploadId, tries: 0 })
+      await this.#aborts.now({ Bucket: toBucket, Key: toKey, UploadId })
       throw err
     }
   }

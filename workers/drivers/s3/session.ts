@@ -1,7 +1,7 @@
 /**
  * @module workers/drivers/s3/session
- * Section 3 of the s3 driver: the S3 client, and the request-level pieces of an
- * upload (cutting a body into parts, bounded concurrency).
+ * Section 3 of the s3 driver: the S3 client. (Cutting a body into parts and the
+ * parts in flight are the shared workers/rechunk.ts and workers/inflight.ts.)
  *
  * No SessionPool here: an S3 "session" is an HTTP request. One S3Client per driver,
  * over keep-alive agents of MAX_SOCKETS connections; the SDK retries a request that
@@ -40,7 +40,7 @@ export function openClient(sdk: Sdk, cfg: S3ClientOptions): { client: S3.S3Clien
     forcePathStyle: cfg.forcePathStyle,
     credentials: { accessKeyId: cfg.accessKeyId, secretAccessKey: cfg.secretAccessKey },
     // The SDK's default sends streamed bodies aws-chunked with CRC trailers, which
-    // S3-compatible servers (s3rver, older MinIO, Ceph) store as data: SERVERS.md.
+    // S3-compatible servers (s3rver, older MinIO, Ceph) store as data.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     maxAttempts: 3,
@@ -52,63 +52,4 @@ export function openClient(sdk: Sdk, cfg: S3ClientOptions): { client: S3.S3Clien
     },
   })
   return { client, agents }
-}
-
-/**
- * Cuts a stream of chunks into parts of exactly `partSize` bytes (the last one
- * shorter), each a fresh buffer: the body's chunks may be views the caller reuses.
- */
-export class PartCutter {
-  readonly #partSize: number
-  #chunks: Uint8Array[] = []
-  size = 0
-
-  constructor(partSize: number) {
-    this.#partSize = partSize
-  }
-
-  push(chunk: Uint8Array): void {
-    if (chunk.byteLength === 0) return
-    this.#chunks.push(chunk)
-    this.size += chunk.byteLength
-  }
-
-  /** A whole part is ready. */
-  full(): boolean {
-    return this.size >= this.#partSize
-  }
-
-  /** The next part: `partSize` bytes, or what is left when less. */
-  take(): Buffer {
-    const n = Math.min(this.size, this.#partSize)
-    const out = Buffer.allocUnsafe(n)
-    let off = 0
-    while (off < n) {
-      const c = this.#chunks[0]!
-      const k = Math.min(c.byteLength, n - off)
-      out.set(k === c.byteLength ? c : c.subarray(0, k), off)
-      off += k
-      if (k === c.byteLength) this.#chunks.shift()
-      else this.#chunks[0] = c.subarray(k)
-    }
-    this.size -= n
-    return out
-  }
-}
-
-/** Runs `fn` over `items` with at most `n` in flight; the first failure wins. */
-export async function inParallel<T>(n: number, items: readonly T[], fn: (x: T) => Promise<unknown>): Promise<void> {
-  let next = 0
-  let failed = false
-  const worker = async (): Promise<void> => {
-    while (!failed && next < items.length) {
-      try {
-        await fn(items[next++]!)
-      } catch (err) {
-        failed = true
-        throw err
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker))
 }

@@ -3,6 +3,7 @@
  * Section 2 of the sftp driver: ssh2 and SFTP status errors → FsError.
  */
 import { FsError, isFsError } from '../../../core/errors.js'
+import { socketErrorCode } from '../socket-errors.js'
 
 // 2) classify ----------------------------------------------------------------
 
@@ -18,9 +19,6 @@ export const Status = {
   OP_UNSUPPORTED: 8,
 } as const
 
-/** Connection-level errors from ssh2 and the socket. */
-const UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED'])
-
 /**
  * ssh2 / SFTP error → FsError. SFTP v3 has one code for most failures (FAILURE):
  * operations that can tell EEXIST from ENOTEMPTY from other failures do so by
@@ -34,7 +32,8 @@ export function classify(err: unknown, path?: string): FsError {
   const opts = { cause: err, ...(path === undefined ? {} : { path }) }
   if (e.level === 'client-authentication') return new FsError('EAUTH', 'the SFTP server refused the credentials', opts)
   if (e.level === 'client-timeout' || e.code === 'ETIMEDOUT') return new FsError('ETIMEDOUT', 'the SFTP server did not answer in time', opts)
-  if (typeof e.code === 'string' && UNAVAILABLE.has(e.code)) return new FsError('EUNAVAILABLE', `the SFTP server cannot be reached (${e.code})`, opts)
+  const sock = socketErrorCode(err)
+  if (sock !== null) return new FsError('EUNAVAILABLE', `the SFTP server cannot be reached (${sock})`, opts)
   if (e.level === 'client-socket' || e.level === 'client-dns' || e.level === 'protocol' || e.level === 'handshake') {
     return new FsError('EUNAVAILABLE', `the SFTP connection failed: ${msg}`, opts)
   }

@@ -10,10 +10,14 @@
  * a connection that closes or errors is marked broken, and the pool discards it.
  *
  * Speed: SFTP is request/response, so one request in flight (what `createReadStream`
- * does) is bounded by latency (~25 MB/s on loopback, SERVERS.md). Reads keep
- * READ_AHEAD requests of the server's maximum read length in flight and yield them in
- * order; writes coalesce the body into chunks of the maximum write length, with
- * WRITE_AHEAD in flight.
+ * does) is bounded by latency (~25 MB/s on loopback). Reads keep
+ * READ_AHEAD requests of the server's maximum read length in flight, grouped in
+ * blocks of about READ_BLOCK whose requests each fill their slice of one buffer, and
+ * yield the blocks in order (owned ~1 MiB chunks, no copy); writes send the body's
+ * chunks as they come, cut at the maximum write length but never joined (no copy),
+ * with WRITE_AHEAD in flight. Failed uploads'
+ * temporary files that a lost connection kept are deleted later
+ * (workers/drivers/upload-cleanup.ts).
  *
  * Atomic writes: bytes go to a hidden temporary file in the target's folder
  * (`.filegate-<id>.part`, never listed), renamed onto the target once complete: with
@@ -28,8 +32,11 @@ import { baseName } from '../../../core/paths.js'
 import type { SftpSpec } from '../../../core/backend.js'
 import { type PoolKnobs, SessionPool, type SessionPoolStats } from '../../sessions.js'
 import { Status, classify } from './errors.js'
-import { type SftpSession, type Ssh2, InFlight, call, closeSession, openSession, probe, readAt, rechunk, statOrNull } from './session.js'
+import { type SftpSession, type Ssh2, call, closeSession, openSession, probe, readBlock, statOrNull } from './session.js'
 import { isTempUploadName, tempUploadName } from '../upload-names.js'
+import { UploadCleanup } from '../upload-cleanup.js'
+import { InFlight, ReadAhead } from '../../inflight.js'
+import { split } from '../../rechunk.js'
 import { remoteParent, remotePath } from '../remote-path.js'
 
 export { classify } from './errors.js'
@@ -42,8 +49,10 @@ export interface SftpConfig extends Omit<SftpSpec, 'type'>, PoolKnobs {}
 
 /** Read requests in flight per transfer, at most: 32 x 255 KiB = ~8 MiB (refilled from half). */
 const READ_AHEAD = 32
-/** Write requests in flight per transfer. */
-const WRITE_AHEAD = 8
+/** Bytes per chunk a read yields (whole requests: 4 x 255 KiB with OpenSSH). */
+const READ_BLOCK = 1024 * 1024
+/** Write requests in flight per transfer: 32 x 255 KiB = ~8 MiB. */
+const WRITE_AHEAD = 32
 const LIST_PAGE = 512
 
 // 2) classify: errors.ts. 3) Sessions: session.ts.
@@ -62,10 +71,15 @@ class SftpDriver implements Driver {
   readonly kind = 'sftp'
   readonly features: Features
   readonly #pool: SessionPool<SftpSession>
+  /** Temporary files of failed uploads that could not be deleted (the connection was gone). */
+  readonly #orphans: UploadCleanup<string>
 
   constructor(pool: SessionPool<SftpSession>, features: Features) {
     this.#pool = pool
     this.features = features
+    this.#orphans = new UploadCleanup<string>({
+      run: (tmp) => this.#pool.use((s) => unlinkIfThere(s, tmp), undefined, (err) => classify(err)),
+    })
   }
 
   async stat(ctx: OpContext, path: string): Promise<Entry> {
@@ -119,7 +133,6 @@ class SftpDriver implements Driver {
     const s = await this.#pool.acquire(ctx.signal)
     let failure: FsError | undefined
     let handle: Buffer | null = null
-    const inflight: { pos: number; len: number; data: Promise<Buffer> }[] = []
     try {
       handle = await call<Buffer>((cb) => s.sftp.open(remotePath(s.root, path), 'r', cb))
       const h = handle
@@ -127,31 +140,24 @@ class SftpDriver implements Driver {
       if (st.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
       const end = Math.min(range?.end ?? Infinity, st.size - 1) // inclusive
       let next = range?.start ?? 0
-      const request = (pos: number, len: number): void => {
-        const data = readAt(s, h, pos, len)
-        data.catch(() => {}) // observed when its turn comes; never an unhandled rejection
-        inflight.push({ pos, len, data })
-      }
+      // Blocks of whole requests, about READ_BLOCK each: every request reads into its
+      // slice of the block's buffer, so the consumer gets owned ~1 MiB chunks without a copy.
+      const blockLen = Math.max(1, Math.floor(READ_BLOCK / s.readLen)) * s.readLen
+      const blocksAhead = Math.max(2, Math.ceil((READ_AHEAD * s.readLen) / blockLen))
+      const ahead = new ReadAhead<Buffer>()
       const fill = (): void => {
-        while (inflight.length < READ_AHEAD && next <= end) {
-          const len = Math.min(s.readLen, end - next + 1)
-          request(next, len)
+        while (ahead.length < blocksAhead && next <= end) {
+          const len = Math.min(blockLen, end - next + 1)
+          ahead.push(readBlock(s, h, next, len))
           next += len
         }
       }
       fill()
-      while (inflight.length > 0) {
+      for (let p = ahead.shift(); p !== undefined; p = ahead.shift()) {
         if (ctx.signal.aborted) throw cancelled(path)
-        const head = inflight.shift()!
-        const buf = await head.data
+        const buf = await p
         if (buf.length === 0) break // end of file: it shrank while we read it
-        if (buf.length < head.len) {
-          // A short read (the server may return less than asked): ask for the rest first.
-          const data = readAt(s, h, head.pos + buf.length, head.len - buf.length)
-          data.catch(() => {})
-          inflight.unshift({ pos: head.pos + buf.length, len: head.len - buf.length, data })
-        }
-        if (inflight.length <= READ_AHEAD / 2) {
+        if (ahead.length <= blocksAhead / 2) {
           // Refilled in batches, after the answers already received are parsed: requests
           // sent one per answer, from inside ssh2's parse loop, halve the throughput
           // (measured on loopback: ~105 vs ~200 MB/s).
@@ -184,7 +190,7 @@ class SftpDriver implements Driver {
         const h = handle
         const flight = new InFlight()
         let pos = 0
-        for await (const chunk of rechunk(body, s.writeLen)) {
+        for await (const chunk of split(body, s.writeLen)) {
           if (ctx.signal.aborted) throw cancelled(path)
           await flight.below(WRITE_AHEAD)
           const at = pos
@@ -202,7 +208,9 @@ class SftpDriver implements Driver {
         await this.#place(s, tmp, abs, path, opts.overwrite !== false)
       } catch (err) {
         if (handle !== null) await this.#closeHandle(s, handle)
-        if (!s.broken) await call((cb) => s.sftp.unlink(tmp, cb)).catch(() => {})
+        // Deleted now, or once the server answers again when the connection is gone.
+        if (s.broken) this.#orphans.later(tmp)
+        else await this.#orphans.now(tmp, () => unlinkIfThere(s, tmp))
         if (isFsError(err)) throw err
         throw (err as { code?: unknown }).code === Status.NO_SUCH_FILE
           ? new FsError('ENOENT', `${path}: the parent folder does not exist`, { path, cause: err })
@@ -296,7 +304,9 @@ class SftpDriver implements Driver {
   /** Runs `fn` with a session; errors come out classified, and tell the pool whether the session is still good. */
   async #with<T>(ctx: OpContext, path: string, fn: (s: SftpSession) => Promise<T>): Promise<T> {
     if (ctx.signal.aborted) throw cancelled(path)
-    return this.#pool.use(fn, ctx.signal, (err) => classify(err, path))
+    const out = await this.#pool.use(fn, ctx.signal, (err) => classify(err, path))
+    this.#orphans.afterSuccess()
+    return out
   }
 
   async #closeHandle(s: SftpSession, handle: Buffer): Promise<void> {
@@ -316,6 +326,15 @@ class SftpDriver implements Driver {
       }),
     )
     return out.filter((e): e is Entry => e !== null)
+  }
+}
+
+/** Deletes a remote file; one that is not there is fine. @throws FsError (classified) */
+async function unlinkIfThere(s: SftpSession, abs: string): Promise<void> {
+  try {
+    await call((cb) => s.sftp.unlink(abs, cb))
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== Status.NO_SUCH_FILE) throw classify(err)
   }
 }
 

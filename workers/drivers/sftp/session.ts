@@ -164,82 +164,36 @@ export async function statOrNull(s: SftpSession, abs: string, follow = true): Pr
   }
 }
 
-/** One read request; the buffer is fresh and owned by whoever receives it. */
-export function readAt(s: SftpSession, handle: Buffer, pos: number, len: number): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    const buf = Buffer.allocUnsafeSlow(len)
-    try {
-      s.sftp.read(handle, buf, 0, len, pos, (err, n) => {
-        if (err) return reject(err)
-        resolve(n === len ? buf : buf.subarray(0, n))
-      })
-    } catch (err) {
-      reject(err)
-    }
-  })
+/**
+ * Reads `len` bytes at `pos` into an owned buffer, with one request per `s.readLen`
+ * bytes, all sent at once. Shorter only at the end of the file (empty past it).
+ */
+export async function readBlock(s: SftpSession, handle: Buffer, pos: number, len: number): Promise<Buffer> {
+  const buf = Buffer.allocUnsafeSlow(len)
+  const parts: Promise<number>[] = []
+  for (let off = 0; off < len; off += s.readLen) parts.push(readInto(s, handle, buf, off, Math.min(s.readLen, len - off), pos + off))
+  const got = await Promise.all(parts)
+  let n = 0
+  for (let i = 0; i < got.length; i++) {
+    n += got[i]!
+    if (got[i]! < Math.min(s.readLen, len - i * s.readLen)) break // the file ends inside this request
+  }
+  return n === len ? buf : buf.subarray(0, n)
 }
 
-/** Requests in flight, remembering the first failure (none is left unobserved). */
-export class InFlight {
-  readonly #pending = new Set<Promise<void>>()
-  #error: unknown = null
-
-  add(p: Promise<unknown>): void {
-    const tracked: Promise<void> = p.then(
-      () => void this.#pending.delete(tracked),
-      (err: unknown) => {
-        this.#pending.delete(tracked)
-        this.#error ??= err
-      },
-    )
-    this.#pending.add(tracked)
-  }
-
-  get size(): number {
-    return this.#pending.size
-  }
-
-  /** Waits until fewer than `n` are in flight; throws the first failure. */
-  async below(n: number): Promise<void> {
-    this.#check()
-    while (this.#pending.size >= n) {
-      await Promise.race(this.#pending)
-      this.#check()
-    }
-  }
-
-  async all(): Promise<void> {
-    await Promise.all(this.#pending)
-    this.#check()
-  }
-
-  #check(): void {
-    if (this.#error !== null) throw this.#error
-  }
-}
-
-/** Cuts a body into chunks of exactly `len` bytes (the last may be shorter), copying only when a chunk spans parts. */
-export async function* rechunk(body: AsyncIterable<Uint8Array>, len: number): AsyncIterable<Buffer> {
-  let parts: Buffer[] = []
-  let have = 0
-  for await (const chunk of body) {
-    let c = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-    while (c.length > 0) {
-      if (have === 0 && c.length >= len) {
-        yield c.subarray(0, len)
-        c = c.subarray(len)
-        continue
+/** Fills buf[off, off + len) from `pos`, asking again after a short read; resolves with the bytes read (fewer only at the end of the file). */
+async function readInto(s: SftpSession, handle: Buffer, buf: Buffer, off: number, len: number, pos: number): Promise<number> {
+  let done = 0
+  while (done < len) {
+    const n = await new Promise<number>((resolve, reject) => {
+      try {
+        s.sftp.read(handle, buf, off + done, len - done, pos + done, (err, bytes) => (err ? reject(err) : resolve(bytes)))
+      } catch (err) {
+        reject(err)
       }
-      const take = Math.min(len - have, c.length)
-      parts.push(c.subarray(0, take))
-      have += take
-      c = c.subarray(take)
-      if (have === len) {
-        yield Buffer.concat(parts, have)
-        parts = []
-        have = 0
-      }
-    }
+    })
+    if (n === 0) break
+    done += n
   }
-  if (have > 0) yield Buffer.concat(parts, have)
+  return done
 }

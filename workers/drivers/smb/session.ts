@@ -18,7 +18,8 @@
  * request, and containment: any socket error, malformed reply or exception in a
  * handler kills this session only (every pending request rejects, the pool opens a
  * new one) and never reaches the process. Reads and writes are pipelined (many
- * 64 KiB requests in flight). Every failure is data: NtStatusError,
+ * requests in flight), of up to 4 MiB each with SMB 2.1's large MTU (multi-credit
+ * requests: one credit and one message id per 64 KiB), else 64 KiB. Every failure is data: NtStatusError,
  * SmbTransportError (errors.ts) or FsError.
  *
  * Limits of the protocol level: SMB 2.0.2 and 2.1, without signing or encryption, so
@@ -66,8 +67,16 @@ function loadLib(): Lib {
 
 // Constants ------------------------------------------------------------------
 
-/** Largest READ/WRITE without the large-MTU capability, which this client does not negotiate. */
+/** Largest READ/WRITE without the large-MTU capability, and what one credit pays for (MS-SMB2 3.1.5.2). */
 export const IO_BLOCK = 65536
+/**
+ * Largest READ/WRITE asked for when the server offers SMB 2.1's large MTU: bigger
+ * requests mean fewer round trips and replies to parse; Samba and Windows allow 8 MiB.
+ */
+const LARGE_IO = 4 * 1024 * 1024
+/** SMB2_GLOBAL_CAP_LARGE_MTU: multi-credit requests (MS-SMB2 2.2.3). */
+const CAP_LARGE_MTU = 0x4
+const DIALECT_2_1 = 0x0210
 /** Requests the server may answer at once per session (credits requested per reply). */
 const CREDIT_REQUEST = 126
 
@@ -126,8 +135,10 @@ interface Pending {
   timer: NodeJS.Timeout
 }
 
-/** A request queued until the server grants a credit. */
+/** A request queued until the server grants its credits. */
 interface Queued {
+  /** Credits (and message ids) it consumes: 1, or one per 64 KiB of a large READ/WRITE. */
+  readonly charge: number
   readonly send: (id: number) => void
   readonly reject: (err: Error) => void
 }
@@ -143,6 +154,12 @@ export class SmbSession {
   #treeId = 0
   #nextId = 0
   #credits = 1
+  /** Multi-credit requests (SMB 2.1 with the large MTU): READ/WRITE up to readLen/writeLen. */
+  #multiCredit = false
+  /** Largest READ this session sends (IO_BLOCK without the large MTU). */
+  readLen = IO_BLOCK
+  /** Largest WRITE this session sends. */
+  writeLen = IO_BLOCK
   readonly #queue: Queued[] = []
   readonly #pending = new Map<number, Pending>()
   #chunks: Buffer[] = []
@@ -234,7 +251,7 @@ export class SmbSession {
     ok(await this.#request(CMD.CLOSE, 'CLOSE', { FileId: fileId }), 'CLOSE')
   }
 
-  /** One READ of at most IO_BLOCK bytes; a view into the reply (copy it before keeping it). Empty at the end of the file. */
+  /** One READ of at most `readLen` bytes; a view into the reply (copy it before keeping it). Empty at the end of the file. */
   async read(fileId: Buffer, offset: number, length: number): Promise<Buffer> {
     const body = Buffer.alloc(49)
     body.writeUInt16LE(49, 0)
@@ -242,7 +259,7 @@ export class SmbSession {
     body.writeUInt32LE(length, 4)
     body.writeBigUInt64LE(BigInt(offset), 8)
     fileId.copy(body, 16)
-    const frame = await this.#raw(CMD.READ, 'READ', body)
+    const frame = await this.#raw(CMD.READ, 'READ', body, undefined, length)
     const status = frame.readUInt32LE(8)
     if (status === STATUS.END_OF_FILE) return Buffer.alloc(0)
     ok(frame, 'READ')
@@ -252,7 +269,7 @@ export class SmbSession {
     return frame.subarray(dataOffset, dataOffset + dataLength)
   }
 
-  /** One WRITE of at most IO_BLOCK bytes. `data` must not change until it resolves. */
+  /** One WRITE of at most `writeLen` bytes. `data` must not change until it resolves. */
   async write(fileId: Buffer, offset: number, data: Uint8Array): Promise<number> {
     const body = Buffer.alloc(48)
     body.writeUInt16LE(49, 0)
@@ -260,7 +277,7 @@ export class SmbSession {
     body.writeUInt32LE(data.byteLength, 4)
     body.writeBigUInt64LE(BigInt(offset), 8)
     fileId.copy(body, 16)
-    const frame = await this.#raw(CMD.WRITE, 'WRITE', body, data)
+    const frame = await this.#raw(CMD.WRITE, 'WRITE', body, data, data.byteLength)
     ok(frame, 'WRITE')
     return frame.readUInt32LE(68)
   }
@@ -329,7 +346,7 @@ export class SmbSession {
   }
 
   async #handshake(login: SmbLogin): Promise<void> {
-    const neg = await this.#request(CMD.NEGOTIATE, 'NEGOTIATE', {})
+    const neg = await this.#request(CMD.NEGOTIATE, 'NEGOTIATE', { Capabilities: CAP_LARGE_MTU })
     if (neg.readUInt32LE(8) === STATUS.NOT_SUPPORTED) {
       throw new SmbTransportError('ENOTSUP', 'the SMB server accepts only SMB 3, and this SMB client speaks SMB 2.0.2 and 2.1 (Samba: "server min protocol" must allow SMB2_02 or SMB2_10)')
     }
@@ -337,6 +354,13 @@ export class SmbSession {
     const securityMode = neg.readUInt16LE(66)
     if ((securityMode & 0x2) !== 0) {
       throw new SmbTransportError('ENOTSUP', 'the SMB server requires message signing, which this SMB client cannot do (set "server signing = auto" on Samba)')
+    }
+    // NEGOTIATE response (MS-SMB2 2.2.4): DialectRevision, Capabilities, MaxReadSize, MaxWriteSize.
+    if (neg.readUInt16LE(68) === DIALECT_2_1 && (neg.readUInt32LE(88) & CAP_LARGE_MTU) !== 0) {
+      const fit = (max: number): number => Math.max(IO_BLOCK, Math.min(LARGE_IO, Math.floor(max / IO_BLOCK) * IO_BLOCK))
+      this.#multiCredit = true
+      this.readLen = fit(neg.readUInt32LE(96))
+      this.writeLen = fit(neg.readUInt32LE(100))
     }
     const first = await this.#request(CMD.SESSION_SETUP, 'SESSION_SETUP', { Buffer: this.#lib.ntlm.encodeType1() })
     if (first.readUInt32LE(8) !== STATUS.MORE_PROCESSING_REQUIRED) ok(first, 'SESSION_SETUP')
@@ -367,7 +391,7 @@ export class SmbSession {
 
   /** Sends a message built by the library's encoder; resolves with the reply frame, whatever its status. */
   #request(command: number, name: string, request: Record<string, unknown>): Promise<Buffer> {
-    return this.#send(command, name, (id) => {
+    return this.#send(command, name, 1, (id) => {
       const msg = new this.#lib.SMB2Message({
         headers: { Command: name, SessionId: this.#sessionId, TreeId: this.#treeId, ProcessId: this.#processId },
         request,
@@ -378,14 +402,16 @@ export class SmbSession {
     })
   }
 
-  /** Sends a hand-encoded body (READ, WRITE: no copies of the data). */
-  #raw(command: number, name: string, body: Buffer, data?: Uint8Array): Promise<Buffer> {
-    return this.#send(command, name, (id) => {
+  /** Sends a hand-encoded body (READ, WRITE: no copies of the data); `payload` is the bytes read or written, which set its credit charge. */
+  #raw(command: number, name: string, body: Buffer, data: Uint8Array | undefined, payload: number): Promise<Buffer> {
+    const charge = this.#multiCredit ? Math.max(1, Math.ceil(payload / IO_BLOCK)) : 1
+    return this.#send(command, name, charge, (id) => {
       const header = Buffer.alloc(64)
       header.writeUInt32BE(0xfe534d42, 0)
       header.writeUInt16LE(64, 4)
+      if (this.#multiCredit) header.writeUInt16LE(charge, 6) // CreditCharge
       header.writeUInt16LE(command, 12)
-      header.writeUInt16LE(CREDIT_REQUEST, 14)
+      header.writeUInt16LE(Math.max(CREDIT_REQUEST, charge), 14)
       header.writeBigUInt64LE(BigInt(id), 24)
       this.#processId.copy(header, 32)
       header.writeUInt32LE(this.#treeId, 36)
@@ -394,7 +420,7 @@ export class SmbSession {
     })
   }
 
-  #send(command: number, name: string, build: (id: number) => Uint8Array[]): Promise<Buffer> {
+  #send(command: number, name: string, charge: number, build: (id: number) => Uint8Array[]): Promise<Buffer> {
     if (this.#dead) return Promise.reject(this.#dead)
     return new Promise<Buffer>((resolve, reject) => {
       const send = (id: number): void => {
@@ -415,24 +441,26 @@ export class SmbSession {
         for (const p of parts) this.#socket.write(p)
         this.#socket.uncork()
       }
-      this.#enqueue({ send, reject })
+      this.#enqueue({ charge, send, reject })
     })
   }
 
-  /** Message ids are consumed in order, one credit each: wait for a credit when none is left. */
+  /**
+   * Message ids are consumed in order, one per credit: a request charged n credits
+   * takes n consecutive ids (MS-SMB2 3.2.4.1.5) and waits, in order, until n are granted.
+   */
   #enqueue(q: Queued): void {
-    if (this.#credits > 0 && this.#queue.length === 0) {
-      this.#credits--
-      q.send(this.#nextId++)
-    } else {
-      this.#queue.push(q)
-    }
+    this.#queue.push(q)
+    this.#pump()
   }
 
   #pump(): void {
-    while (this.#credits > 0 && this.#queue.length > 0 && !this.#dead) {
-      this.#credits--
-      this.#queue.shift()!.send(this.#nextId++)
+    while (this.#queue.length > 0 && this.#credits >= this.#queue[0]!.charge && !this.#dead) {
+      const q = this.#queue.shift()!
+      this.#credits -= q.charge
+      const id = this.#nextId
+      this.#nextId += q.charge
+      q.send(id)
     }
   }
 
