@@ -83,12 +83,13 @@ async function session(port: number): Promise<string> {
   return ((await res.json()) as { result: { authorization: string } }).result.authorization
 }
 
-t.test('starts from flags, logs the native uWS build and one line per request without secrets', async (t) => {
+t.test('starts from flags, logs its HTTP engine and one line per request without secrets', async (t) => {
   const dir = t.testdir()
   const p = run(t, ['--port', '0', '--data-dir', join(dir, 'data'), '--workers', '1'])
-  const uws = await p.waitFor('uWebSockets.js native build loaded')
-  t.match(uws, { level: 'info', uws: /uws/ }, 'says which uWS build it loaded')
   const port = portOf(await p.waitFor('filegate listening'))
+  const engine = p.lines.filter((l) => l.engine !== undefined)
+  t.equal(engine.length, 1, 'one line says which HTTP engine serves')
+  t.match(engine[0], { engine: process.env.FILEGATE_HTTP_ENGINE === 'node' ? 'node' : /^(uws|node)$/ })
   t.ok(port > 0, 'listens on the port the OS picked')
   const token = await session(port)
   const res = await fetch(`http://127.0.0.1:${port}/api/files/ls?path=/`, { headers: { authorization: `Bearer ${token}`, 'x-request-id': 'op-trace-1' } })
