@@ -91,7 +91,7 @@ interface Refusal {
  * Headers by lower-case name (repeated list headers joined with ", "), and the
  * reason to refuse the request, if any.
  */
-export function readHead(method: string, pairs: Iterable<readonly [string, string]>): { headers: Map<string, string>; refusal: Refusal | null } {
+function readHead(method: string, pairs: Iterable<readonly [string, string]>): { headers: Map<string, string>; refusal: Refusal | null } {
   const headers = new Map<string, string>()
   let refusal: Refusal | null = null
   const refuse = (status: number, error: ApiError) => (refusal ??= { status, error })
