@@ -10,6 +10,9 @@
  *   `onWritable` whenever uWS reports backpressure; the next chunk is pulled only then;
  * - every write outside the handler's synchronous part is corked;
  * - `onAborted` aborts the request's signal and stops the reply's stream.
+ * What uWS's parser does before filegate sees a request (HTTP/1.0 → 505, no pipelining
+ * behind a pending answer, unchecked chunk CRLFs, its `uWebSockets: 20` header) is in
+ * docs/http-engines.md.
  */
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -45,7 +48,7 @@ export function loadUws(): { uws: typeof UWS; version: string } {
   return loaded
 }
 
-/** Body bytes buffered before the socket is paused, and the level at which it resumes. */
+/** Body bytes buffered before the socket is paused; it resumes when the consumer takes them. */
 const BODY_HIGH = 4 * 1024 * 1024
 
 export async function listenUws(host: string, port: number, opts: ServerOptions): Promise<HttpServer> {
