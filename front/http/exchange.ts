@@ -319,6 +319,9 @@ export abstract class Exchange implements HttpRequest {
   }
 }
 
+/** 204 and 304 carry no body and announce no length (RFC 9110 sections 8.6, 15.3.5). */
+export const bodiless = (status: number): boolean => status === 204 || status === 304
+
 export function tooLarge(max: number): FsError {
   return new FsError('EFBIG', `the request body is over the limit of ${max} bytes`)
 }

@@ -13,7 +13,7 @@
  */
 import http from 'node:http'
 import type { HttpReply } from '../../core/http.js'
-import { type HttpServer, type ServerOptions, Exchange, InFlight, MAX_HEADERS, MAX_HEADER_BYTES, cancelled, tooLarge } from './exchange.js'
+import { type HttpServer, type ServerOptions, Exchange, InFlight, MAX_HEADERS, MAX_HEADER_BYTES, bodiless, cancelled, tooLarge } from './exchange.js'
 
 /** Time a client has to send a request's head, and an idle connection stays open (as uWS). */
 const HEAD_TIMEOUT_MS = 10_000
@@ -132,7 +132,7 @@ class NodeExchange extends Exchange {
     this.#writeHead(reply)
     if (body !== null) res.setHeader('content-length', body.byteLength)
     else if (reply.length !== undefined) res.setHeader('content-length', reply.length)
-    else if (reply.status !== 304 && this.method !== 'HEAD') res.setHeader('content-length', 0)
+    else if (!bodiless(reply.status) && this.method !== 'HEAD') res.setHeader('content-length', 0)
     res.end(body ?? undefined)
     this.#done = true
   }

@@ -19,7 +19,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type * as UWS from 'uWebSockets.js'
 import type { HttpReply } from '../../core/http.js'
-import { type HttpServer, type ServerOptions, Exchange, InFlight, MAX_HEADER_BYTES, cancelled, tooLarge } from './exchange.js'
+import { type HttpServer, type ServerOptions, Exchange, InFlight, MAX_HEADER_BYTES, bodiless, cancelled, tooLarge } from './exchange.js'
 import { statusLine } from './status.js'
 
 const require = createRequire(import.meta.url)
@@ -118,7 +118,12 @@ class UwsExchange extends Exchange {
     this.#res = res
     res.onAborted(() => this.#onAborted())
     if (this.method !== 'GET' && this.method !== 'HEAD') res.onData((ab, last) => this.#onData(ab, last))
-    else this.#bodyEnded = true
+    // A request without a body is complete now: uWS reports its empty end only after the
+    // handler's microtasks, by when a quick reply (a preflight, a 401) may already go out,
+    // and must not close the connection for a body that never was.
+    if (this.method === 'GET' || this.method === 'HEAD' || this.contentLength === 0 || (this.contentLength === null && this.header('transfer-encoding') === undefined)) {
+      this.#bodyEnded = true
+    }
   }
 
   get body(): AsyncIterable<Uint8Array> {
@@ -204,9 +209,13 @@ class UwsExchange extends Exchange {
       this.#writeHead(reply)
       if (body !== null) this.#res.end(body, this.closeAfter)
       else if (reply.length !== undefined) this.#res.endWithoutBody(reply.length, this.closeAfter)
-      // 304, or HEAD of a body whose length is unknown (a transformed download):
-      // announce no length at all; `end()` would claim Content-Length: 0.
-      else if (reply.status === 304 || this.method === 'HEAD') this.#res.endWithoutBody(undefined, this.closeAfter)
+      // 204, 304, or HEAD of a body whose length is unknown (a transformed download):
+      // announce no length at all. Only a call without arguments does that: any
+      // argument makes uWS announce one (`undefined` a huge one), so closing costs a 0.
+      else if (bodiless(reply.status) || this.method === 'HEAD') {
+        if (this.closeAfter) this.#res.endWithoutBody(0, true)
+        else this.#res.endWithoutBody()
+      }
       else this.#res.end(undefined, this.closeAfter)
     })
     this.#done = true

@@ -165,6 +165,22 @@ t.test('empty bodies end the response (download, transform output)', async (t) =
   }
   const head = await call('HEAD', '/api/files/cat', { path: '/e.txt' }, { signal: AbortSignal.timeout(5000) })
   t.equal(head.headers.get('content-length'), '0', 'HEAD announces 0 bytes')
+  const headT = await call('HEAD', '/api/files/cat', { path: '/e.txt', upper: '' }, { signal: AbortSignal.timeout(5000) })
+  t.equal(headT.status, 200)
+  t.equal(headT.headers.get('content-length'), null, 'HEAD of a transformed download announces no length (it is not known)')
+})
+
+t.test('a quick answer to a request without a body keeps the connection open', async (t) => {
+  const { port } = await setup(t)
+  const next = 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+  for (const [what, request, status] of [
+    ['a preflight', 'OPTIONS /api/files/ls HTTP/1.1\r\nHost: x\r\nOrigin: https://a.example\r\nAccess-Control-Request-Method: GET\r\n\r\n', 204],
+    ['a POST without credentials', 'POST /api/files/mkdir?path=/x/ HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n', 401],
+  ] as const) {
+    const r = await raw(port, [request, next])
+    t.strictSame(r.statuses, [status, 200], `${what}, then another request on the same connection`)
+    t.notMatch(r.text, /content-length: 9\d{15,}/i, 'no absurd Content-Length')
+  }
 })
 
 t.test('a Content-Length of 10^9 bytes and more is read', async (t) => {
