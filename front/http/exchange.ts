@@ -214,7 +214,7 @@ export abstract class Exchange implements HttpRequest {
 
   /** Engines call this when the client goes away. */
   protected clientGone(): void {
-    this.abort.abort(new FsError('ECANCELED', 'the client went away'))
+    this.abort.abort(cancelled())
   }
 
   /** Reply headers in writing order: the request id first, then the reply's own. */
