@@ -4,6 +4,8 @@
  * cache) downloaded by 1 and by BENCH_CLIENTS (8) concurrent curl clients from:
  * - filegate: GET /api/files/cat through the worker pool, tmp session, the file
  *   planted in <data_dir>/tmp/bench/;
+ * - the same filegate on its node:http engine ("filegate-node", the engine's cost;
+ *   BENCH_NODE_ENGINE=0 leaves it out);
  * - nginx (Debian nginx-light) with sendfile;
  * - a plain node server: fs.createReadStream (1 MiB highWaterMark) piped into http.
  * Figures: MB/s (10^6 bytes/s, all clients together) and the server's CPU seconds
@@ -51,6 +53,10 @@ runBenchmark('http-download', async () => {
   const filegate = await startFilegate(data)
   const token = await tmpSession(filegate.url, 'bench')
   const targets: Target[] = [{ server: filegate, url: `${filegate.url}/api/files/cat?path=/big.bin`, headers: [`Authorization: Bearer ${token}`] }]
+  if (env.nodeEngine) {
+    const onNode = await startFilegate(data, env.workers, 'node')
+    targets.push({ server: onNode, url: `${onNode.url}/api/files/cat?path=/big.bin`, headers: [`Authorization: Bearer ${token}`] })
+  }
   const skipped: Record<string, string> = {}
   const nginx = await startNginx(join(file, '..'))
   if ('skipped' in nginx) skipped.nginx = nginx.skipped
@@ -89,11 +95,15 @@ runBenchmark('http-download', async () => {
       const vs = (other: string) => ({ mbps: ratio(mbps, med(other, clients, 'mbps')), cpu: ratio(cpu, med(other, clients, 'cpuPerGiB')) })
       const vNginx = 'nginx' in skipped ? { mbps: null, cpu: null } : vs('nginx')
       const vNode = vs('node')
-      if (name === 'filegate') {
-        ratios[`filegate/nginx MB/s, ${clients} client(s)`] = vNginx.mbps
-        ratios[`filegate/node MB/s, ${clients} client(s)`] = vNode.mbps
-        ratios[`filegate/nginx CPU per GiB, ${clients} client(s)`] = vNginx.cpu
-        ratios[`filegate/node CPU per GiB, ${clients} client(s)`] = vNode.cpu
+      if (name.startsWith('filegate')) {
+        ratios[`${name}/nginx MB/s, ${clients} client(s)`] = vNginx.mbps
+        ratios[`${name}/node MB/s, ${clients} client(s)`] = vNode.mbps
+        ratios[`${name}/nginx CPU per GiB, ${clients} client(s)`] = vNginx.cpu
+        ratios[`${name}/node CPU per GiB, ${clients} client(s)`] = vNode.cpu
+      }
+      if (name === 'filegate-node') {
+        ratios[`filegate-node/filegate MB/s, ${clients} client(s)`] = ratio(mbps, med('filegate', clients, 'mbps'))
+        ratios[`filegate-node/filegate CPU per GiB, ${clients} client(s)`] = ratio(cpu, med('filegate', clients, 'cpuPerGiB'))
       }
       rows.push([
         name,

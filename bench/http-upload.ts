@@ -1,8 +1,8 @@
 /**
  * @module bench/http-upload
  * One big file (BENCH_SIZE_MB, default 1 GiB) uploaded with a chunked POST (curl -T
- * with Transfer-Encoding: chunked: the uWS build under filegate refuses a
- * Content-Length of 1e9 or more, see README) into:
+ * with Transfer-Encoding: chunked, as its figures have always been taken; a
+ * Content-Length of any size is read as well) into:
  * - filegate: POST /api/files/cat (atomic: temp file, then rename) through the pool;
  * - a plain node server piping the request into fs.createWriteStream.
  * Figures: MB/s and server CPU seconds per GiB received. Each upload's size is

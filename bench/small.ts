@@ -4,6 +4,8 @@
  * (100) connections for BENCH_DURATION_S seconds per case against
  * - filegate: `ls` of a 50-entry folder, `cat` of a 4 KiB file, POST /api/session
  *   (tmp), each through the worker pool where the contract puts it;
+ * - the same filegate on its node:http engine ("filegate-node", the engine's cost;
+ *   BENCH_NODE_ENGINE=0 leaves it out), on the same data directory and token;
  * - a plain node:http server doing the same fs work (readdir + stat → JSON,
  *   readFile, a random token in JSON).
  * Figures: requests/s, latency p50/p99 (ms), server CPU µs per request, and the
@@ -97,11 +99,10 @@ runBenchmark('small', async () => {
   plant(file4k, join(data, 'tmp', 'bench', 'file4k.txt'))
   const filegate = await startFilegate(data)
   const token = await tmpSession(filegate.url, 'bench')
+  const targets: { server: Server; cases: Case[] }[] = [{ server: filegate, cases: cases('filegate', token) }]
+  if (env.nodeEngine) targets.push({ server: await startFilegate(data, env.workers, 'node'), cases: cases('filegate', token) })
   const node = await startNodeRef(join(dir50, '..'))
-  const targets: { server: Server; cases: Case[] }[] = [
-    { server: filegate, cases: cases('filegate', token) },
-    { server: node, cases: cases('node', token) },
-  ]
+  targets.push({ server: node, cases: cases('node', token) })
   for (const t of targets) for (const c of t.cases) await sanity(t.server.url, c)
 
   progress(`warm-up: 1 s of load per case and server`)
@@ -144,12 +145,13 @@ runBenchmark('small', async () => {
     for (const t of targets) {
       const n = t.server.name
       figures[`${n}/${name}`] = Object.fromEntries((['rps', 'p50', 'p99', 'cpuUsPerReq', 'clientCpuShare'] as Key[]).map((k) => [k, med(n, name, k)]))
-      const rpsRatio = n === 'filegate' ? ratio(med(n, name, 'rps'), med('node', name, 'rps')) : 1
-      const cpuRatio = n === 'filegate' ? ratio(med(n, name, 'cpuUsPerReq'), med('node', name, 'cpuUsPerReq')) : 1
-      if (n === 'filegate') {
-        ratios[`filegate/node req/s, ${name}`] = rpsRatio
-        ratios[`filegate/node CPU per request, ${name}`] = cpuRatio
+      const rpsRatio = n !== 'node' ? ratio(med(n, name, 'rps'), med('node', name, 'rps')) : 1
+      const cpuRatio = n !== 'node' ? ratio(med(n, name, 'cpuUsPerReq'), med('node', name, 'cpuUsPerReq')) : 1
+      if (n !== 'node') {
+        ratios[`${n}/node req/s, ${name}`] = rpsRatio
+        ratios[`${n}/node CPU per request, ${name}`] = cpuRatio
       }
+      if (n === 'filegate-node') ratios[`filegate-node/filegate req/s, ${name}`] = ratio(med(n, name, 'rps'), med('filegate', name, 'rps'))
       rows.push([
         name,
         n,

@@ -48,8 +48,11 @@ export interface Config {
   readonly max_upload_bytes: number | null
   /** Seconds transfers in flight get to finish after SIGTERM. */
   readonly shutdown_grace_seconds: number
-  /** Start even when uWebSockets.js fell back to its slow JS emulation. */
-  readonly allow_uws_fallback: boolean
+  /**
+   * The HTTP engine: "auto" (uWebSockets.js when a native build loads, else node:http
+   * with a warning), "uws" or "node" to force one.
+   */
+  readonly http_engine: 'auto' | 'uws' | 'node'
   readonly log: { readonly level: 'debug' | 'info' | 'warn' | 'error'; readonly requests: boolean }
   /**
    * Enabled plugins (core/plugin.ts), in order. In the file: a built-in's name, or
@@ -88,7 +91,7 @@ export const DEFAULTS: Config = {
   session: { ttl_seconds: 7 * 24 * 3600 },
   max_upload_bytes: null,
   shutdown_grace_seconds: 30,
-  allow_uws_fallback: false,
+  http_engine: 'auto',
   log: { level: 'info', requests: true },
   plugins: [],
   cors: { origins: [] },
@@ -117,6 +120,11 @@ const str = (v: unknown, name: string): string => {
 const bool = (v: unknown, name: string): boolean => {
   if (typeof v !== 'boolean') throw new ConfigError(`${name} must be true or false (got ${JSON.stringify(v)})`)
   return v
+}
+
+const oneOf = <T extends string>(v: unknown, name: string, options: readonly T[]): T => {
+  if (!options.includes(v as T)) throw new ConfigError(`${name} must be one of ${options.join(', ')} (got ${JSON.stringify(v)})`)
+  return v as T
 }
 
 const KNOWN = new Set(Object.keys(DEFAULTS))
@@ -166,7 +174,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     session: { ttl_seconds: int(session.ttl_seconds, 'session.ttl_seconds', 1) },
     max_upload_bytes: m.max_upload_bytes === null ? null : int(m.max_upload_bytes, 'max_upload_bytes', 0),
     shutdown_grace_seconds: int(m.shutdown_grace_seconds, 'shutdown_grace_seconds', 0, 86400),
-    allow_uws_fallback: bool(m.allow_uws_fallback, 'allow_uws_fallback'),
+    http_engine: oneOf(m.http_engine, 'http_engine', ['auto', 'uws', 'node'] as const),
     log: { level: log.level as Config['log']['level'], requests: bool(log.requests, 'log.requests') },
     plugins,
     cors,

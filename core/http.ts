@@ -1,8 +1,9 @@
 /**
  * @module core/http
  * Neutral HTTP types: routes (and later the S3 and MCP gateways) are written
- * against these, and front/http/uws.ts adapts uWebSockets.js to them. Handlers can
- * then be tested in-process, and no handler knows the server library.
+ * against these, and the HTTP engines (front/http/: uWebSockets.js or node:http)
+ * adapt their server library to them. Handlers can then be tested in-process, and no
+ * handler knows which engine serves.
  */
 
 export interface HttpRequest {

@@ -12,7 +12,8 @@ import type { HttpHandler } from '../core/http.js'
 import type { Storage } from '../core/storage.js'
 import { PoolStorage } from '../workers/client.js'
 import { WorkerPool } from '../workers/pool.js'
-import { type HttpServer, type UwsInfo, listen, loadUws } from './http/uws.js'
+import { type EngineInfo, listenWith, pickEngine } from './http/engine.js'
+import type { HttpServer } from './http/exchange.js'
 import { type Logger, createLogger } from './log.js'
 import { loadPlugins } from './plugins.js'
 import { loadOrCreateSecret } from './server-secret.js'
@@ -31,7 +32,8 @@ import { Metrics } from './metrics.js'
 export interface Filegate {
   readonly port: number
   readonly pool: WorkerPool
-  readonly uws: UwsInfo
+  /** The HTTP engine serving (`http_engine`). */
+  readonly http: EngineInfo
   readonly config: Config
   /**
    * Graceful stop: refuses new requests, lets transfers in flight finish for up to
@@ -47,18 +49,9 @@ export interface StartOptions {
 
 export async function startFilegate(config: Config, opts: StartOptions = {}): Promise<Filegate> {
   const logger = opts.logger ?? createLogger(config.log.level)
-  const { info: uws } = loadUws()
-  if (!uws.native && !config.allow_uws_fallback) {
-    throw new Error(
-      `${uws.version} could not load its native binary for Node ${process.versions.node} on ${process.platform}-${process.arch} ` +
-        'and fell back to a slow JS emulation. Use a Node version it ships a binary for, or set allow_uws_fallback ' +
-        '(FILEGATE_ALLOW_UWS_FALLBACK=true) to run slowly anyway.',
-    )
-  }
-  logger.log(uws.native ? 'info' : 'warn', uws.native ? 'uWebSockets.js native build loaded' : 'uWebSockets.js JS FALLBACK in use: expect poor performance', {
-    uws: uws.version,
-    node: process.versions.node,
-  })
+  const http = pickEngine(config.http_engine)
+  if (http.fallback) logger.log('warn', http.fallback, { engine: http.engine, node: process.versions.node })
+  else logger.log('info', 'HTTP engine', { engine: http.engine, version: http.version, node: process.versions.node })
 
   // Plugins first: one that fails stops start-up before anything is opened or listening.
   const plugins = await loadPlugins(config.plugins)
@@ -124,7 +117,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   })
   let server: HttpServer | undefined
   try {
-    server = await listen(config.host, config.port, {
+    server = await listenWith(http, config.host, config.port, {
       handler,
       maxBodyBytes: config.max_upload_bytes,
       onRequestDone: (r) => {
@@ -147,7 +140,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   return {
     port: srv.port,
     pool,
-    uws,
+    http,
     config,
     close(graceMs = config.shutdown_grace_seconds * 1000) {
       closing ??= (async () => {

@@ -289,7 +289,7 @@ t.test('self-check: the rule catches forbidden edges', async (t) => {
     ['front/main.ts', '../bench/server.js', false],
     ['front/main.ts', 'uWebSockets.js', false],
     ['front/http/uws.ts', 'uWebSockets.js', true],
-    ['front/server.ts', '@trufflesuite/uws-js-unofficial', false],
+    ['front/server.ts', '@based/uws', false],
   ]
   for (const [from, spec, allowed] of cases) {
     const why = violation(from, classify(from, spec))

@@ -43,6 +43,11 @@ export const env = {
   smallFiles: num('BENCH_SMALL_FILES', QUICK ? 1000 : 10_000, 1),
   /** Keep filegate's one-log-line-per-request on (off by default: the references do not log). */
   logRequests: flag('BENCH_LOG_REQUESTS'),
+  /**
+   * The engine comparison (small, http-download): also measure filegate with its HTTP
+   * engine forced to node:http ("filegate-node"). BENCH_NODE_ENGINE=0 turns it off.
+   */
+  nodeEngine: (process.env.BENCH_NODE_ENGINE ?? '1') !== '0',
   /** Only the cases (or servers) whose name contains one of these, comma-separated, e.g. to profile one. */
   only: (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''),
   /** Start filegate (and the node reference) with --cpu-prof; profiles go next to the results. */

@@ -102,14 +102,23 @@ function wrap(name: string, child: ChildProcess, url: string, cpu: () => number)
 /**
  * filegate from its CLI, as `npm start` runs it, with a fresh data directory.
  * Per-request log lines are off unless BENCH_LOG_REQUESTS=1 (the references log nothing).
+ * `engine`: its HTTP engine (`http_engine`); the server is named "filegate" on the
+ * default one and "filegate-node" when node:http is forced.
  */
-export async function startFilegate(dataDir: string, workers = env.workers): Promise<Server> {
-  const nodeArgs = env.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir('filegate')] : []
+export async function startFilegate(dataDir: string, workers = env.workers, engine: 'auto' | 'node' = 'auto'): Promise<Server> {
+  const name = engine === 'node' ? 'filegate-node' : 'filegate'
+  const nodeArgs = env.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir(name)] : []
   const child = track(process.execPath, [...nodeArgs, join(distDir(), 'front', 'main.js'), '--port', '0', '--data-dir', dataDir, '--workers', String(workers)], {
     cwd: ROOT,
-    env: { ...process.env, FILEGATE_LOG_REQUESTS: env.logRequests ? 'true' : 'false', FILEGATE_SHUTDOWN_GRACE_SECONDS: '2', FILEGATE_LOG_LEVEL: 'info' },
+    env: {
+      ...process.env,
+      FILEGATE_LOG_REQUESTS: env.logRequests ? 'true' : 'false',
+      FILEGATE_SHUTDOWN_GRACE_SECONDS: '2',
+      FILEGATE_LOG_LEVEL: 'info',
+      FILEGATE_HTTP_ENGINE: engine,
+    },
   })
-  const url = await waitForLine('filegate', child, (line) => {
+  const url = await waitForLine(name, child, (line) => {
     try {
       const j = JSON.parse(line) as { msg?: string; url?: string }
       return j.msg === 'filegate listening' && j.url ? j.url : null
@@ -117,8 +126,8 @@ export async function startFilegate(dataDir: string, workers = env.workers): Pro
       return null
     }
   })
-  progress(`filegate listening on ${url} (pid ${child.pid}, ${workers} workers)`)
-  return wrap('filegate', child, url, () => cpuSeconds(child.pid!))
+  progress(`${name} listening on ${url} (pid ${child.pid}, ${workers} workers)`)
+  return wrap(name, child, url, () => cpuSeconds(child.pid!))
 }
 
 /** A tmp session on filegate: the bearer token. */

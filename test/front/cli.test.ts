@@ -83,12 +83,13 @@ async function session(port: number): Promise<string> {
   return ((await res.json()) as { result: { authorization: string } }).result.authorization
 }
 
-t.test('starts from flags, logs the native uWS build and one line per request without secrets', async (t) => {
+t.test('starts from flags, logs its HTTP engine and one line per request without secrets', async (t) => {
   const dir = t.testdir()
   const p = run(t, ['--port', '0', '--data-dir', join(dir, 'data'), '--workers', '1'])
-  const uws = await p.waitFor('uWebSockets.js native build loaded')
-  t.match(uws, { level: 'info', uws: /uws/ }, 'says which uWS build it loaded')
   const port = portOf(await p.waitFor('filegate listening'))
+  const engine = p.lines.filter((l) => l.engine !== undefined)
+  t.equal(engine.length, 1, 'one line says which HTTP engine serves')
+  t.match(engine[0], { engine: process.env.FILEGATE_HTTP_ENGINE === 'node' ? 'node' : /^(uws|node)$/ })
   t.ok(port > 0, 'listens on the port the OS picked')
   const token = await session(port)
   const res = await fetch(`http://127.0.0.1:${port}/api/files/ls?path=/`, { headers: { authorization: `Bearer ${token}`, 'x-request-id': 'op-trace-1' } })
@@ -130,11 +131,20 @@ t.test('bad configuration stops start-up with a clear message', async (t) => {
   t.match(r.stderr(), /FILEGATE_WORKERS must be a whole number/)
 })
 
-t.test('refuses the slow uWS JS fallback unless allowed', async (t) => {
+t.test('FILEGATE_HTTP_ENGINE picks the HTTP engine', async (t) => {
   const dir = t.testdir()
-  const p = run(t, ['--port', '0', '--data-dir', dir], { UWS_USE_FALLBACK: '1' })
-  t.equal(await p.exit, 1, 'does not start on the fallback')
-  t.match(p.stderr(), /fell back to a slow JS emulation/)
+  const p = run(t, ['--port', '0', '--data-dir', join(dir, 'data'), '--workers', '1'], { FILEGATE_HTTP_ENGINE: 'node' })
+  t.match(await p.waitFor('HTTP engine'), { level: 'info', engine: 'node', version: /^node:http/ }, 'says it serves with node:http')
+  const port = portOf(await p.waitFor('filegate listening'))
+  const res = await fetch(`http://127.0.0.1:${port}/healthz`)
+  t.equal(res.status, 200, 'and serves')
+  await res.arrayBuffer()
+  p.child.kill('SIGTERM')
+  t.equal(await p.exit, 0)
+
+  const bad = run(t, ['--port', '0', '--data-dir', join(dir, 'bad')], { FILEGATE_HTTP_ENGINE: 'fast' })
+  t.equal(await bad.exit, 1, 'an unknown engine stops start-up')
+  t.match(bad.stderr(), /http_engine must be one of auto, uws, node/)
 })
 
 t.test('SIGTERM lets a transfer in flight finish, then exits', async (t) => {

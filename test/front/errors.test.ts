@@ -232,7 +232,8 @@ t.test('a symlink leading out of the space → 403, nothing read', async (t) => 
 t.test('a malformed raw request does not break the server', async (t) => {
   const { url } = await startTestServer(t)
   const answer = await raw(url, 'THIS IS NOT HTTP\r\n\r\n')
-  t.notMatch(answer, /^HTTP\/1\.[01] 5\d\d/, `no 5xx (${JSON.stringify(answer.slice(0, 40))})`)
+  // 505 is uWS's answer to a request line it cannot read (an HTTP version it does not speak).
+  t.notMatch(answer, /^HTTP\/1\.[01] 5(?!05)\d\d/, `no server error (${JSON.stringify(answer.slice(0, 40))})`)
   const bad = await raw(url, 'GET /api/files/ls?path=%ZZ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
   t.match(bad, /^HTTP\/1\.1 4\d\d /, 'a bad percent-encoding: a 4xx')
   const res = await fetch(`${url}/healthz`)

@@ -157,7 +157,7 @@ async function abortHalfway(t: Test, url: string, token: string, home: string, p
   await writeSlowly(req, randomBytes(sent), 128 * 1024)
   // The server is now writing somewhere (a temporary file): wait to see it, so the abort
   // really happens mid-write (if it is not visible, the abort still happens).
-  const started = await until(() => filesUnder(home).length > before.length, 3000)
+  const started = await until(() => filesUnder(home).length > before.length, 20_000)
   t.ok(started, 'the server had started writing before the abort')
   req.destroy()
   const clean = await until(() => filesUnder(home).join('\n') === before.join('\n'), 5000)

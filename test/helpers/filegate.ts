@@ -1,8 +1,11 @@
 /**
- * Test harness: a real filegate (uWS listener, worker pool, local disk) on
+ * Test harness: a real filegate (HTTP listener, worker pool, local disk) on
  * 127.0.0.1 and a free port, with its own data directory, stopped at the end of
  * the test. Plus small HTTP helpers over fetch. Every answer the tests fetch from it
  * is checked against the OpenAPI document (test/helpers/openapi.ts).
+ *
+ * FILEGATE_HTTP_ENGINE (auto, uws, node) picks the HTTP engine, as it does for the
+ * CLI: `npm test` runs the HTTP tests once per engine.
  */
 import type { Test } from 'tap'
 import { type Config, validateConfig } from '../../core/config.js'
@@ -19,7 +22,8 @@ export interface Running {
 
 export async function startTestServer(t: Test, overrides: Record<string, unknown> = {}, logger: Logger = silentLogger): Promise<Running> {
   const dataDir = (overrides.data_dir as string | undefined) ?? t.testdir()
-  const config = validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 2, ...overrides, ...publicLocal(overrides), data_dir: dataDir })
+  const engine = process.env.FILEGATE_HTTP_ENGINE
+  const config = validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 2, ...(engine ? { http_engine: engine } : {}), ...overrides, ...publicLocal(overrides), data_dir: dataDir })
   const app = await startFilegate(config, { logger })
   t.teardown(() => app.close(0))
   const url = `http://127.0.0.1:${app.port}`
