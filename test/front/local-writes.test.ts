@@ -9,10 +9,10 @@
  */
 import { randomBytes } from 'node:crypto'
 import * as fs from 'node:fs'
-import { type ClientRequest, type IncomingMessage, request } from 'node:http'
 import { join, relative } from 'node:path'
 import t, { type Test } from 'tap'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
+import { startUpload } from '../helpers/transfers.js'
 
 const HALF = 1024 * 1024
 
@@ -47,27 +47,6 @@ async function until(what: string, check: () => boolean, ms = 20_000): Promise<v
   }
 }
 
-/** An upload we send by hand: `send` writes bytes, `end` finishes, `response` answers. */
-function startUpload(url: string, token: string, path: string) {
-  const req: ClientRequest = request({
-    host: '127.0.0.1',
-    port: Number(new URL(url).port),
-    method: 'POST',
-    path: `/api/files/cat?path=${encodeURIComponent(path)}`,
-    headers: { authorization: `Bearer ${token}`, 'content-length': 2 * HALF },
-  })
-  const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
-    req.on('response', (res: IncomingMessage) => {
-      const parts: Buffer[] = []
-      res.on('data', (d: Buffer) => parts.push(d))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString() }))
-      res.on('error', reject)
-    })
-    req.on('error', reject)
-  })
-  const send = (b: Buffer) => new Promise<void>((resolve, reject) => req.write(b, (err) => (err ? reject(err) : resolve())))
-  return { send, end: () => req.end(), response }
-}
 
 /** The size of the hidden temporary file in `dir` (0 while there is none). */
 function partSize(dir: string): number {
@@ -82,7 +61,7 @@ for (const [what, change] of [
   t.test(`an upload whose folder is ${what} meanwhile fails cleanly and leaves nothing behind`, async (t) => {
     const { url, token, home, call } = await setup(t)
     const body = randomBytes(2 * HALF)
-    const up = startUpload(url, token, '/pr_x/f.bin')
+    const up = startUpload(url, token, '/pr_x/f.bin', { 'content-length': 2 * HALF })
     await up.send(body.subarray(0, HALF))
     await until('the first half on disk', () => partSize(join(home, 'pr_x')) === HALF)
 
@@ -91,7 +70,7 @@ for (const [what, change] of [
     t.equal(res.status, 200, `${change} during the upload: 200`)
 
     await up.send(body.subarray(HALF))
-    up.end()
+    up.req.end()
     const answer = await up.response
     t.equal(answer.status, 404, `the upload answers 404 (${answer.body.trim()})`)
     t.match(JSON.parse(answer.body), { status: 'error', code: 'NOT_FOUND' })

@@ -6,10 +6,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
-import { type ClientRequest, type IncomingMessage, request } from 'node:http'
+import type { ClientRequest } from 'node:http'
 import { join, relative } from 'node:path'
 import t, { type Test } from 'tap'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
+import { startUpload } from '../helpers/transfers.js'
 
 const MiB = 1024 * 1024
 
@@ -53,28 +54,6 @@ async function until(check: () => boolean, ms = 5000): Promise<boolean> {
   return true
 }
 
-/** A node:http upload we drive by hand. */
-function startUpload(url: string, token: string, path: string, headers: Record<string, string | number>) {
-  const { port } = new URL(url)
-  const req = request({
-    host: '127.0.0.1',
-    port: Number(port),
-    method: 'POST',
-    path: `/api/files/cat?path=${encodeURIComponent(path)}`,
-    headers: { authorization: `Bearer ${token}`, ...headers },
-  })
-  const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
-    req.on('response', (res: IncomingMessage) => {
-      const parts: Buffer[] = []
-      res.on('data', (d: Buffer) => parts.push(d))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString() }))
-      res.on('error', reject)
-    })
-    req.on('error', reject)
-  })
-  response.catch(() => {}) // inspected by the tests that expect an answer
-  return { req, response }
-}
 
 /** Writes `bytes` in `chunk`-sized pieces, waiting for each to be flushed; stops early when `stop()` says so. */
 async function writeSlowly(req: ClientRequest, bytes: Buffer, chunk: number, stop: () => boolean = () => false): Promise<void> {

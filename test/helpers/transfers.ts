@@ -1,8 +1,10 @@
 /**
  * Test helpers for transfers as a client sees them: the entry names of a zip, a
- * download read until it ends or is cut, and an upload whose server goes away.
+ * download read until it ends or is cut, an upload driven by hand, and an upload whose
+ * server goes away.
  */
 import { randomBytes } from 'node:crypto'
+import { type IncomingMessage, request } from 'node:http'
 import yauzl from 'yauzl'
 
 const MiB = 1024 * 1024
@@ -57,4 +59,30 @@ export function bodyStoppingServer(stop: () => Promise<void>, stopAfter: number,
       controller.enqueue(chunk)
     },
   })
+}
+
+/**
+ * A node:http upload (POST /api/files/cat) driven by hand: `send` writes bytes, `req`
+ * is the request (end it, or destroy it to cut the upload), `response` the answer.
+ */
+export function startUpload(url: string, token: string, path: string, headers: Record<string, string | number>) {
+  const req = request({
+    host: '127.0.0.1',
+    port: Number(new URL(url).port),
+    method: 'POST',
+    path: `/api/files/cat?path=${encodeURIComponent(path)}`,
+    headers: { authorization: `Bearer ${token}`, ...headers },
+  })
+  const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    req.on('response', (res: IncomingMessage) => {
+      const parts: Buffer[] = []
+      res.on('data', (d: Buffer) => parts.push(d))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString() }))
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+  })
+  response.catch(() => {}) // inspected by the tests that expect an answer
+  const send = (b: Buffer) => new Promise<void>((resolve, reject) => req.write(b, (err) => (err ? reject(err) : resolve())))
+  return { req, send, response }
 }
