@@ -44,8 +44,12 @@ const canceled = () => new FsError('ECANCELED', 'the stream was cancelled by its
 const lost = () => new FsError('EIO', 'the stream ended without finishing (its thread exited)')
 
 /**
- * Bytes buffered by streams, bounded. `take` refuses beyond the limit (except when nothing
- * at all is taken, so one stream can always move); `give` frees and wakes waiters in order.
+ * Bytes buffered by streams, bounded. `take` refuses beyond the limit, except for a
+ * stream's first chunk (`floor`): a stream that holds nothing may always move one
+ * chunk, so streams whose consumers stopped, however many, never stop another stream.
+ * The bytes held are then at most the limit plus one chunk per stream, and the number of
+ * streams is bounded by the transfer limits (docs/transfers.md). `give` frees and wakes
+ * waiters in order.
  */
 export class ByteBudget {
   readonly limit: number
@@ -61,8 +65,8 @@ export class ByteBudget {
     return this.#used
   }
 
-  take(n: number): boolean {
-    if (this.#used > 0 && this.#used + n > this.limit) return false
+  take(n: number, floor = false): boolean {
+    if (!floor && this.#used > 0 && this.#used + n > this.limit) return false
     this.#used += n
     return true
   }
@@ -326,7 +330,12 @@ export class PortReader implements AsyncIterable<Uint8Array> {
 
   /** Grants credits up to the window; when the budget is short, waits in its line for the rest. */
   #topUp(): void {
-    if (this.#unwait || !this.#grant()) return
+    if (this.#unwait) {
+      // Already in line for the rest; a stream that holds nothing still takes its chunk.
+      if (this.#held === 0) this.#grant()
+      return
+    }
+    if (!this.#grant()) return
     const fn = () => {
       if (this.#grant()) return false
       this.#unwait = null
@@ -341,7 +350,8 @@ export class PortReader implements AsyncIterable<Uint8Array> {
     let want = this.#window - this.#inFlight - this.#queue.length - (this.#consumerHolds >= 0 ? 1 : 0)
     let n = 0
     for (; want > 0; want--) {
-      if (this.#budget && !this.#budget.take(CREDIT_ESTIMATE)) break
+      // A stream that holds nothing takes its one chunk whatever the others hold.
+      if (this.#budget && !this.#budget.take(CREDIT_ESTIMATE, this.#held === 0)) break
       this.#held += CREDIT_ESTIMATE
       n++
     }

@@ -11,13 +11,13 @@ import { ByteBudget, PortReader, PortWriter } from '../../core/port-stream.js'
 const CHUNK = 64 * 1024
 
 /** A source of `n` chunks that counts how many were pulled. */
-function source(n: number) {
+function source(n: number, size = CHUNK) {
   const s = {
     pulled: 0,
     async *[Symbol.asyncIterator]() {
       for (let i = 0; i < n; i++) {
         s.pulled++
-        yield new Uint8Array(CHUNK)
+        yield new Uint8Array(size)
       }
     },
   }
@@ -29,9 +29,9 @@ const settle = async () => {
   for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r))
 }
 
-function stream(n: number, budget?: ByteBudget) {
+function stream(n: number, budget?: ByteBudget, size = CHUNK) {
   const { port1, port2 } = new MessageChannel()
-  const src = source(n)
+  const src = source(n, size)
   const writer = new PortWriter(port1)
   const done = writer.pipeFrom(src).catch((err: unknown) => err)
   const reader = new PortReader(port2, budget ? { budget } : {})
@@ -85,4 +85,23 @@ t.test('readers sharing a budget stay within it; a cancelled stream gives its by
   await settle()
   t.equal(budget.used, 0, 'cancelled streams give every byte back')
   for (const s of streams.slice(1)) t.match(await s.done, { code: 'ECANCELED' }, 'their writers see the cancel')
+})
+
+t.test('stalled readers that fill the budget never stop another stream: each may always move one chunk', async (t) => {
+  // 8 stalled readers of 1 MiB chunks hold 8 MiB, twice this budget.
+  const budget = new ByteBudget(4 * 1024 * 1024)
+  const stalled = Array.from({ length: 8 }, () => stream(4, budget, 1024 * 1024))
+  const within = <T>(p: Promise<T>) => Promise.race([p.then(() => 'done'), new Promise((r) => setTimeout(() => r('stuck'), 5000))])
+  t.equal(await within(Promise.all(stalled.map((s) => s.reader[Symbol.asyncIterator]().next()))), 'done', 'each stalled reader got its first chunk')
+  await settle()
+  const late = stream(16, budget, 1024 * 1024)
+  let n = 0
+  const read = (async () => {
+    for await (const _ of late.reader) n++
+  })()
+  t.equal(await within(read), 'done', 'a stream that arrives after the stalled ones is served')
+  t.equal(n, 16, 'every chunk of it')
+  for (const s of stalled) s.reader.cancel()
+  await settle()
+  t.equal(budget.used, 0, 'every byte is given back')
 })

@@ -1,9 +1,10 @@
 /**
  * Slow clients must not starve everyone else. With only a public share link, 300
  * connections ask for a file over 64 KiB and never read; 140 uploads send their
- * headers and one byte; meanwhile a logged-in user lists a folder and reads a small
- * file. The server (its own process, as deployed) keeps answering that user within a
- * second, and its memory grows by less than 200 MiB.
+ * headers and one byte; meanwhile a logged-in user lists a folder, reads a small
+ * file and downloads a 1 MiB one (a streamed transfer of its own). The server (its own
+ * process, as deployed) keeps answering that user within a second, and its memory
+ * grows by less than 200 MiB.
  *
  * First as the attack was seen, from one address (downloads) and another (uploads),
  * with the default settings: the limits per address answer the excess with 429. Then

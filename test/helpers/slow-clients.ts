@@ -26,7 +26,7 @@ export interface SlowClientOptions {
 }
 
 export interface SlowClientResult {
-  /** The logged-in user's requests (ls and cat alternately): count, failures, latencies in ms. */
+  /** The logged-in user's requests (ls, cat of 4 KiB and a streamed 1 MiB download in turn): count, failures, latencies in ms. */
   readonly requests: number
   readonly failures: number
   readonly p50Ms: number
@@ -94,6 +94,7 @@ export async function runSlowClients(o: SlowClientOptions): Promise<SlowClientRe
   const auth = { authorization: `Bearer ${owner}` }
   await json(await fetch(`${o.url}/api/files/cat?path=/big.bin`, { method: 'POST', headers: auth, body: Buffer.alloc(size, 7) }))
   await json(await fetch(`${o.url}/api/files/cat?path=/docs/small.txt`, { method: 'POST', headers: auth, body: Buffer.alloc(4096, 1) }))
+  await json(await fetch(`${o.url}/api/files/cat?path=/docs/medium.bin`, { method: 'POST', headers: auth, body: Buffer.alloc(MiB, 2) }))
   for (let i = 0; i < 20; i++) await json(await fetch(`${o.url}/api/files/touch?path=/docs/f${i}.txt`, { method: 'POST', headers: auth }))
   const share = await json(await fetch(`${o.url}/api/share`, { method: 'POST', headers: auth, body: JSON.stringify({ path: '/big.bin' }) }))
   const shareId = (share.result as { id: string }).id
@@ -113,7 +114,16 @@ export async function runSlowClients(o: SlowClientOptions): Promise<SlowClientRe
     if (res.status !== 200 || n !== 4096) throw new Error(`cat: ${res.status}, ${n} bytes`)
     return performance.now() - t0
   }
-  for (let i = 0; i < 30; i++) await Promise.all([ls(), cat()])
+  // A download too big to be answered inline: a live transfer of its own, beside the stalled ones.
+  const download = async (): Promise<number> => {
+    const t0 = performance.now()
+    const res = await fetch(`${o.url}/api/files/cat?path=/docs/medium.bin`, { headers: auth, signal: AbortSignal.timeout(5000) })
+    const n = (await res.arrayBuffer()).byteLength
+    if (res.status !== 200 || n !== MiB) throw new Error(`download: ${res.status}, ${n} bytes`)
+    return performance.now() - t0
+  }
+  const ops = [ls, cat, download]
+  for (let i = 0; i < 30; i++) await Promise.all(ops.map((op) => op()))
   const rssBefore = rssMiB(o.pid)
   let rssPeak = rssBefore
   const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMiB(o.pid))), 100)
@@ -154,7 +164,7 @@ export async function runSlowClients(o: SlowClientOptions): Promise<SlowClientRe
     const end = performance.now() + o.seconds * 1000
     for (let i = 0; performance.now() < end; i++) {
       try {
-        latencies.push(await (i % 2 === 0 ? ls() : cat()))
+        latencies.push(await ops[i % ops.length]!())
       } catch {
         failures++
         latencies.push(5000)

@@ -77,5 +77,8 @@ t.test('killing a worker mid-transfer fails only its transfer', async (t) => {
   }
   const again = await call('GET', '/api/files/cat', { path: '/a.bin' })
   t.equal(createHash('sha256').update(Buffer.from(await again.arrayBuffer())).digest('hex'), want, 'a new download is intact')
+  // A thread that dies within a second of starting is replaced after a pause (no respawn loop): wait for it.
+  const deadline = Date.now() + 10_000
+  while (app.pool.threads.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
   t.equal(app.pool.threads.length, 2, 'the pool is back to its size')
 })
