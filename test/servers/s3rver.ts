@@ -132,9 +132,10 @@ export async function startS3rver(t: Test): Promise<S3rverServer> {
   const args = ['--require', preload, join(S3RVER_DIR, 'bin', 's3rver.js'), '-d', dir, '-a', '127.0.0.1', '-p', String(port), '--silent']
   let server: Started | null = null
   const start = async (): Promise<void> => {
-    // s3rver is plain JavaScript: it gets none of the test runner's loaders (NODE_OPTIONS),
-    // whose hooks break its CommonJS requires on Node 22.
-    server = await startServer(t, process.execPath, args, { port, env: { ...process.env, NODE_OPTIONS: '' } })
+    // s3rver is plain JavaScript: it gets none of the test runner's loaders, whose hooks
+    // break its CommonJS requires on Node 22. tap puts them back into NODE_OPTIONS on
+    // every spawn, so env(1) takes them out just before node starts.
+    server = await startServer(t, '/usr/bin/env', ['-u', 'NODE_OPTIONS', process.execPath, ...args], { port })
   }
   await start()
 
