@@ -6,7 +6,8 @@
  * upload (S3, billed storage). The driver removes it at once; when it cannot
  * because the server is unreachable (the very failure that stopped the upload, often),
  * the item is remembered here and removed after the next request that succeeds, when
- * the server answers again.
+ * the server answers again; a sweep that fails again is retried on a backing-off timer
+ * too, so the clean-up does not wait for traffic.
  *
  * Bounded: at most `maxPending` items are remembered (beyond that, a `.part` stays
  * on the server, hidden), each retried at most `maxTries` times. A failure that is
@@ -27,6 +28,9 @@ export interface UploadCleanupOptions<K> {
 
 const MAX_PENDING = 1000
 const MAX_TRIES = 20
+/** Retries without a request to wait for: after 0.5 s, then doubling, at most every 30 s. */
+const RETRY_FIRST_MS = 500
+const RETRY_MAX_MS = 30_000
 
 const fsRetryable = (err: unknown): boolean => isFsError(err) && err.retryable
 
@@ -84,7 +88,10 @@ export class UploadCleanup<K> {
           continue
         }
         this.#pending.set(item, tries + 1)
-        return // unreachable again: the next success resumes
+        // Unreachable again (or a connection that died with the server): the next success
+        // resumes, and so does a timer, backing off, in case no other request comes.
+        setTimeout(() => this.afterSuccess(), Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** tries)).unref()
+        return
       }
     }
   }
