@@ -1,15 +1,83 @@
 /**
  * @module core/gateway
  * The seam for protocol gateways (SFTP, S3, MCP): each is a listener or a set of
- * HTTP routes that translates its protocol into Storage calls. Gateways import
- * only core/; the composition root (front/app.ts) starts and stops them.
+ * HTTP routes that translates its protocol into calls on a `ProtocolFs`
+ * (core/protocol-fs.ts). Gateways import only core/; the composition root
+ * (front/app.ts) implements the context below and starts and stops them.
  */
 import type { HttpHandler } from './http.js'
 import type { BackendSpec } from './backend.js'
+import type { ProtocolFs } from './protocol-fs.js'
+import type { StateStore } from './state.js'
 import type { Storage } from './storage.js'
 
+/** The protocols logging in, for logs, throttles and metrics. */
+export type Door = 'sftp' | 's3' | 'mcp'
+
+/** An SSH public key as the client presented it. */
+export interface PublicKey {
+  /** e.g. `ssh-ed25519`. */
+  readonly algo: string
+  /** The key in SSH wire format (what an authorized_keys line holds in base64). */
+  readonly data: Uint8Array
+}
+
+export interface LoginRequest {
+  readonly door: Door
+  /**
+   * A gateway user's name (admin-defined), or `<user>@<connection label>` for a
+   * pass-through login: the user's own account on a connection whose credentials come
+   * from the user (sftp, ftp, smb, s3 connections without fixed credentials).
+   */
+  readonly user: string
+  /** The client's network address, for the throttle and the logs. */
+  readonly address: string
+  /** Exactly one of `password` and `publicKey`. */
+  readonly password?: string
+  /**
+   * A public key whose signature the protocol library has already verified: the login
+   * only checks that the key is one of the user's authorized keys.
+   */
+  readonly publicKey?: PublicKey
+  /** A request id for the logs (e.g. the connection's id). */
+  readonly requestId: string
+}
+
+export type LoginResult =
+  | { readonly ok: true; readonly user: string; readonly fs: ProtocolFs }
+  /**
+   * `refused`: wrong user, password or key, told apart to nobody (the same answer after
+   * the same delay); `throttled`: too many failures from this address; `unavailable`:
+   * the storage behind the user cannot be reached now.
+   */
+  | { readonly ok: false; readonly reason: 'refused' | 'throttled' | 'unavailable'; readonly message: string }
+
+export interface GatewayLogin {
+  /**
+   * Checks a password or a verified public key and opens the user's file system view.
+   * Failures are delayed and throttled per address exactly as the HTTP API's logins.
+   */
+  login(req: LoginRequest): Promise<LoginResult>
+  /**
+   * Whether `key` is one of `user`'s authorized keys, without a signature and without
+   * counting as a login attempt (SSH asks this before the client signs).
+   */
+  keyAuthorized(user: string, key: PublicKey): Promise<boolean>
+}
+
 export interface GatewayContext {
-  /** The storage for a backend, served by the worker pool. */
+  readonly login: GatewayLogin
+  /** The state store (gateway users, keys, ...), shared by every node. */
+  readonly state: StateStore
+  /** The service's data directory (absolute): a gateway keeps its own files under `<data_dir>/<gateway name>/`. */
+  readonly dataDir: string
+  /**
+   * Seals a secret a protocol needs back in clear (e.g. an S3 secret key) under the
+   * server secret, bound to `purpose`; `unseal` throws on anything not sealed so.
+   */
+  seal(purpose: string, plain: string): string
+  unseal(purpose: string, sealed: string): string
+  /** The storage for a backend, served by the worker pool (for plugins' own gateways). */
   storageFor(spec: BackendSpec): Storage
   log(level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void
 }
@@ -20,5 +88,8 @@ export interface Gateway {
   readonly routes?: Readonly<Record<string, HttpHandler>>
   /** Starts the gateway's own listener, if it has one. */
   start(ctx: GatewayContext): Promise<void>
+  /** The port its own listener is bound to, once started (0 or absent: none). */
+  readonly port?: number
+  /** Closes the listener and ends every session (open handles are aborted, nothing half written). */
   stop(): Promise<void>
 }

@@ -10,6 +10,7 @@
  * name a place above it.
  */
 import { ApiError } from './api-error.js'
+import { FsError } from './errors.js'
 
 export const MAX_PATH_BYTES = 4096
 
@@ -97,4 +98,24 @@ export function isWithin(ancestor: string, p: string): boolean {
 export function relativeTo(ancestor: string, p: string): string {
   if (!isWithin(ancestor, p)) throw new RangeError(`${p} is not within ${ancestor}`)
   return ancestor === '/' ? p.slice(1) : p.slice(ancestor.length + 1)
+}
+
+/**
+ * A protocol gateway's path (SFTP, S3 keys, MCP arguments): absolute, or relative to
+ * `cwd` (canonical) → canonical. As in a chroot, `..` at the root stays at the root.
+ * `//` collapses and `.` is dropped. A control character, a backslash, invalid Unicode
+ * or over 4096 bytes is EINVAL: such a name is refused, never stored or resolved.
+ */
+export function resolveProtocolPath(cwd: string, raw: string): string {
+  if (Buffer.byteLength(raw, 'utf8') > MAX_PATH_BYTES) throw new FsError('EINVAL', `path longer than ${MAX_PATH_BYTES} bytes`)
+  if (CONTROL.test(raw)) throw new FsError('EINVAL', 'the path contains a control character')
+  if (!raw.isWellFormed()) throw new FsError('EINVAL', 'the path is not valid Unicode')
+  if (raw.includes('\\')) throw new FsError('EINVAL', 'the path contains a backslash')
+  const out = raw.startsWith('/') ? [] : cwd.split('/').filter((s) => s !== '')
+  for (const seg of raw.split('/')) {
+    if (seg === '' || seg === '.') continue
+    if (seg === '..') out.pop()
+    else out.push(seg)
+  }
+  return '/' + out.join('/')
 }

@@ -27,6 +27,8 @@ import { ShareService } from './shares.js'
 import { TusUploads } from './tus/uploads.js'
 import { TransferLimits } from './transfer-limits.js'
 import { version } from './version.js'
+import { subkey } from './subkey.js'
+import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
 
 export interface Filegate {
@@ -130,7 +132,23 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     await pool.close()
     throw err
   }
-  const ctx: GatewayContext = { storageFor, log: (level, msg, fields) => logger.log(level, msg, fields) }
+  const ctx: GatewayContext = {
+    // TEMPORARY until front/gateway-login.ts lands (issue 13): every gateway login is refused.
+    login: {
+      login: async () => ({ ok: false, reason: 'refused', message: 'gateway logins are not wired yet' }),
+      keyAuthorized: async () => false,
+    },
+    state,
+    dataDir: config.data_dir,
+    seal: (purpose, plain) => sealToken(plain, subkey(secret, `gateway:${purpose}`)),
+    unseal: (purpose, sealed) => {
+      const v = unsealToken(sealed, subkey(secret, `gateway:${purpose}`))
+      if (typeof v !== 'string') throw new Error('not a sealed string')
+      return v
+    },
+    storageFor,
+    log: (level, msg, fields) => logger.log(level, msg, fields),
+  }
   for (const g of gateways) await g.start(ctx)
   logExposure(config, logger)
   logger.log('info', 'filegate listening', { url: `http://${config.host}:${server.port}`, data_dir: config.data_dir, workers: config.workers })

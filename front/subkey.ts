@@ -6,6 +6,7 @@
  */
 import { createHmac } from 'node:crypto'
 
-export type KeyPurpose = 'admin-token' | 'share-credentials'
+/** `gateway:<purpose>`: a value a gateway seals (core/gateway.ts, `seal`). */
+export type KeyPurpose = 'admin-token' | 'share-credentials' | `gateway:${string}`
 
 export const subkey = (secret: Buffer, purpose: KeyPurpose): Buffer => createHmac('sha256', secret).update(`filegate ${purpose}`).digest()

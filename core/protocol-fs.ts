@@ -1,0 +1,131 @@
+/**
+ * @module core/protocol-fs
+ * The file system the protocol gateways (SFTP, S3, MCP) act on: one logged-in
+ * user's view of one storage, scoped to that user's root and rights, served by the
+ * worker pool. The composition root builds it (front/gateway-fs.ts); gateways get it
+ * from a login (core/gateway.ts) and never see threads, drivers or HTTP errors.
+ *
+ * Unlike `Storage` (shaped for the HTTP API: mkdir -p, recursive remove, parents
+ * created), each call here is one protocol operation: one directory made or removed,
+ * one file removed, listings in pages, files opened as handles and read or written at
+ * offsets.
+ *
+ * Paths are canonical (core/paths.ts, `resolveProtocolPath`), `/` being the user's
+ * root; nothing can name a place above it. Every failure is an `FsError`
+ * (core/errors.ts): each gateway maps its codes to its protocol in one table of its own.
+ * A read-only view answers EACCES to every write, before anything reaches a worker.
+ */
+import type { Entry } from './driver.js'
+import type { RequestContext } from './storage.js'
+
+/** An entry, with its permission bits where the backend keeps them. */
+export interface FsEntry extends Entry {
+  /** Permission bits (e.g. 0o644), or null when the backend has none. */
+  readonly mode: number | null
+}
+
+/** One page of a directory listing. */
+export interface ListPage {
+  /** In UTF-8 byte order of their names (what S3 listings need; SFTP takes any order). */
+  readonly entries: readonly FsEntry[]
+  /** Pass back to get the next page; null: this was the last. Opaque to the caller. */
+  readonly cursor: string | null
+}
+
+/** How a file is opened (SFTP's pflags; S3 and MCP use the same). */
+export interface OpenFlags {
+  readonly read: boolean
+  readonly write: boolean
+  /** Every write lands at the end of the file, whatever offset it names. */
+  readonly append: boolean
+  /** Create the file when it does not exist. */
+  readonly create: boolean
+  /** Start from an empty file. */
+  readonly truncate: boolean
+  /** With `create`: EEXIST when the file exists. */
+  readonly exclusive: boolean
+}
+
+/**
+ * An open file. Reads are served from a read-ahead stream in a worker (a seek restarts
+ * it); writes are coalesced into large chunks before they cross threads. A file written
+ * from offset 0 is committed atomically at `close`, as HTTP uploads are; other writes go
+ * in place where the backend can, else to a private staging copy committed at `close`.
+ * Until `close` resolves nothing written is guaranteed; `abort` (a lost connection)
+ * commits nothing. An idle handle holds no pool task, no backend session and no buffers
+ * beyond a small cap.
+ */
+export interface FileHandle {
+  readonly path: string
+  readonly flags: OpenFlags
+  /** Up to `length` bytes from `offset`; fewer only at the end of the file; empty at or past it. */
+  read(offset: number, length: number): Promise<Uint8Array>
+  /** An error of a write that was coalesced may surface at a later write or at `close`. */
+  write(offset: number, data: Uint8Array): Promise<void>
+  /** The file as this handle sees it (size includes writes not yet committed). */
+  stat(): Promise<FsEntry>
+  /** Commits what was written (atomically), then releases the handle. */
+  close(): Promise<void>
+  /** Releases the handle and drops every write not yet committed. Idempotent. */
+  abort(): void
+}
+
+/** What the storage behind a view can do, so a gateway refuses clearly before trying. */
+export interface FsAbilities {
+  /** Modification times can be set. */
+  readonly setTimes: boolean
+  /** Permission bits are kept and can be set. */
+  readonly modes: boolean
+  /** Copies happen inside the backend, without the bytes coming through filegate. */
+  readonly serverSideCopy: boolean
+  /** An empty directory exists on its own (false for prefix stores like S3). */
+  readonly emptyDirs: boolean
+}
+
+export interface ProtocolFs {
+  /** The user may not change anything: every write is EACCES. */
+  readonly readOnly: boolean
+  readonly abilities: FsAbilities
+
+  /** Follows a symbolic link (inside the root; one leading outside is EACCES). @throws ENOENT */
+  stat(ctx: RequestContext, path: string): Promise<FsEntry>
+  /** The entry itself; links are reported with `link: true`. @throws ENOENT */
+  lstat(ctx: RequestContext, path: string): Promise<FsEntry>
+  /**
+   * A page of a directory's entries, at most `limit` (default 1000), after `cursor`
+   * (null or absent: from the start). A page costs one backend listing at most.
+   * @throws ENOENT | ENOTDIR
+   */
+  list(ctx: RequestContext, dir: string, opts?: { readonly cursor?: string | null; readonly limit?: number }): Promise<ListPage>
+  /** One directory; its parent must exist. @throws EEXIST | ENOENT */
+  mkdir(ctx: RequestContext, dir: string): Promise<void>
+  /** One empty directory. @throws ENOENT | ENOTDIR | ENOTEMPTY | EACCES (the root) */
+  rmdir(ctx: RequestContext, dir: string): Promise<void>
+  /** One file (never a directory). @throws ENOENT | EISDIR */
+  unlink(ctx: RequestContext, path: string): Promise<void>
+  /**
+   * Renames a file or a directory; the target's parent must exist. Without `overwrite`
+   * an existing target is EEXIST; with it a file target is replaced (atomically where the
+   * backend can). @throws ENOENT | EEXIST | EINVAL (a directory into itself)
+   */
+  rename(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<void>
+  /** @throws ENOTSUP when the backend keeps no settable times (`abilities.setTimes`) */
+  setTimes(ctx: RequestContext, path: string, times: { readonly mtimeMs: number; readonly atimeMs?: number }): Promise<void>
+  /** @throws ENOTSUP when the backend keeps no modes (`abilities.modes`) */
+  setMode(ctx: RequestContext, path: string, mode: number): Promise<void>
+  /** Cuts or extends (with zeros) a file to `size` bytes, atomically. @throws ENOENT | EISDIR */
+  truncate(ctx: RequestContext, path: string, size: number): Promise<void>
+  /**
+   * Copies one file inside the storage (server-side where `abilities.serverSideCopy`,
+   * else streamed through a worker); the result is atomic. @throws ENOENT | EISDIR | EEXIST
+   */
+  copy(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<FsEntry>
+  /**
+   * Opens a file. `ctx.signal` is the handle's life: aborting it aborts the handle
+   * (pass the connection's or session's signal, not one request's).
+   * @throws ENOENT (no file, no `create`) | EEXIST (`exclusive`) | EISDIR | EACCES
+   */
+  open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle>
+  /** Ends the view (the session closed): every handle still open is aborted. */
+  close(): void
+}
