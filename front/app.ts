@@ -30,6 +30,8 @@ import { version } from './version.js'
 import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
+import { GatewayLoginService } from './gateway-login.js'
+import { interimProtocolFs } from './gateway-fs-interim.js'
 
 export interface Filegate {
   readonly port: number
@@ -84,6 +86,15 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
   })
 
+  const gatewayLogin = await GatewayLoginService.open({
+    config,
+    state,
+    plugins,
+    logger,
+    // TEMPORARY until front/gateway-fs.ts (createProtocolFs) lands (issue 13).
+    openFs: (spec, o) => interimProtocolFs(storageFor(spec), o.readOnly),
+  })
+
   const gateways = [...(opts.gateways ?? []), ...plugins.gateways]
   const gatewayRoutes: Record<string, HttpHandler> = {}
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
@@ -105,7 +116,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
       admin,
       keys,
       state,
-      connections: () => [...(config.tmp_sessions ? ['tmp'] : []), ...config.connections.map((c) => c.label)],
+      users: gatewayLogin,
       status: () => ({
         version,
         uptime_ms: Date.now() - started,
@@ -133,11 +144,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     throw err
   }
   const ctx: GatewayContext = {
-    // TEMPORARY until front/gateway-login.ts lands (issue 13): every gateway login is refused.
-    login: {
-      login: async () => ({ ok: false, reason: 'refused', message: 'gateway logins are not wired yet' }),
-      keyAuthorized: async () => false,
-    },
+    login: gatewayLogin,
     state,
     dataDir: config.data_dir,
     seal: (purpose, plain) => sealToken(plain, subkey(secret, `gateway:${purpose}`)),
