@@ -41,7 +41,7 @@ export function interimProtocolFs(storage: Storage, readOnly: boolean): Protocol
       if (flags.write) writable()
       if (flags.write) throw new FsError('ENOTSUP', 'not yet')
       const st = await entry(ctx, path)
-      if (st.kind === 'directory') throw new FsError('EISDIR', 'a directory')
+      if (st.kind === 'dir') throw new FsError('EISDIR', 'a directory')
       return {
         path,
         flags,

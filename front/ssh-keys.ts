@@ -32,8 +32,8 @@ export function parseAuthorizedKey(line: unknown, what: string): AuthorizedKeyRe
   if (typeof line !== 'string' || line.trim() === '') throw bad('must be a public key line, e.g. "ssh-ed25519 AAAA... me@laptop" (the contents of a .pub file)')
   if (line.length > MAX_LINE) throw bad(`longer than ${MAX_LINE} characters`)
   const text = line.trim()
-  if (/[\r\n]/.test(text)) throw bad('one key per line: add several keys one by one')
   if (/PRIVATE KEY/.test(text)) throw bad('this is a private key: give the public key (the .pub file), and keep the private one secret')
+  if (/[\r\n]/.test(text)) throw bad('one key per line: add several keys one by one')
   const parsed = ssh2.utils.parseKey(text)
   if (parsed instanceof Error) throw bad(`not an SSH public key (${parsed.message}): give one line of the form "ssh-ed25519 AAAA... comment"`)
   const key = Array.isArray(parsed) ? parsed[0] : parsed
