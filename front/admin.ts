@@ -104,7 +104,6 @@ export class AdminService {
     }
     const root = parseClientPath(typeof b.root === 'string' ? b.root : '/', 'root').path
     if (b.read_only !== undefined && typeof b.read_only !== 'boolean') throw new ApiError('INVALID_INPUT', '"read_only" must be true or false')
-    targets.check({ name: b.name, connection: b.connection, root })
     const user: GatewayUserRecord = {
       name: b.name,
       password_hash: b.password === undefined ? null : await hashPassword(b.password as string),
@@ -114,6 +113,7 @@ export class AdminService {
       read_only: b.read_only === true,
       created: Date.now(),
     }
+    targets.check(user)
     if (!(await this.#state.addGatewayUser(user))) throw new ApiError('CONFLICT', `a gateway user "${b.name}" exists already`)
     return userView(user)
   }
@@ -179,7 +179,7 @@ export interface GatewayUserTargets {
   /** The connection labels a user may map to. */
   labels(): readonly string[]
   /** @throws ApiError INVALID_INPUT when such a user could not be served (e.g. the connection has no fixed credentials) */
-  check(user: Pick<GatewayUserRecord, 'name' | 'connection' | 'root'>): void
+  check(user: Pick<GatewayUserRecord, 'name' | 'connection' | 'root' | 'created'>): void
   /** Cleans up after a removed user (its tmp space). */
   removed(user: GatewayUserRecord): Promise<void>
 }

@@ -30,13 +30,15 @@ export function tmpSpec(dataDir: string, userID: string): LocalSpec {
 }
 
 /**
- * A gateway user's `tmp` space: `<data_dir>/gateway-tmp/<name>`, created on first use.
- * Apart from the HTTP API's tmp spaces on purpose: those take no password, so a
- * gateway user's files must never be one `{"type":"tmp","userID":...}` away.
+ * A gateway user's `tmp` space: `<data_dir>/gateway-tmp/<name>.<created>`, created on
+ * first use. Apart from the HTTP API's tmp spaces on purpose: those take no password,
+ * so a gateway user's files must never be one `{"type":"tmp","userID":...}` away. The
+ * creation time keeps a user made again under a removed user's name out of its files
+ * (and out of the worker's driver for that folder).
  */
-export function gatewayTmpSpec(dataDir: string, name: string): LocalSpec {
-  if (name === '' || /^\.*$/.test(name) || name.includes('/')) throw new Error(`not a gateway user name: ${JSON.stringify(name)}`)
-  return { type: 'local', root: join(dataDir, 'gateway-tmp', name), createRoot: true }
+export function gatewayTmpSpec(dataDir: string, user: { readonly name: string; readonly created: number }): LocalSpec {
+  if (/^\.*$/.test(user.name) || user.name.includes('/') || !Number.isSafeInteger(user.created)) throw new Error(`not a gateway user: ${JSON.stringify(user)}`)
+  return { type: 'local', root: join(dataDir, 'gateway-tmp', `${user.name}.${user.created}`), createRoot: true }
 }
 
 /** Settings of a connection that are filegate's own, never backend parameters. */

@@ -21,8 +21,8 @@
  * connection, a password the backend refused) gets the same `refused` after the same
  * fixed delay (front/passwords.ts); an unknown user costs the same scrypt check as a
  * known one. One throttle counts failures per client address for all gateway doors
- * together, apart from the HTTP API's. A success gives nothing back: an account of
- * one's own cannot buy more guesses at another's.
+ * together, apart from the HTTP API's. A success takes back only its own count, not
+ * the failures before it: an account of one's own cannot buy more guesses at another's.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { rm } from 'node:fs/promises'
@@ -99,6 +99,8 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     const at = req.user.lastIndexOf('@')
     const granted = at > 0 ? await this.#passthrough(req, req.user.slice(0, at), req.user.slice(at + 1)) : await this.#gatewayUser(req)
     if (typeof granted === 'string') return this.#refuse(fields, granted)
+    // A gateway user's credentials are checked by now; a pass-through's only by the backend, below.
+    if (at <= 0) this.#throttle.refund(SCOPE, req.address)
     if ('unservable' in granted) return this.#unavailable('gateway login: this user cannot be served', { ...fields, ...granted.unservable })
     const fs = this.#opts.openFs(granted.spec, { readOnly: granted.readOnly })
     try {
@@ -112,6 +114,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       const msg = missing ? 'gateway login: the folder of this login does not exist' : 'gateway login: the storage cannot be reached'
       return this.#unavailable(msg, { ...fields, ...granted.where, code })
     }
+    if (at > 0) this.#throttle.refund(SCOPE, req.address)
     this.#opts.logger.log('info', 'gateway login', { ...fields, read_only: granted.readOnly })
     return { ok: true, user: granted.user, fs }
   }
@@ -186,21 +189,21 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     return [...(config.tmp_sessions ? ['tmp'] : []), ...config.connections.map((c) => c.label)]
   }
 
-  check(user: Pick<GatewayUserRecord, 'name' | 'connection' | 'root'>): void {
+  check(user: Pick<GatewayUserRecord, 'name' | 'connection' | 'root' | 'created'>): void {
     this.userSpec(user)
   }
 
   async removed(user: GatewayUserRecord): Promise<void> {
-    if (user.connection === 'tmp') await rm(gatewayTmpSpec(this.#opts.config.data_dir, user.name).root, { recursive: true, force: true })
+    if (user.connection === 'tmp') await rm(gatewayTmpSpec(this.#opts.config.data_dir, user).root, { recursive: true, force: true })
   }
 
   /**
    * The backend spec of a gateway user: its connection's (fixed values only), narrowed
    * to its root. @throws ApiError INVALID_INPUT when such a user cannot be served
    */
-  userSpec(user: Pick<GatewayUserRecord, 'name' | 'connection' | 'root'>): BackendSpec {
+  userSpec(user: Pick<GatewayUserRecord, 'name' | 'connection' | 'root' | 'created'>): BackendSpec {
     const { config, plugins } = this.#opts
-    if (user.connection === 'tmp' && config.tmp_sessions) return specWithRoot(gatewayTmpSpec(config.data_dir, user.name), user.root)
+    if (user.connection === 'tmp' && config.tmp_sessions) return specWithRoot(gatewayTmpSpec(config.data_dir, user), user.root)
     const conn = config.connections.find((c) => c.label === user.connection)
     if (!conn) throw new ApiError('INVALID_INPUT', `no connection is labelled ${JSON.stringify(user.connection)}`)
     let spec: BackendSpec
