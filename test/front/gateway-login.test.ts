@@ -10,67 +10,17 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { validateConfig } from '../../core/config.js'
-import type { Door, GatewayContext, LoginRequest, LoginResult, PublicKey } from '../../core/gateway.js'
+import type { Door, LoginResult, PublicKey } from '../../core/gateway.js'
 import { resolveProtocolPath } from '../../core/paths.js'
 import type { ProtocolFs } from '../../core/protocol-fs.js'
-import { startFilegate } from '../../front/app.js'
 import { GATEWAY_LOGIN_FAILURES } from '../../front/gateway-login.js'
-import type { Level } from '../../front/log.js'
 import { api, tmpSession } from '../helpers/filegate.js'
+import { gate } from '../helpers/gateway.js'
 import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { sshKeygen } from '../helpers/ssh-keys.js'
 import { startSshd } from '../servers/sshd.js'
 
-interface Line {
-  level: Level
-  msg: string
-  fields: Record<string, unknown>
-}
-
-interface Gate {
-  readonly ctx: GatewayContext
-  readonly url: string
-  readonly dataDir: string
-  /** A folder of the test's, for local connections (made from `disk`). */
-  readonly disk: string
-  readonly logs: Line[]
-  /** Adds a gateway user through the admin API. */
-  addUser(body: Record<string, unknown>): Promise<void>
-  login(req: Partial<LoginRequest>): Promise<LoginResult>
-}
-
 const ctxOf = { requestId: 'test', signal: new AbortController().signal }
-
-/**
- * filegate with the admin API on and a gateway that only keeps its context; `disk`
- * is made as a folder of its own, which `overrides` may name.
- */
-async function gate(t: Test, overrides: (disk: string) => Record<string, unknown> = () => ({}), disk: Parameters<Test['testdir']>[0] = {}): Promise<Gate> {
-  const top = t.testdir({ data: {}, disk })
-  const dataDir = join(top, 'data')
-  const logs: Line[] = []
-  let ctx: GatewayContext | undefined
-  const app = await startFilegate(validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 1, admin_password: ADMIN_PASSWORD, ...overrides(join(top, 'disk')), data_dir: dataDir }), {
-    logger: { log: (level, msg, fields = {}) => void logs.push({ level, msg, fields }) },
-    gateways: [{ name: 'capture', start: async (c) => void (ctx = c), stop: async () => {} }],
-  })
-  t.teardown(() => app.close(0))
-  const url = `http://127.0.0.1:${app.port}`
-  const admin = api(url, await adminToken(url))
-  return {
-    ctx: ctx!,
-    url,
-    dataDir,
-    disk: join(top, 'disk'),
-    logs,
-    async addUser(body) {
-      const res = await admin('POST', '/admin/api/users', {}, { body: JSON.stringify(body) })
-      if (res.status !== 200) throw new Error(`adding a user: ${res.status} ${await res.text()}`)
-    },
-    login: (req) => ctx!.login.login({ door: 'sftp', user: '', address: '192.0.2.1', requestId: 'r1', ...req }),
-  }
-}
 
 function opened(t: Test, r: LoginResult, what: string): ProtocolFs {
   if (!r.ok) throw new Error(`${what}: ${r.reason} (${r.message})`)
