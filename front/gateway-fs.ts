@@ -60,8 +60,23 @@ export interface GatewayFsOptions {
 
 const sharedSnapshots = new ListSnapshots()
 
+/** A view's figures, for tests and metrics. */
+export interface GatewayFsStats {
+  readonly openHandles: number
+  /** Read-ahead streams started (each seek that restarts one counts). */
+  readonly readStreams: number
+  /** Read-ahead streams open now. */
+  readonly liveReadStreams: number
+  /** Coalesced chunks handed to upload streams (what crosses to the workers). */
+  readonly uploadChunks: number
+  /** Written bytes waiting to cross to a worker. */
+  readonly pendingBytes: number
+}
+
+export type GatewayProtocolFs = ProtocolFs & { readonly stats: GatewayFsStats }
+
 /** Opens a user's view: asks the backend once what it can do (which also checks that it can be reached). */
-export async function createProtocolFs(opts: GatewayFsOptions): Promise<ProtocolFs> {
+export async function createProtocolFs(opts: GatewayFsOptions): Promise<GatewayProtocolFs> {
   const ch = new Channel(opts.pool, opts.spec, opts.key)
   const abilities = await fsCall(() => ch.call<FsAbilities>({ requestId: 'gateway-open', signal: new AbortController().signal }, { op: 'abilities' }))
   return new GatewayFs(ch, opts, abilities)
@@ -74,8 +89,10 @@ class GatewayFs implements ProtocolFs {
   readonly #opts: GatewayFsOptions
   readonly #snapshots: ListSnapshots
   readonly #budget: PendingBudget
-  readonly #handles = new Set<FileHandle>()
+  readonly #handles = new Set<Handle>()
   #closed = false
+  #readStreams = 0
+  #uploadChunks = 0
 
   constructor(ch: Channel, opts: GatewayFsOptions, abilities: FsAbilities) {
     this.#ch = ch
@@ -86,9 +103,16 @@ class GatewayFs implements ProtocolFs {
     this.#budget = new PendingBudget(opts.limits?.pendingBytes ?? 128 * 1024 * 1024)
   }
 
-  /** Handles open now (for tests and figures). */
-  get openHandles(): number {
-    return this.#handles.size
+  get stats(): GatewayFsStats {
+    let live = 0
+    let chunks = this.#uploadChunks
+    let streams = this.#readStreams
+    for (const h of this.#handles) {
+      live += h.parts.reader.active ? 1 : 0
+      chunks += h.parts.writer?.chunksSent ?? 0
+      streams += h.parts.reader.started
+    }
+    return { openHandles: this.#handles.size, readStreams: streams, liveReadStreams: live, uploadChunks: chunks, pendingBytes: this.#budget.bytes }
   }
 
   stat(ctx: RequestContext, path: string): Promise<FsEntry> {
@@ -202,6 +226,8 @@ class GatewayFs implements ProtocolFs {
       statNow: () => this.#ch.call<Entry>(opCtx, { op: 'stat', path }),
       onEnd: () => {
         this.#handles.delete(handle)
+        this.#readStreams += reader.started
+        this.#uploadChunks += handle.parts.writer?.chunksSent ?? 0
         ctx.signal.removeEventListener('abort', onAbort)
         life.abort(new FsError('ECANCELED', 'the file was closed'))
       },

@@ -51,6 +51,11 @@ export class Handle implements FileHandle {
   #error: FsError | null = null
   #closing: Promise<void> | null = null
 
+  /** Its reader and writer, for the view's figures. */
+  get parts(): Pick<HandleDeps, 'reader' | 'writer'> {
+    return this.#d
+  }
+
   constructor(path: string, flags: OpenFlags, deps: HandleDeps) {
     this.path = path
     this.flags = flags
@@ -62,7 +67,8 @@ export class Handle implements FileHandle {
       if (!this.flags.read) throw new FsError('EACCES', 'this file was not opened for reading', { path: this.path })
       checkRange(offset, length, this.path)
       if (length === 0) return new Uint8Array(0)
-      if (this.#staging) return this.#staging.read(offset, length)
+      // A truncated or new file reads as what was written to it, from its (empty) copy.
+      if (this.#staging || (this.flags.write && this.#d.fresh)) return (await this.#stagingCopy()).read(offset, length)
       return this.#d.reader.read(offset, length)
     })
   }

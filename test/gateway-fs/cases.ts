@@ -10,16 +10,20 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import type { FileHandle, OpenFlags, ProtocolFs } from '../../core/protocol-fs.js'
+import type { GatewayFsStats } from '../../front/gateway-fs.js'
+import { HOSTILE_NAMES } from '../drivers/suite.js'
 import type { RequestContext } from '../../core/storage.js'
 
 export interface Fixture {
-  readonly fs: ProtocolFs
+  readonly fs: ProtocolFs & { readonly stats: GatewayFsStats }
   /** The view's root on this machine. */
   readonly backing: string
   /** The same root, read-only. */
   readonly readOnly: ProtocolFs
-  /** Pool figures now. */
+  /** Live transfers of the pool now. */
   readonly transfers: () => number
+  /** The staging folder's names. */
+  readonly staged: () => string[]
   /** Puts a file straight into the backing folder, owned as the backend needs. */
   put(rel: string, data: Uint8Array | string): void
   mkdir(rel: string): void
@@ -228,6 +232,211 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       await rejects(t, f.fs.open(ctx(), '/none', R), 'ENOENT', 'open of nothing')
       f.mkdir('d')
       await rejects(t, f.fs.open(ctx(), '/d', R), 'EISDIR', 'open of a directory')
+    })
+
+    await t.test('open flags: create, exclusive, truncate, append, read + write', async (t) => {
+      const f = await make(t)
+      f.put('a', '0123456789')
+      await rejects(t, f.fs.open(ctx(), '/a', flags({ write: true, create: true, exclusive: true })), 'EEXIST', 'exclusive on an existing file')
+      await rejects(t, f.fs.open(ctx(), '/none', flags({ write: true })), 'ENOENT', 'write without create on nothing')
+      await rejects(t, f.fs.open(ctx(), '/no/dir', PUT), 'ENOENT', 'create in a missing folder')
+      await rejects(t, f.fs.open(ctx(), '/a/b', PUT), 'ENOTDIR', 'create under a file')
+
+      let h = await f.fs.open(ctx(), '/new', flags({ write: true, create: true, exclusive: true }))
+      await h.write(0, Buffer.from('fresh'))
+      await h.close()
+      t.equal(readFileSync(join(f.backing, 'new'), 'utf8'), 'fresh', 'exclusive create')
+
+      h = await f.fs.open(ctx(), '/empty', PUT)
+      await h.close()
+      t.equal(readFileSync(join(f.backing, 'empty'), 'utf8'), '', 'create + truncate, no write: an empty file')
+
+      h = await f.fs.open(ctx(), '/a', PUT)
+      await h.write(0, Buffer.from('xy'))
+      await h.close()
+      t.equal(readFileSync(join(f.backing, 'a'), 'utf8'), 'xy', 'truncate drops the old bytes')
+
+      f.put('b', '0123456789')
+      h = await f.fs.open(ctx(), '/b', flags({ write: true, append: true }))
+      await h.write(0, Buffer.from('AB')) // append: the offset is ignored
+      await h.write(3, Buffer.from('CD'))
+      t.equal((await h.stat()).size, 14, 'fstat counts appended bytes')
+      t.equal(readFileSync(join(f.backing, 'b'), 'utf8'), '0123456789', 'nothing visible before close')
+      await h.close()
+      t.equal(readFileSync(join(f.backing, 'b'), 'utf8'), '0123456789ABCD', 'append at the end')
+
+      f.put('c', '0123456789')
+      h = await f.fs.open(ctx(), '/c', flags({ read: true, write: true }))
+      t.equal(Buffer.from(await h.read(0, 4)).toString(), '0123', 'r+: reads the file')
+      await h.write(2, Buffer.from('xx'))
+      t.equal(Buffer.from(await h.read(0, 100)).toString(), '01xx456789', 'read after write sees the bytes')
+      await h.write(12, Buffer.from('!'))
+      t.same(Buffer.from(await h.read(10, 10)), Buffer.from([0, 0, 0x21]), 'a hole reads as zeros')
+      t.equal((await h.stat()).size, 13)
+      await h.close()
+      t.same(readFileSync(join(f.backing, 'c')), Buffer.concat([Buffer.from('01xx456789'), Buffer.from([0, 0]), Buffer.from('!')]), 'random writes committed')
+
+      f.put('d', 'keep me')
+      h = await f.fs.open(ctx(), '/d', flags({ read: true, write: true }))
+      t.equal(Buffer.from(await h.read(0, 100)).toString(), 'keep me')
+      await h.close()
+      t.equal(readFileSync(join(f.backing, 'd'), 'utf8'), 'keep me', 'r+ without writes changes nothing')
+
+      h = await f.fs.open(ctx(), '/d', flags({ read: true, write: true, truncate: true }))
+      t.equal((await h.read(0, 10)).byteLength, 0, 'w+: starts empty')
+      await h.write(0, Buffer.from('w+'))
+      t.equal(Buffer.from(await h.read(0, 10)).toString(), 'w+')
+      await h.close()
+      t.equal(readFileSync(join(f.backing, 'd'), 'utf8'), 'w+')
+      t.same(f.staged(), [], 'no staging file left')
+      t.same(names(f.backing), ['a', 'b', 'c', 'd', 'empty', 'new'], 'no temporary file left')
+    })
+
+    await t.test('staging: abort keeps the old content, removes the staging copy', async (t) => {
+      const f = await make(t)
+      f.put('log', 'line 1\n')
+      const h = await f.fs.open(ctx(), '/log', flags({ write: true, append: true }))
+      await h.write(0, Buffer.from('line 2\n'))
+      t.equal(f.staged().length, 1, 'a staging copy while open')
+      h.abort()
+      await waitFor(() => f.staged().length === 0)
+      t.equal(readFileSync(join(f.backing, 'log'), 'utf8'), 'line 1\n', 'old content kept')
+      t.same(names(f.backing), ['log'])
+    })
+
+    await t.test('resume (reput): write from the current size without truncation', async (t) => {
+      const f = await make(t)
+      const data = randomBytes(3 * MiB)
+      f.put('part', data.subarray(0, MiB))
+      const h = await f.fs.open(ctx(), '/part', flags({ write: true }))
+      const size = (await h.stat()).size
+      t.equal(size, MiB, 'fstat: the partial size')
+      await writeLikeSftp(h, data.subarray(size), 32 * 1024, 64, size)
+      await h.close()
+      t.equal(sha256(readFileSync(join(f.backing, 'part'))), sha256(data), 'the whole file')
+    })
+
+    await t.test('put: out-of-order writes within the window, holes are zeros', async (t) => {
+      const f = await make(t)
+      const data = randomBytes(4 * MiB)
+      const step = 64 * 1024
+      const offsets: number[] = []
+      for (let o = 0; o < data.byteLength; o += step) offsets.push(o)
+      // Swap neighbours and reverse runs of 8: what many writes in flight look like.
+      for (let i = 0; i + 8 <= offsets.length; i += 8) offsets.splice(i, 8, ...offsets.slice(i, i + 8).reverse())
+      const h = await f.fs.open(ctx(), '/ooo', PUT)
+      await Promise.all(offsets.map((o) => h.write(o, data.subarray(o, o + step))))
+      await h.close()
+      t.equal(sha256(readFileSync(join(f.backing, 'ooo'))), sha256(data), 'reordered, byte-exact')
+
+      const g = await f.fs.open(ctx(), '/holes', PUT)
+      await g.write(10, Buffer.from('B'))
+      await g.write(0, Buffer.from('A'))
+      await g.write(100, Buffer.from('C'))
+      t.equal((await g.stat()).size, 101)
+      await g.close()
+      const want = Buffer.alloc(101)
+      want[0] = 0x41
+      want[10] = 0x42
+      want[100] = 0x43
+      t.same(readFileSync(join(f.backing, 'holes')), want, 'holes are zeros')
+    })
+
+    await t.test('put: 64 MiB of 32 KiB writes cross in a few large chunks', async (t) => {
+      const f = await make(t)
+      const data = randomBytes(64 * MiB)
+      const before = f.fs.stats.uploadChunks
+      const h = await f.fs.open(ctx(), '/big', PUT)
+      await writeLikeSftp(h, data)
+      await h.close()
+      const chunks = f.fs.stats.uploadChunks - before
+      t.ok(chunks <= 70, `${chunks} chunks for 2048 writes`)
+      t.equal(sha256(readFileSync(join(f.backing, 'big'))), sha256(data), 'byte-exact')
+      t.equal(f.fs.stats.pendingBytes, 0, 'nothing left pending')
+    })
+
+    await t.test('an idle handle drops its read stream', async (t) => {
+      const f = await make(t)
+      f.put('big', randomBytes(8 * MiB))
+      const h = await f.fs.open(ctx(), '/big', R)
+      await h.read(0, 32 * 1024)
+      t.equal(f.fs.stats.liveReadStreams, 1, 'a read-ahead stream while reading')
+      await waitFor(() => f.fs.stats.liveReadStreams === 0 && f.transfers() === 0)
+      t.pass('idle: no stream, no transfer in flight')
+      const b = await h.read(32 * 1024, 10)
+      t.equal(b.byteLength, 10, 'reads go on after the stream was dropped')
+      await h.close()
+      await waitFor(() => f.transfers() === 0)
+    })
+
+    await t.test('sequential reads use one stream; a seek restarts it', async (t) => {
+      const f = await make(t)
+      f.put('big', randomBytes(4 * MiB))
+      const before = f.fs.stats.readStreams
+      const h = await f.fs.open(ctx(), '/big', R)
+      await readWhole(h)
+      t.equal(f.fs.stats.readStreams - before, 1, 'one stream for the whole file')
+      await h.read(0, 10)
+      t.equal(f.fs.stats.readStreams - before, 2, 'a seek back starts another')
+      await h.close()
+    })
+
+    await t.test('truncate, setTimes, setMode, copy', async (t) => {
+      const f = await make(t)
+      f.put('a', '0123456789')
+      await f.fs.truncate(ctx(), '/a', 4)
+      t.equal(readFileSync(join(f.backing, 'a'), 'utf8'), '0123', 'cut')
+      await f.fs.truncate(ctx(), '/a', 6)
+      t.same(readFileSync(join(f.backing, 'a')), Buffer.from([0x30, 0x31, 0x32, 0x33, 0, 0]), 'extended with zeros')
+      f.mkdir('d')
+      await rejects(t, f.fs.truncate(ctx(), '/d', 0), 'EISDIR', 'truncate of a directory')
+      await rejects(t, f.fs.truncate(ctx(), '/none', 0), 'ENOENT', 'truncate of nothing')
+
+      if (f.fs.abilities.setTimes) {
+        const when = Date.UTC(2020, 1, 2, 3, 4, 5)
+        await f.fs.setTimes(ctx(), '/a', { mtimeMs: when })
+        t.equal((await f.fs.stat(ctx(), '/a')).mtimeMs, when, 'mtime set')
+      } else {
+        await rejects(t, f.fs.setTimes(ctx(), '/a', { mtimeMs: 0 }), 'ENOTSUP', 'no settable times')
+      }
+      if (f.fs.abilities.modes) {
+        await f.fs.setMode(ctx(), '/a', 0o640)
+        t.equal((await f.fs.stat(ctx(), '/a')).mode, 0o640, 'mode set and reported')
+      } else {
+        await rejects(t, f.fs.setMode(ctx(), '/a', 0o640), 'ENOTSUP', 'no modes')
+      }
+
+      f.put('src', 'copy me')
+      t.match(await f.fs.copy(ctx(), '/src', '/dst', { overwrite: false }), { path: '/dst', kind: 'file', size: 7 })
+      t.equal(readFileSync(join(f.backing, 'dst'), 'utf8'), 'copy me')
+      await rejects(t, f.fs.copy(ctx(), '/src', '/dst', { overwrite: false }), 'EEXIST', 'copy onto a file without overwrite')
+      f.put('src', 'changed')
+      await f.fs.copy(ctx(), '/src', '/dst', { overwrite: true })
+      t.equal(readFileSync(join(f.backing, 'dst'), 'utf8'), 'changed', 'copy with overwrite')
+      await rejects(t, f.fs.copy(ctx(), '/d', '/e', { overwrite: false }), 'EISDIR', 'copy of a directory')
+      await rejects(t, f.fs.copy(ctx(), '/none', '/e', { overwrite: false }), 'ENOENT', 'copy of nothing')
+      await rejects(t, f.fs.copy(ctx(), '/src', '/no/e', { overwrite: false }), 'ENOENT', 'copy into a missing folder')
+      t.same(names(f.backing), ['a', 'd', 'dst', 'src'], 'no temporary file left')
+    })
+
+    await t.test('hostile names through every step', async (t) => {
+      const f = await make(t)
+      f.mkdir('moved')
+      for (const n of HOSTILE_NAMES) {
+        const p = `/${n}`
+        const h = await f.fs.open(ctx(), p, PUT)
+        await h.write(0, Buffer.from(n))
+        await h.close()
+        t.equal(readFileSync(join(f.backing, n), 'utf8'), n, `written: ${n.slice(0, 20)}`)
+        const r = await f.fs.open(ctx(), p, R)
+        t.equal(Buffer.from(await r.read(0, 1000)).toString(), n, 'read back')
+        await r.close()
+        await f.fs.rename(ctx(), p, `/moved${p}`, { overwrite: false })
+        await f.fs.mkdir(ctx(), p)
+      }
+      const sorted = (a: string[]) => a.sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)))
+      t.same((await f.fs.list(ctx(), '/')).entries.map((e) => e.name), sorted(['moved', ...HOSTILE_NAMES]), 'directories listed by their names')
+      t.same((await f.fs.list(ctx(), '/moved')).entries.map((e) => e.name), sorted([...HOSTILE_NAMES]), 'files listed by their names')
     })
 
     await t.test('read-only view: EACCES on every write, nothing changed', async (t) => {
