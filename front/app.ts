@@ -31,7 +31,7 @@ import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
 import { GatewayLoginService } from './gateway-login.js'
-import { interimProtocolFs } from './gateway-fs-interim.js'
+import { createProtocolFs, sweepStaging } from './gateway-fs.js'
 
 export interface Filegate {
   readonly port: number
@@ -86,13 +86,15 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
   })
 
+  // Gateways' private staging files (front/gateway-fs/staging.ts): what a crash left is debris.
+  const stagingDir = join(config.data_dir, 'gateway-staging')
+  await sweepStaging(stagingDir)
   const gatewayLogin = await GatewayLoginService.open({
     config,
     state,
     plugins,
     logger,
-    // TEMPORARY until front/gateway-fs.ts (createProtocolFs) lands (issue 13).
-    openFs: (spec, o) => interimProtocolFs(storageFor(spec), o.readOnly),
+    openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, stagingDir }),
   })
 
   const gateways = [...(opts.gateways ?? []), ...plugins.gateways]

@@ -29,10 +29,11 @@ import { rm } from 'node:fs/promises'
 import { ApiError, isApiError } from '../core/api-error.js'
 import type { BackendSpec } from '../core/backend.js'
 import type { Config } from '../core/config.js'
-import { isFsError } from '../core/errors.js'
+import { FsError, isFsError } from '../core/errors.js'
 import type { GatewayLogin, LoginRequest, LoginResult, PublicKey } from '../core/gateway.js'
 import type { ProtocolFs } from '../core/protocol-fs.js'
 import type { GatewayUserRecord, StateStore } from '../core/state.js'
+import type { ClientIdentity } from '../core/storage.js'
 import type { GatewayUserTargets } from './admin.js'
 import { type PluginStorageTypes, connectionSpec, gatewayTmpSpec, passthroughAllowed, specWithRoot } from './connection-spec.js'
 import type { Logger } from './log.js'
@@ -44,8 +45,8 @@ export const GATEWAY_LOGIN_FAILURES = 10
 const WINDOW_MS = 15 * 60_000
 const SCOPE = 'gateway'
 
-/** Opens the file system view of one login (front/gateway-fs.ts). */
-export type OpenProtocolFs = (spec: BackendSpec, opts: { readonly readOnly: boolean }) => ProtocolFs
+/** Opens the file system view of one login (front/gateway-fs.ts); rejects when the backend cannot be opened. */
+export type OpenProtocolFs = (spec: BackendSpec, opts: { readonly readOnly: boolean; readonly client: ClientIdentity }) => Promise<ProtocolFs>
 
 export interface GatewayLoginOptions {
   readonly config: Config
@@ -102,11 +103,14 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     // A gateway user's credentials are checked by now; a pass-through's only by the backend, below.
     if (at <= 0) this.#throttle.refund(SCOPE, req.address)
     if ('unservable' in granted) return this.#unavailable('gateway login: this user cannot be served', { ...fields, ...granted.unservable })
-    const fs = this.#opts.openFs(granted.spec, { readOnly: granted.readOnly })
+    const client = { address: req.address, credential: `gateway:${granted.user}` }
+    let fs: ProtocolFs | undefined
     try {
-      await fs.stat({ requestId: req.requestId, signal: new AbortController().signal }, '/')
+      fs = await this.#opts.openFs(granted.spec, { readOnly: granted.readOnly, client })
+      const root = await fs.stat({ requestId: req.requestId, signal: new AbortController().signal, client }, '/')
+      if (root.kind !== 'dir') throw new FsError('ENOTDIR', 'the root is not a folder')
     } catch (err) {
-      fs.close()
+      fs?.close()
       const code = isFsError(err) ? err.code : isApiError(err) ? err.code : 'EIO'
       // A pass-through password is checked by the backend itself: refused like any other.
       if (code === 'EAUTH' && at > 0) return this.#refuse(fields, 'the storage refused the password')
