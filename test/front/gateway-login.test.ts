@@ -13,6 +13,7 @@ import t, { type Test } from 'tap'
 import type { Door, LoginResult, PublicKey } from '../../core/gateway.js'
 import { resolveProtocolPath } from '../../core/paths.js'
 import type { ProtocolFs } from '../../core/protocol-fs.js'
+import { validateConfig } from '../../core/config.js'
 import { GATEWAY_LOGIN_FAILURES } from '../../front/gateway-login.js'
 import { api, tmpSession } from '../helpers/filegate.js'
 import { gate } from '../helpers/gateway.js'
@@ -198,4 +199,13 @@ t.test('pass-through: <user>@<label> logs in with the user\'s own account on a r
 
   await sshd.stop()
   t.match(await g.login({ user: `${sshd.username}@nas`, password: sshd.password, address: '203.0.113.9' }), { ok: false, reason: 'unavailable' }, 'the server down: unavailable')
+})
+
+t.test('"gateway_passthrough" in the configuration: a boolean, and true only where users bring their credentials', async (t) => {
+  const nas = { label: 'nas', type: 'sftp', hostname: '127.0.0.1' }
+  t.doesNotThrow(() => validateConfig({ connections: [{ ...nas, gateway_passthrough: true }] }))
+  t.doesNotThrow(() => validateConfig({ connections: [{ ...nas, gateway_passthrough: false, username: 'u', password: 'p' }] }))
+  t.throws(() => validateConfig({ connections: [{ ...nas, gateway_passthrough: 'yes' }] }), { name: 'ConfigError', message: /"gateway_passthrough" must be true or false/ })
+  t.throws(() => validateConfig({ connections: [{ ...nas, username: 'shared', gateway_passthrough: true }] }), { name: 'ConfigError', message: /leaves the credentials to its users.*username, password, private_key/ })
+  t.throws(() => validateConfig({ connections: [{ label: 'd', type: 'local', path: '/srv', public: true, gateway_passthrough: true }] }), { name: 'ConfigError', message: /needs an sftp, ftp, smb or s3 connection/ })
 })
