@@ -19,6 +19,7 @@ import { api, tmpSession } from '../helpers/filegate.js'
 import { gate } from '../helpers/gateway.js'
 import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { sshKeygen } from '../helpers/ssh-keys.js'
+import { startS3rver } from '../servers/s3rver.js'
 import { startSshd } from '../servers/sshd.js'
 
 const ctxOf = { requestId: 'test', signal: new AbortController().signal }
@@ -208,4 +209,15 @@ t.test('"gateway_passthrough" in the configuration: a boolean, and true only whe
   t.throws(() => validateConfig({ connections: [{ ...nas, gateway_passthrough: 'yes' }] }), { name: 'ConfigError', message: /"gateway_passthrough" must be true or false/ })
   t.throws(() => validateConfig({ connections: [{ ...nas, username: 'shared', gateway_passthrough: true }] }), { name: 'ConfigError', message: /leaves the credentials to its users.*username, password, private_key/ })
   t.throws(() => validateConfig({ connections: [{ label: 'd', type: 'local', path: '/srv', public: true, gateway_passthrough: true }] }), { name: 'ConfigError', message: /needs an sftp, ftp, smb or s3 connection/ })
+})
+
+t.test('pass-through on s3: <access key id>@<label>, the secret access key as the password', async (t) => {
+  const s3 = await startS3rver(t)
+  const bucket = await s3.bucket()
+  const g = await gate(t, () => ({ connections: [{ label: 'store', type: 's3', endpoint: s3.endpoint, region: 'us-east-1', path_style: true, path: bucket }] }))
+  const fs = opened(t, await g.login({ door: 's3', user: `${s3.accessKeyId}@store`, password: s3.secretAccessKey }), 'the right secret')
+  await fs.mkdir(ctxOf, '/made-through-the-gateway')
+  t.same(await names(fs, '/'), ['made-through-the-gateway'], 'the view is the bucket')
+  t.match(await g.login({ door: 's3', user: `${s3.accessKeyId}@store`, password: 'not the secret' }), { ok: false, reason: 'refused' }, 'a wrong secret is refused')
+  t.match(await g.login({ door: 's3', user: 'NOSUCHKEY@store', password: s3.secretAccessKey }), { ok: false, reason: 'refused' }, 'an unknown key id is refused')
 })
