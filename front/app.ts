@@ -22,6 +22,8 @@ import { createHandler } from './server.js'
 import { logExposure } from './exposure.js'
 import { openSqliteState } from './state/sqlite-state.js'
 import { AdminService } from './admin.js'
+import { GatewayLoginService } from './gateway-login.js'
+import { createProtocolFs, sweepStaging } from './gateway-fs.js'
 import { ApiKeyService } from './api-keys.js'
 import { ShareService } from './shares.js'
 import { TusUploads } from './tus/uploads.js'
@@ -30,8 +32,6 @@ import { version } from './version.js'
 import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
-import { GatewayLoginService } from './gateway-login.js'
-import { createProtocolFs, sweepStaging } from './gateway-fs.js'
 
 export interface Filegate {
   readonly port: number
@@ -76,16 +76,6 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   })
   const limits = new TransferLimits({ perAddress: config.transfers_per_address, perCredential: config.transfers_per_credential })
   const storageFor = (spec: BackendSpec, key?: string): Storage => limits.wrap(new PoolStorage(pool, spec, key))
-  const sessions = await SessionService.open({
-    secret,
-    config,
-    state,
-    plugins,
-    probe: async (spec, requestId) => {
-      await storageFor(spec).stat({ requestId, signal: new AbortController().signal }, '/')
-    },
-  })
-
   // Gateways' private staging files (front/gateway-fs/staging.ts): what a crash left is debris.
   const stagingDir = join(config.data_dir, 'gateway-staging')
   await sweepStaging(stagingDir)
@@ -95,6 +85,16 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     plugins,
     logger,
     openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, stagingDir }),
+  })
+
+  const sessions = await SessionService.open({
+    secret,
+    config,
+    state,
+    plugins,
+    probe: async (spec, requestId) => {
+      await storageFor(spec).stat({ requestId, signal: new AbortController().signal }, '/')
+    },
   })
 
   const gateways = [...(opts.gateways ?? []), ...plugins.gateways]
