@@ -81,9 +81,18 @@ t.test('keys that are refused, with the reason', async (t) => {
     ['a private key', ed.priv, /private key/],
     ['two keys in one string', `${ed.pub}\n${sshKeygen('ed25519').pub}`, /one key per line/],
     ['a short RSA key', sshKeygen('rsa', { bits: 1024 }).pub, /1024 bits: at least 2048/],
-    ['a DSA key', sshKeygen('dsa').pub, /DSA keys are refused/],
     ['not a string', 42, /public key line/],
   ]
+  // OpenSSH 9.8 and later may be built without DSA: then there is no DSA key to refuse.
+  const dsa = (() => {
+    try {
+      return sshKeygen('dsa')
+    } catch {
+      return null
+    }
+  })()
+  if (dsa) cases.push(['a DSA key', dsa.pub, /DSA keys are refused/])
+  else t.comment('this ssh-keygen makes no DSA keys: that case is not checked here')
   for (const [what, key, why] of cases) {
     const res = await add({ authorized_keys: [key] })
     const body = (await res.json()) as { code: string; message: string }
