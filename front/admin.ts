@@ -95,7 +95,9 @@ export class AdminService {
       throw new ApiError('INVALID_INPUT', '"name" must be 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" or "-" (not only dots)')
     }
     if (b.password !== undefined) password(b.password)
-    if (b.authorized_keys !== undefined && !Array.isArray(b.authorized_keys)) throw new ApiError('INVALID_INPUT', '"authorized_keys" must be a list of public key lines')
+    if (b.authorized_keys !== undefined && (!Array.isArray(b.authorized_keys) || b.authorized_keys.length > MAX_KEYS)) {
+      throw new ApiError('INVALID_INPUT', `"authorized_keys" must be a list of at most ${MAX_KEYS} public key lines`)
+    }
     const keys = ((b.authorized_keys ?? []) as unknown[]).map((k, i) => parseAuthorizedKey(k, `"authorized_keys"[${i}]`))
     if (new Set(keys.map((k) => k.fingerprint)).size !== keys.length) throw new ApiError('INVALID_INPUT', '"authorized_keys" lists the same key twice')
     if (b.password === undefined && keys.length === 0) throw new ApiError('INVALID_INPUT', 'give "password", "authorized_keys" or both: a gateway user needs a way to log in')
@@ -104,16 +106,14 @@ export class AdminService {
     }
     const root = parseClientPath(typeof b.root === 'string' ? b.root : '/', 'root').path
     if (b.read_only !== undefined && typeof b.read_only !== 'boolean') throw new ApiError('INVALID_INPUT', '"read_only" must be true or false')
+    const place = { name: b.name, connection: b.connection, root, created: Date.now() }
+    targets.check(place)
     const user: GatewayUserRecord = {
-      name: b.name,
+      ...place,
       password_hash: b.password === undefined ? null : await hashPassword(b.password as string),
       keys,
-      connection: b.connection,
-      root,
       read_only: b.read_only === true,
-      created: Date.now(),
     }
-    targets.check(user)
     if (!(await this.#state.addGatewayUser(user))) throw new ApiError('CONFLICT', `a gateway user "${b.name}" exists already`)
     return userView(user)
   }
@@ -162,6 +162,8 @@ export class AdminService {
 }
 
 const USER_NAME = /^[A-Za-z0-9._-]{1,64}$/
+/** Keys given at a user's creation, at most (more can be added one by one). */
+const MAX_KEYS = 100
 const noUser = () => new ApiError('NOT_FOUND', 'no such gateway user')
 
 function object(body: unknown): Record<string, unknown> {
