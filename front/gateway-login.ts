@@ -7,12 +7,13 @@
  *   an authorized public key, mapped to a connection, a root inside it and read-only
  *   or not. The backend spec is built as a session builds it
  *   (front/connection-spec.ts) and narrowed to the user's root, so the driver's own
- *   containment holds at that root. A `tmp` user gets `<data_dir>/gateway-tmp/<name>`.
+ *   containment holds at that root. A `tmp` user gets a space of its own,
+ *   `<data_dir>/gateway-tmp/<name>.<created>` (front/connection-spec.ts).
  * - **pass-through**, `<user>@<connection label>`: the user's own account on an sftp,
  *   ftp, smb or s3 connection that leaves the credentials to its users (for s3: the
  *   access key id and the secret). The backend itself checks the password.
  *
- * Every login ends with one look at the storage (a stat of `/` through the pool): a
+ * Every login ends with one look at the storage (its view opened, `/` looked at): a
  * user whose root is missing, or whose storage cannot be reached, gets `unavailable`
  * (and the admin a warning naming the user and the folder); nothing is created, but
  * for `tmp` spaces.
