@@ -39,7 +39,7 @@ import type { GatewayUserTargets } from './admin.js'
 import { type PluginStorageTypes, connectionSpec, gatewayTmpSpec, passthroughAllowed, specWithRoot } from './connection-spec.js'
 import type { Logger } from './log.js'
 import { MAX_PASSWORD_LENGTH, failureDelay, hashPassword, verifyPassword } from './passwords.js'
-import { Throttle } from './throttle.js'
+import { AttemptGate, Throttle } from './throttle.js'
 
 /** Failed gateway logins from one address within WINDOW_MS before every login from it is `throttled`. */
 export const GATEWAY_LOGIN_FAILURES = 10
@@ -78,6 +78,8 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   /** A hash of a random password: an unknown user costs the same check as a known one. */
   readonly #decoy: string
   readonly #throttle = new Throttle({ max: GATEWAY_LOGIN_FAILURES, windowMs: WINDOW_MS, what: 'gateway logins' })
+  /** Four checks at a time per address (scrypt runs on libuv's four threads anyway); the rest wait. */
+  readonly #gate = new AttemptGate({ perAddress: 4, maxWaiting: 4096 })
 
   private constructor(opts: GatewayLoginOptions, decoy: string) {
     this.#opts = opts
@@ -89,6 +91,16 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   }
 
   async login(req: LoginRequest): Promise<LoginResult> {
+    try {
+      return await this.#gate.run(req.address, () => this.#login(req))
+    } catch (err) {
+      if (!(isApiError(err) && err.code === 'RATE_LIMITED')) throw err
+      await failureDelay()
+      return { ok: false, reason: 'throttled', message: err.message }
+    }
+  }
+
+  async #login(req: LoginRequest): Promise<LoginResult> {
     const fields = { door: req.door, user: req.user.slice(0, 200), address: req.address, requestId: req.requestId }
     try {
       this.#throttle.attempt(SCOPE, req.address)

@@ -134,3 +134,41 @@ function ipv6Groups(a: string): number[] {
   const zeros = tail === undefined ? [] : Array<string>(8 - h.length - t.length).fill('0')
   return [...h, ...zeros, ...t].map((x) => parseInt(x, 16))
 }
+
+/**
+ * Login checks from one address run a few at a time; the others wait their turn. With
+ * the throttle counting an attempt when it starts, this is what lets a client open many
+ * sessions at once (rclone opens a dozen SFTP connections together) without its own
+ * logins in flight counting as a lock-out, while parallel guesses still cannot outrun
+ * the count: at most `perAddress` are being checked at any time.
+ */
+export class AttemptGate {
+  readonly #perAddress: number
+  readonly #maxWaiting: number
+  readonly #slots = new Map<string, { running: number; readonly waiting: (() => void)[] }>()
+
+  constructor(opts: { perAddress: number; maxWaiting: number }) {
+    this.#perAddress = opts.perAddress
+    this.#maxWaiting = opts.maxWaiting
+  }
+
+  /** Runs `fn` once a slot for `address` is free. @throws ApiError RATE_LIMITED when too many already wait */
+  async run<T>(address: string, fn: () => Promise<T>): Promise<T> {
+    const key = addressKey(address)
+    let slot = this.#slots.get(key)
+    if (!slot) this.#slots.set(key, (slot = { running: 0, waiting: [] }))
+    if (slot.running >= this.#perAddress) {
+      if (slot.waiting.length >= this.#maxWaiting) throw new ApiError('RATE_LIMITED', 'too many logins at once from this address')
+      await new Promise<void>((resolve) => slot!.waiting.push(resolve))
+    } else {
+      slot.running++
+    }
+    try {
+      return await fn()
+    } finally {
+      const next = slot.waiting.shift()
+      if (next) next() // the slot passes on, still counted as running
+      else if (--slot.running === 0) this.#slots.delete(key)
+    }
+  }
+}

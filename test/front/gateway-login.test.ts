@@ -90,6 +90,18 @@ t.test(`after ${GATEWAY_LOGIN_FAILURES} failures from one address, at any door, 
   t.equal(res.status, 200, 'the admin login is counted apart')
 })
 
+t.test('many sessions opened at once from one address all log in: logins in flight are not failures', async (t) => {
+  const g = await gate(t)
+  await g.addUser({ name: 'bob', password: 'bob password', connection: 'tmp' })
+  // rclone opens a dozen connections together; a backup host may open far more.
+  const results = await Promise.all(Array.from({ length: 3 * GATEWAY_LOGIN_FAILURES }, () => g.login({ user: 'bob', password: 'bob password' })))
+  t.equal(results.filter((r) => r.ok).length, results.length, `all ${results.length} logins succeed`)
+  for (const r of results) if (r.ok) r.fs.close()
+  // Guesses in parallel still cannot outrun the count.
+  const guesses = await Promise.all(Array.from({ length: 3 * GATEWAY_LOGIN_FAILURES }, () => g.login({ user: 'bob', password: 'guess' })))
+  t.equal(guesses.filter((r) => !r.ok && r.reason === 'refused').length, GATEWAY_LOGIN_FAILURES, `only ${GATEWAY_LOGIN_FAILURES} parallel guesses are checked; the rest are throttled`)
+})
+
 t.test('a success gives no guesses back: an account of its own does not reset the count of an address', async (t) => {
   const g = await gate(t)
   await g.addUser({ name: 'mallory', password: 'mallory password', connection: 'tmp' })
