@@ -138,6 +138,14 @@ export interface Driver {
   truncate?(ctx: OpContext, path: string, size: number): Promise<void>
 
   /**
+   * Writes `data` at `offset` into an existing file, in place: not atomic (a reader may
+   * see the file between two such writes), a hole before `offset` reads as zeros. What
+   * the protocol gateways use for appends and random writes where a backend can.
+   * Missing: they go through a staging copy. @throws FsError ENOENT | EISDIR
+   */
+  writeAt?(ctx: OpContext, path: string, offset: number, data: Uint8Array): Promise<void>
+
+  /**
    * Copies one file inside the backend (the bytes never leave it), atomically as `write`.
    * The target's parent must exist. Missing: workers/ops.ts streams read → write.
    * @throws FsError ENOENT | EISDIR | EEXIST (with overwrite false)

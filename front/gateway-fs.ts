@@ -12,16 +12,19 @@
  * to cross to a worker), errors.ts (every failure an FsError). docs/gateways.md, "The
  * gateway layer", says what a view guarantees.
  */
+import type { Transferable } from 'node:worker_threads'
 import type { BackendSpec } from '../core/backend.js'
 import type { Entry } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
 import { parentOf } from '../core/paths.js'
+import type { BackendAbilities } from '../core/messages.js'
 import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, ProtocolFs } from '../core/protocol-fs.js'
 import type { ClientIdentity, RequestContext } from '../core/storage.js'
 import { Channel, INLINE_READ_MAX } from '../workers/client.js'
 import type { WorkerPool } from '../workers/pool.js'
 import { fsCall, readOnlyError } from './gateway-fs/errors.js'
 import { Handle, toFsEntry } from './gateway-fs/handles.js'
+import { InPlaceWriter } from './gateway-fs/in-place.js'
 import { ListSnapshots } from './gateway-fs/list-pages.js'
 import { PendingBudget } from './gateway-fs/pending.js'
 import { ReadAhead } from './gateway-fs/read-ahead.js'
@@ -56,6 +59,8 @@ export interface GatewayFsOptions {
   /** Listing snapshots, shared by the views of a process (default: one per process). */
   readonly snapshots?: ListSnapshots
   readonly limits?: GatewayFsLimits
+  /** Write in place where the backend can (default); false: staging for every write that is not a `put`. */
+  readonly inPlace?: boolean
 }
 
 const sharedSnapshots = new ListSnapshots()
@@ -78,8 +83,13 @@ export type GatewayProtocolFs = ProtocolFs & { readonly stats: GatewayFsStats }
 /** Opens a user's view: asks the backend once what it can do (which also checks that it can be reached). */
 export async function createProtocolFs(opts: GatewayFsOptions): Promise<GatewayProtocolFs> {
   const ch = new Channel(opts.pool, opts.spec, opts.key)
-  const abilities = await fsCall(() => ch.call<FsAbilities>({ requestId: 'gateway-open', signal: new AbortController().signal }, { op: 'abilities' }))
+  const abilities = await fsCall(() => ch.call<BackendAbilities>({ requestId: 'gateway-open', signal: new AbortController().signal }, { op: 'abilities' }))
   return new GatewayFs(ch, opts, abilities)
+}
+
+/** The buffer under `data` when `data` spans all of it (then it can be handed over without a copy). */
+function transferable(data: Uint8Array): Transferable[] {
+  return data.byteOffset === 0 && data.buffer instanceof ArrayBuffer && data.byteLength === data.buffer.byteLength ? [data.buffer] : []
 }
 
 class GatewayFs implements ProtocolFs {
@@ -89,16 +99,19 @@ class GatewayFs implements ProtocolFs {
   readonly #opts: GatewayFsOptions
   readonly #snapshots: ListSnapshots
   readonly #budget: PendingBudget
+  readonly #inPlace: boolean
   readonly #handles = new Set<Handle>()
   #closed = false
   #readStreams = 0
   #uploadChunks = 0
 
-  constructor(ch: Channel, opts: GatewayFsOptions, abilities: FsAbilities) {
+  constructor(ch: Channel, opts: GatewayFsOptions, abilities: BackendAbilities) {
     this.#ch = ch
     this.#opts = opts
     this.readOnly = opts.readOnly
-    this.abilities = abilities
+    const { inPlaceWrites, ...fsAbilities } = abilities
+    this.abilities = fsAbilities
+    this.#inPlace = inPlaceWrites && opts.inPlace !== false
     this.#snapshots = opts.snapshots ?? sharedSnapshots
     this.#budget = new PendingBudget(opts.limits?.pendingBytes ?? 128 * 1024 * 1024)
   }
@@ -206,17 +219,17 @@ class GatewayFs implements ProtocolFs {
       (offset, signal) => this.#ch.read({ requestId: ctx.requestId, signal }, { op: 'read', path, range: { start: offset }, inlineMax: INLINE_READ_MAX }),
       limits.idleMs ?? 2000,
     )
-    const coalesce = fresh && !flags.read
+    const sizes = { chunkBytes: limits.chunkBytes ?? 1024 * 1024, windowBytes: limits.windowBytes ?? 64 * 1024 * 1024, budget: this.#budget }
+    const writer =
+      fresh && !flags.read
+        ? new WriteCoalescer((body) => upload(body), sizes)
+        : flags.write && !fresh && this.#inPlace
+          ? new InPlaceWriter((offset, data) => this.#ch.call(opCtx, { op: 'writeAt', path, offset, data }, transferable(data)), initial!.size, sizes)
+          : null
     const handle: Handle = new Handle(path, flags, {
       reader,
       initial,
-      writer: coalesce
-        ? new WriteCoalescer((body) => upload(body), {
-            chunkBytes: limits.chunkBytes ?? 1024 * 1024,
-            windowBytes: limits.windowBytes ?? 64 * 1024 * 1024,
-            budget: this.#budget,
-          })
-        : null,
+      writer,
       stage: flags.write
         ? (withContent) =>
             StagingFile.create(this.#opts.stagingDir, withContent ? this.#content(opCtx, path) : null)

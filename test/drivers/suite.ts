@@ -508,7 +508,7 @@ const removeGroup: Group = {
 }
 
 /** Wraps a case that needs an optional method: without it, the case is a skip with that reason. */
-function needs(method: 'rename' | 'setMtime' | 'lstat' | 'setMode' | 'truncate' | 'copy', fn: Case): Case {
+function needs(method: 'rename' | 'setMtime' | 'lstat' | 'setMode' | 'truncate' | 'copy' | 'writeAt', fn: Case): Case {
   return async (t, d) => {
     if (d[method] === undefined) {
       t.pass(`needs ${method}`, { skip: `driver has no ${method}` })
@@ -606,6 +606,19 @@ const gatewayGroup: Group = {
       t.same(await readAll(d, '/f'), Buffer.from([0x30, 0x31, 0x32, 0, 0]))
       t.equal((await d.stat(ctx(), '/f')).size, 5)
       await t.rejects(d.truncate!(ctx(), '/missing', 0), { code: 'ENOENT' })
+    })],
+    ['writeAt: in place, at offsets, holes as zeros', needs('writeAt', async (t, d) => {
+      await put(d, '/f', '0123456789')
+      await d.writeAt!(ctx(), '/f', 2, utf8('ab'))
+      t.equal(await readText(d, '/f'), '01ab456789', 'inside')
+      await d.writeAt!(ctx(), '/f', 10, utf8('XY'))
+      t.equal(await readText(d, '/f'), '01ab456789XY', 'at the end')
+      await d.writeAt!(ctx(), '/f', 14, utf8('!'))
+      t.same(await readAll(d, '/f'), Buffer.from('01ab456789XY\0\0!'), 'past the end: a hole of zeros')
+      await t.rejects(d.writeAt!(ctx(), '/missing', 0, utf8('x')), { code: 'ENOENT' }, 'never creates')
+      await d.mkdir(ctx(), '/dir')
+      await t.rejects(d.writeAt!(ctx(), '/dir', 0, utf8('x')), { code: 'EISDIR' })
+      t.same(await listNames(d, '/'), ['dir', 'f'])
     })],
     ['copy: a file, overwrite or not, no temporary file left', needs('copy', async (t, d) => {
       const data = randomBytes(3 * MiB + 5)

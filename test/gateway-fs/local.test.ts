@@ -12,29 +12,32 @@ import { runCases } from './cases.js'
 const pool = new WorkerPool({ workers: 2, tasksPerWorker: 16, maxQueue: 1000 })
 t.teardown(() => pool.close())
 
-await runCases(t, 'gateway fs over local', async (t) => {
-  const root = t.testdir()
-  const staging = join(t.testdirName + '-staging')
-  const spec = { type: 'local' as const, root }
-  const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: staging })
-  const readOnly = await createProtocolFs({ pool, spec, readOnly: true, stagingDir: staging })
-  t.teardown(() => {
-    fs.close()
-    readOnly.close()
+for (const inPlace of [true, false]) {
+  await runCases(t, `gateway fs over local, ${inPlace ? 'in place' : 'through staging'}`, async (t) => {
+    const root = t.testdir()
+    const staging = join(t.testdirName + '-staging')
+    const spec = { type: 'local' as const, root }
+    const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: staging, inPlace })
+    const readOnly = await createProtocolFs({ pool, spec, readOnly: true, stagingDir: staging })
+    t.teardown(() => {
+      fs.close()
+      readOnly.close()
+    })
+    return {
+      fs,
+      readOnly,
+      backing: root,
+      inPlace,
+      transfers: () => pool.stats.transfers,
+      staged: () => (existsSync(staging) ? readdirSync(staging) : []),
+      put: (rel, data) => {
+        mkdirSync(dirname(join(root, rel)), { recursive: true })
+        writeFileSync(join(root, rel), data)
+      },
+      mkdir: (rel) => mkdirSync(join(root, rel), { recursive: true }),
+    }
   })
-  return {
-    fs,
-    readOnly,
-    backing: root,
-    transfers: () => pool.stats.transfers,
-    staged: () => (existsSync(staging) ? readdirSync(staging) : []),
-    put: (rel, data) => {
-      mkdirSync(dirname(join(root, rel)), { recursive: true })
-      writeFileSync(join(root, rel), data)
-    },
-    mkdir: (rel) => mkdirSync(join(root, rel), { recursive: true }),
-  }
-})
+}
 
 await t.test('a symlink planted in the root that leads outside: EACCES, never the outside content', async (t) => {
   const outside = t.testdir({ 'secret.txt': 'outside secret', sub: { 'x.txt': 'outside too' } })

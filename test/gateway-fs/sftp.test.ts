@@ -34,6 +34,7 @@ await runCases(t, 'gateway fs over sftp', async (t) => {
     fs,
     readOnly,
     backing: root,
+    inPlace: false,
     transfers: () => pool.stats.transfers,
     staged: () => (existsSync(staging) ? readdirSync(staging) : []),
     put: (rel, data) => {

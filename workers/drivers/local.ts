@@ -276,6 +276,25 @@ class LocalDriver implements Driver {
     })
   }
 
+  async writeAt(_ctx: OpContext, path: string, offset: number, data: Uint8Array): Promise<void> {
+    // Opened through the pin (the file itself, checked inside the root), never created.
+    const fh = await this.#pinned(path, {}, async (p) => {
+      if ((await p.stat()).isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
+      return fs.open(p.at, fsc.O_WRONLY)
+    })
+    try {
+      let done = 0
+      while (done < data.byteLength) {
+        const { bytesWritten } = await fh.write(data, done, data.byteLength - done, offset + done)
+        done += bytesWritten
+      }
+    } catch (err) {
+      throw classify(err, path)
+    } finally {
+      await fh.close()
+    }
+  }
+
   /** copy_file_range (or a reflink) into a hidden temporary file, committed like `write`. */
   async copy(_ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<Entry> {
     if (to === '/') throw new FsError('EISDIR', '/: is a directory', { path: to })
