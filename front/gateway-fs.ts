@@ -16,7 +16,7 @@ import type { Transferable } from 'node:worker_threads'
 import type { BackendSpec } from '../core/backend.js'
 import type { Entry } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
-import { parentOf } from '../core/paths.js'
+import { isCanonical, parentOf } from '../core/paths.js'
 import type { BackendAbilities } from '../core/messages.js'
 import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, ProtocolFs } from '../core/protocol-fs.js'
 import type { ClientIdentity, RequestContext } from '../core/storage.js'
@@ -129,37 +129,37 @@ class GatewayFs implements ProtocolFs {
   }
 
   stat(ctx: RequestContext, path: string): Promise<FsEntry> {
-    return fsCall(async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'stat', path })))
+    return this.#read([path], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'stat', path })))
   }
 
   lstat(ctx: RequestContext, path: string): Promise<FsEntry> {
-    return fsCall(async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'lstat', path })))
+    return this.#read([path], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'lstat', path })))
   }
 
   list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly limit?: number } = {}): Promise<ListPage> {
-    return fsCall(() =>
+    return this.#read([dir], () =>
       this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })).map(toFsEntry)),
     )
   }
 
   mkdir(ctx: RequestContext, dir: string): Promise<void> {
-    return this.#write(dir, () => this.#ch.call(ctx, { op: 'mkdir', path: dir, parents: false, exclusive: true }))
+    return this.#write([dir], () => this.#ch.call(ctx, { op: 'mkdir', path: dir, parents: false, exclusive: true }))
   }
 
   rmdir(ctx: RequestContext, dir: string): Promise<void> {
-    return this.#write(dir, () => this.#ch.call(ctx, { op: 'remove', path: dir, recursive: false, kind: 'dir' }))
+    return this.#write([dir], () => this.#ch.call(ctx, { op: 'remove', path: dir, recursive: false, kind: 'dir' }))
   }
 
   unlink(ctx: RequestContext, path: string): Promise<void> {
-    return this.#write(path, () => this.#ch.call(ctx, { op: 'remove', path, recursive: false, kind: 'file' }))
+    return this.#write([path], () => this.#ch.call(ctx, { op: 'remove', path, recursive: false, kind: 'file' }))
   }
 
   rename(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<void> {
-    return this.#write(from, () => this.#ch.call(ctx, { op: 'move', from, to, overwrite: opts.overwrite, parents: false }))
+    return this.#write([from, to], () => this.#ch.call(ctx, { op: 'move', from, to, overwrite: opts.overwrite, parents: false }))
   }
 
   setTimes(ctx: RequestContext, path: string, times: { readonly mtimeMs: number; readonly atimeMs?: number }): Promise<void> {
-    return this.#write(path, async () => {
+    return this.#write([path], async () => {
       if (!this.abilities.setTimes) throw new FsError('ENOTSUP', 'this storage keeps no settable modification times', { path })
       if (!Number.isFinite(times.mtimeMs)) throw new FsError('EINVAL', 'a time is a number of milliseconds', { path })
       await this.#ch.call(ctx, { op: 'setMtime', path, mtimeMs: times.mtimeMs })
@@ -167,7 +167,7 @@ class GatewayFs implements ProtocolFs {
   }
 
   setMode(ctx: RequestContext, path: string, mode: number): Promise<void> {
-    return this.#write(path, async () => {
+    return this.#write([path], async () => {
       if (!this.abilities.modes) throw new FsError('ENOTSUP', 'this storage keeps no permission modes', { path })
       if (!Number.isSafeInteger(mode) || mode < 0) throw new FsError('EINVAL', 'a mode is a whole number', { path })
       await this.#ch.call(ctx, { op: 'setMode', path, mode: mode & 0o7777 })
@@ -175,16 +175,15 @@ class GatewayFs implements ProtocolFs {
   }
 
   truncate(ctx: RequestContext, path: string, size: number): Promise<void> {
-    return this.#write(path, () => this.#ch.call(ctx, { op: 'truncate', path, size }))
+    return this.#write([path], () => this.#ch.call(ctx, { op: 'truncate', path, size }))
   }
 
   copy(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<FsEntry> {
-    return this.#write(to, async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'copy', from, to, overwrite: opts.overwrite })))
+    return this.#write([from, to], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'copy', from, to, overwrite: opts.overwrite })))
   }
 
   open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle> {
-    return fsCall(async () => {
-      this.#checkOpen()
+    return this.#read([path], async () => {
       const writes = flags.write || flags.append || flags.create || flags.truncate
       if (writes && this.readOnly) throw readOnlyError(path)
       if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
@@ -271,15 +270,19 @@ class GatewayFs implements ProtocolFs {
     }
   }
 
-  #checkOpen(): void {
-    if (this.#closed) throw new FsError('ECANCELED', 'the session is closed')
+  /** Any call: the view is open and the paths are canonical (what `resolveProtocolPath` gives). */
+  #read<T>(paths: readonly string[], fn: () => Promise<T>): Promise<T> {
+    return fsCall(async () => {
+      if (this.#closed) throw new FsError('ECANCELED', 'the session is closed')
+      for (const p of paths) if (!isCanonical(p)) throw new FsError('EINVAL', 'not a canonical path')
+      return fn()
+    })
   }
 
   /** A write: refused at once for a read-only view, before anything reaches a worker. */
-  #write<T>(path: string, fn: () => Promise<T>): Promise<T> {
-    return fsCall(async () => {
-      this.#checkOpen()
-      if (this.readOnly) throw readOnlyError(path)
+  #write<T>(paths: readonly string[], fn: () => Promise<T>): Promise<T> {
+    return this.#read(paths, async () => {
+      if (this.readOnly) throw readOnlyError(paths[0]!)
       return fn()
     })
   }

@@ -463,6 +463,34 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       t.same((await f.fs.list(ctx(), '/moved')).entries.map((e) => e.name), sorted([...HOSTILE_NAMES]), 'files listed by their names')
     })
 
+    await t.test('paths that are not canonical are EINVAL, and reach nothing', async (t) => {
+      const f = await make(t)
+      f.put('a', 'A')
+      for (const bad of ['a', '/../a', '/a/', '/./a', '//a', '/a\\b', '/x\u0000y', '']) {
+        await rejects(t, f.fs.stat(ctx(), bad), 'EINVAL', `stat ${JSON.stringify(bad)}`)
+        await rejects(t, f.fs.open(ctx(), bad, PUT), 'EINVAL', `open ${JSON.stringify(bad)}`)
+      }
+      await rejects(t, f.fs.rename(ctx(), '/a', '/../b', { overwrite: true }), 'EINVAL', 'rename to a climbing path')
+      t.same(names(f.backing), ['a'])
+    })
+
+    await t.test('closing the view aborts its open handles: nothing committed', async (t) => {
+      const f = await make(t)
+      f.put('a', 'old')
+      const h = await f.fs.open(ctx(), '/a', PUT)
+      await writeLikeSftp(h, randomBytes(3 * MiB))
+      const r = await f.fs.open(ctx(), '/a', R)
+      await r.read(0, 1)
+      t.equal(f.fs.stats.openHandles, 2)
+      f.fs.close()
+      t.equal(f.fs.stats.openHandles, 0, 'every handle ended')
+      await rejects(t, h.close(), 'ECANCELED', 'close of an aborted handle')
+      await rejects(t, r.read(0, 1), 'ECANCELED', 'read on an aborted handle')
+      await rejects(t, f.fs.stat(ctx(), '/a'), 'ECANCELED', 'a closed view')
+      await waitFor(() => names(f.backing).length === 1 && f.transfers() === 0)
+      t.equal(readFileSync(join(f.backing, 'a'), 'utf8'), 'old', 'old content kept')
+    })
+
     await t.test('read-only view: EACCES on every write, nothing changed', async (t) => {
       const f = await make(t)
       f.put('a', 'A')

@@ -90,6 +90,13 @@ class SftpDriver implements Driver {
     })
   }
 
+  async lstat(ctx: OpContext, path: string): Promise<Entry> {
+    return this.#with(ctx, path, async (s) => {
+      const lst = await call<Stats>((cb) => s.sftp.lstat(remotePath(s.root, path), cb))
+      return lst.isSymbolicLink() ? toEntry(path, lst, true) : toEntry(path, lst)
+    })
+  }
+
   async *list(ctx: OpContext, dir: string): AsyncIterable<readonly Entry[]> {
     const s = await this.#pool.acquire(ctx.signal)
     let failure: FsError | undefined
