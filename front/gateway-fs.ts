@@ -129,15 +129,15 @@ class GatewayFs implements ProtocolFs {
   }
 
   stat(ctx: RequestContext, path: string): Promise<FsEntry> {
-    return this.#read([path], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'stat', path })))
+    return this.#call([path], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'stat', path })))
   }
 
   lstat(ctx: RequestContext, path: string): Promise<FsEntry> {
-    return this.#read([path], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'lstat', path })))
+    return this.#call([path], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'lstat', path })))
   }
 
   list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly limit?: number } = {}): Promise<ListPage> {
-    return this.#read([dir], () =>
+    return this.#call([dir], () =>
       this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })).map(toFsEntry)),
     )
   }
@@ -183,7 +183,7 @@ class GatewayFs implements ProtocolFs {
   }
 
   open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle> {
-    return this.#read([path], async () => {
+    return this.#call([path], async () => {
       const writes = flags.write || flags.append || flags.create || flags.truncate
       if (writes && this.readOnly) throw readOnlyError(path)
       if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
@@ -206,6 +206,7 @@ class GatewayFs implements ProtocolFs {
   }
 
   #handle(ctx: RequestContext, path: string, flags: OpenFlags, initial: Entry | null): FileHandle {
+    if (this.#closed) throw new FsError('ECANCELED', 'the session is closed') // while the open was checked
     const life = new AbortController()
     const limits = this.#opts.limits ?? {}
     const opCtx = { requestId: ctx.requestId, signal: life.signal }
@@ -271,7 +272,7 @@ class GatewayFs implements ProtocolFs {
   }
 
   /** Any call: the view is open and the paths are canonical (what `resolveProtocolPath` gives). */
-  #read<T>(paths: readonly string[], fn: () => Promise<T>): Promise<T> {
+  #call<T>(paths: readonly string[], fn: () => Promise<T>): Promise<T> {
     return fsCall(async () => {
       if (this.#closed) throw new FsError('ECANCELED', 'the session is closed')
       for (const p of paths) if (!isCanonical(p)) throw new FsError('EINVAL', 'not a canonical path')
@@ -281,7 +282,7 @@ class GatewayFs implements ProtocolFs {
 
   /** A write: refused at once for a read-only view, before anything reaches a worker. */
   #write<T>(paths: readonly string[], fn: () => Promise<T>): Promise<T> {
-    return this.#read(paths, async () => {
+    return this.#call(paths, async () => {
       if (this.readOnly) throw readOnlyError(paths[0]!)
       return fn()
     })

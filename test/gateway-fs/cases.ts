@@ -393,6 +393,21 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       await waitFor(() => f.transfers() === 0)
     })
 
+    await t.test('a file opened for writing and left idle holds no transfer', async (t) => {
+      const f = await make(t)
+      f.put('a', 'old')
+      f.put('b', 'log')
+      const h = await f.fs.open(ctx(), '/a', PUT)
+      const g = await f.fs.open(ctx(), '/b', flags({ write: true, append: true }))
+      await h.write(0, Buffer.from('new'))
+      await g.write(0, Buffer.from('!'))
+      t.equal(f.transfers(), 0, 'no transfer while idle')
+      await h.close()
+      await g.close()
+      t.equal(readFileSync(join(f.backing, 'a'), 'utf8'), 'new')
+      t.equal(readFileSync(join(f.backing, 'b'), 'utf8'), 'log!')
+    })
+
     await t.test('sequential reads use one stream; a seek restarts it', async (t) => {
       const f = await make(t)
       f.put('big', randomBytes(4 * MiB))
