@@ -227,6 +227,30 @@ class SftpDriver implements Driver {
     })
   }
 
+  /** In place: one SFTP handle opened without truncation, the bytes written at their offset. */
+  async writeAt(ctx: OpContext, path: string, offset: number, data: Uint8Array): Promise<void> {
+    return this.#with(ctx, path, async (s) => {
+      const abs = remotePath(s.root, path)
+      const st = await call<Stats>((cb) => s.sftp.stat(abs, cb))
+      if (st.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
+      const h = await call<Buffer>((cb) => s.sftp.open(abs, 'r+', cb))
+      try {
+        const flight = new InFlight()
+        for (let at = 0; at < data.byteLength; at += s.writeLen) {
+          if (ctx.signal.aborted) throw cancelled(path)
+          await flight.below(WRITE_AHEAD)
+          const len = Math.min(s.writeLen, data.byteLength - at)
+          const buf = Buffer.from(data.buffer, data.byteOffset + at, len)
+          const pos = offset + at
+          flight.add(call((cb) => s.sftp.write(h, buf, 0, len, pos, cb)))
+        }
+        await flight.all()
+      } finally {
+        await this.#closeHandle(s, h)
+      }
+    })
+  }
+
   async mkdir(ctx: OpContext, dir: string): Promise<void> {
     return this.#with(ctx, dir, async (s) => {
       const abs = remotePath(s.root, dir)
