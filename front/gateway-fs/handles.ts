@@ -17,7 +17,7 @@ import { FsError } from '../../core/errors.js'
 import type { FileHandle, FsEntry, OpenFlags } from '../../core/protocol-fs.js'
 import { asFsError } from './errors.js'
 import type { ReadAhead } from './read-ahead.js'
-import type { InPlaceWriter } from './in-place.js'
+import { InPlaceWriter } from './in-place.js'
 import type { StagingFile } from './staging.js'
 import type { WriteCoalescer } from './write-coalescer.js'
 
@@ -72,7 +72,7 @@ export class Handle implements FileHandle {
       // A truncated or new file reads as what was written to it, from its (empty) copy.
       if (this.#staging || (this.flags.write && this.#d.fresh)) return (await this.#stagingCopy()).read(offset, length)
       const w = this.#d.writer
-      if (w && 'flush' in w) {
+      if (w instanceof InPlaceWriter) {
         // In place: what this handle wrote lands first; a stream opened before it is stale.
         await w.flush()
         if (w.takeDirty()) this.#d.reader.stop()
