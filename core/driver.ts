@@ -128,7 +128,11 @@ export interface Driver {
    */
   lstat?(ctx: OpContext, path: string): Promise<Entry>
 
-  /** Sets the permission bits (`mode & 0o7777`) of a file or directory. Missing: modes are not settable. */
+  /**
+   * Sets the permission bits (`mode & 0o7777`; a backend may keep fewer, e.g. local folders
+   * never set the set-user-ID, set-group-ID and sticky bits) of a file or directory.
+   * Missing: modes are not settable.
+   */
   setMode?(ctx: OpContext, path: string, mode: number): Promise<void>
 
   /**

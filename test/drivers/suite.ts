@@ -596,6 +596,8 @@ const gatewayGroup: Group = {
       t.equal((await listAll(d, '/'))[0]?.mode, 0o640, 'list')
       await d.setMode!(ctx(), '/f', 0o100604) // the type bits are ignored
       t.equal((await d.stat(ctx(), '/f')).mode, 0o604)
+      await d.setMode!(ctx(), '/f', 0o4755)
+      t.equal(((await d.stat(ctx(), '/f')).mode ?? 0) & 0o777, 0o755, 'permission bits set with a set-user-ID request')
       await t.rejects(d.setMode!(ctx(), '/missing', 0o600), { code: 'ENOENT' })
     })],
     ['truncate cuts and extends with zeros', needs('truncate', async (t, d) => {

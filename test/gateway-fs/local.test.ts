@@ -3,7 +3,7 @@
  * The gateway layer over a real worker pool and the local driver (tmp folders).
  */
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import t from 'tap'
 import { createProtocolFs } from '../../front/gateway-fs.js'
@@ -99,4 +99,14 @@ await t.test('put: writes far ahead of a gap past the window make a hole; bytes 
   t.same(got.subarray(0, head.length), head, 'the head')
   t.ok(got.subarray(head.length, 5 * MiB).every((b) => b === 0), 'the hole: zeros')
   t.same(got.subarray(5 * MiB), far, 'the far bytes')
+})
+
+await t.test('setMode never sets set-user-ID, set-group-ID or sticky bits on the server disk', async (t) => {
+  const root = t.testdir({ 'tool.sh': '#!/bin/sh\n' })
+  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, readOnly: false, stagingDir: join(root, '..', 'st-mode') })
+  t.teardown(() => fs.close())
+  await fs.setMode({ requestId: 'm', signal: new AbortController().signal }, '/tool.sh', 0o6755)
+  t.equal(statSync(join(root, 'tool.sh')).mode & 0o7777, 0o755)
+  await fs.setMode({ requestId: 'm', signal: new AbortController().signal }, '/', 0o1777)
+  t.equal(statSync(root).mode & 0o7777, 0o777)
 })

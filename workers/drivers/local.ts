@@ -265,8 +265,9 @@ class LocalDriver implements Driver {
     return this.#pinned(path, {}, (p) => fs.utimes(p.at, new Date(), new Date(mtimeMs)))
   }
 
+  /** Permission bits only: set-user-ID, set-group-ID and sticky bits are never set on the server's disk. */
   async setMode(_ctx: OpContext, path: string, mode: number): Promise<void> {
-    return this.#pinned(path, {}, (p) => fs.chmod(p.at, mode & 0o7777))
+    return this.#pinned(path, {}, (p) => fs.chmod(p.at, mode & 0o777))
   }
 
   async truncate(_ctx: OpContext, path: string, size: number): Promise<void> {
