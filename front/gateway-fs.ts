@@ -80,7 +80,12 @@ export interface GatewayFsStats {
 
 export type GatewayProtocolFs = ProtocolFs & { readonly stats: GatewayFsStats }
 
-/** Opens a user's view: asks the backend once what it can do (which also checks that it can be reached). */
+/**
+ * Opens a user's view: one task asks a worker what the backend can do. The worker makes
+ * the backend's driver if it has none for this spec, which for a remote backend connects
+ * and logs in: a wrong pass-through password fails here (EAUTH), an unreachable server too
+ * (EUNAVAILABLE, ETIMEDOUT).
+ */
 export async function createProtocolFs(opts: GatewayFsOptions): Promise<GatewayProtocolFs> {
   const ch = new Channel(opts.pool, opts.spec, opts.key)
   const abilities = await fsCall(() => ch.call<BackendAbilities>({ requestId: 'gateway-open', signal: new AbortController().signal }, { op: 'abilities' }))
