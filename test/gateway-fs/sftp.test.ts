@@ -51,3 +51,8 @@ for (const inPlace of [true, false]) {
     }
   })
 }
+
+await t.test('opening a view logs in to the backend: a wrong password is EAUTH', async (t) => {
+  const spec = { type: 'sftp' as const, hostname: '127.0.0.1', port: sshd.port, username: sshd.username, password: 'not the password', root: '' }
+  await t.rejects(createProtocolFs({ pool, spec, readOnly: false, stagingDir: t.testdir() }), { code: 'EAUTH', name: 'FsError' })
+})
