@@ -100,16 +100,15 @@ export class Handle implements FileHandle {
   }
 
   stat(): Promise<FsEntry> {
-    return this.#run(async () => {
-      const base = this.#d.initial
-      const now = Date.now()
-      const name = this.path.slice(this.path.lastIndexOf('/') + 1)
-      const local = (size: number): FsEntry => ({ path: this.path, name, kind: 'file', size, mtimeMs: now, mode: base?.mode ?? null })
-      if (this.#d.writer) return local(this.#d.writer.size)
-      if (this.#staging) return local(this.#staging.size)
-      if (this.flags.write && this.#d.fresh) return local(0)
-      return toFsEntry(await this.#d.statNow())
-    })
+    return this.#run(async () => this.written() ?? toFsEntry(await this.#d.statNow()))
+  }
+
+  /** The file as this handle writes it, or null when it does not write it (yet). */
+  written(): FsEntry | null {
+    const size = this.#d.writer?.size ?? this.#staging?.size ?? (this.flags.write && this.#d.fresh ? 0 : null)
+    if (size === null || this.#state === 'done') return null
+    const name = this.path.slice(this.path.lastIndexOf('/') + 1)
+    return { path: this.path, name, kind: 'file', size, mtimeMs: Date.now(), mode: this.#d.initial?.mode ?? null }
   }
 
   close(): Promise<void> {
