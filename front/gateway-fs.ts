@@ -8,9 +8,10 @@
  *
  * Parts, each in front/gateway-fs/: list-pages.ts (listings in pages with cursors),
  * handles.ts (open files), read-ahead.ts (reads), write-coalescer.ts (a `put` as one
- * atomic upload), staging.ts (other writes), pending.ts (the view's cap on bytes waiting
- * to cross to a worker), errors.ts (every failure an FsError). docs/gateways.md, "The
- * gateway layer", says what a view guarantees.
+ * atomic upload), in-place.ts (other writes, where the backend can), staging.ts (other
+ * writes elsewhere), pending.ts (the view's cap on bytes waiting to cross to a worker),
+ * errors.ts (every failure an FsError). docs/gateways.md, "The gateway layer", says what
+ * a view guarantees.
  */
 import type { Transferable } from 'node:worker_threads'
 import type { BackendSpec } from '../core/backend.js'
@@ -54,7 +55,10 @@ export interface GatewayFsOptions {
   readonly readOnly: boolean
   /** Private staging files (`<data_dir>/gateway-staging`); `sweepStaging` it once at start-up. */
   readonly stagingDir: string
-  /** Who uses the view, for the logs. */
+  /**
+   * Who uses the view. Not used yet: the HTTP API's fairness limits on concurrent
+   * transfers (front/transfer-limits.ts) are not applied to gateways' handles.
+   */
   readonly client?: ClientIdentity
   /** Listing snapshots, shared by the views of a process (default: one per process). */
   readonly snapshots?: ListSnapshots
