@@ -39,7 +39,7 @@ const CASES: readonly Case[] = [
 async function startServer(extra: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, [join(distDir(), 'front', 'main.js'), '--port', '0', '--data-dir', tempDir('slow'), '--workers', String(env.workers)], {
     cwd: ROOT,
-    env: { ...process.env, FILEGATE_LOG_REQUESTS: 'false', ...extra },
+    env: { ...process.env, FILEGATE_LOG_REQUESTS: 'false', FILEGATE_SFTP_PORT: 'off', ...extra },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   onCleanup(() => stop(child))

@@ -33,7 +33,7 @@ async function startServer(env: Record<string, string>): Promise<{ url: string; 
   if (!existsSync(MAIN)) throw new Error('dist/ is missing: build first (npm run build)')
   const dataDir = await mkdtemp(join(tmpdir(), 'filegate-slow-'))
   const child = spawn(process.execPath, [MAIN, '--port', '0', '--data-dir', dataDir, '--workers', '2'], {
-    env: { ...process.env, FILEGATE_LOG_REQUESTS: 'false', ...env },
+    env: { ...process.env, FILEGATE_LOG_REQUESTS: 'false', FILEGATE_SFTP_PORT: 'off', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   const url = await new Promise<string>((resolve, reject) => {
