@@ -7,7 +7,7 @@
  * `LOGIN_GRACE_MS` to log in at all.
  */
 import type { AuthContext, Connection } from 'ssh2'
-import { utils } from 'ssh2'
+import { utils } from './ssh2.js'
 import type { GatewayLogin, LoginResult } from '../../core/gateway.js'
 import type { ProtocolFs } from '../../core/protocol-fs.js'
 

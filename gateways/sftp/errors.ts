@@ -4,7 +4,7 @@
  * codes. SFTP v3 has few codes: everything that is neither "no such file", "permission
  * denied" nor "unsupported" is FAILURE, with the error's message telling which.
  */
-import { utils } from 'ssh2'
+import { utils } from './ssh2.js'
 import { type FsErrorCode, isFsError } from '../../core/errors.js'
 
 export const STATUS = utils.sftp.STATUS_CODE

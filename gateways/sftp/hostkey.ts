@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto'
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { utils } from 'ssh2'
+import { utils } from './ssh2.js'
 
 export interface HostKey {
   /** The private key, OpenSSH format. */

@@ -3,7 +3,7 @@
  * The gateway's SSH listener: ssh2's server with modern algorithms only (no SHA-1,
  * no CBC), the Ed25519 host key, each connection handed to ./connection.ts.
  */
-import { Server } from 'ssh2'
+import { Server } from './ssh2.js'
 import type { Algorithms } from 'ssh2'
 import { type ConnectionOptions, onConnection } from './connection.js'
 

@@ -7,7 +7,7 @@
  * every handle still open, so a transfer cut before CLOSE commits nothing.
  */
 import type { Attributes, SFTPWrapper } from 'ssh2'
-import { utils } from 'ssh2'
+import { utils } from './ssh2.js'
 import { FsError } from '../../core/errors.js'
 import { resolveProtocolPath } from '../../core/paths.js'
 import type { FileHandle, FsEntry, OpenFlags, ProtocolFs } from '../../core/protocol-fs.js'
@@ -270,7 +270,11 @@ export function serveSftp(sftp: SFTPWrapper, opts: SessionOptions): void {
     life.abort()
     for (const h of handles.drain()) if (h.kind === 'file') h.file.abort()
   }
-  sftp.on('end', end)
+  sftp.on('end', () => {
+    // The client is done (EOF): close our side too, or it waits for us.
+    end()
+    sftp.end()
+  })
   sftp.on('close', end)
   sftp.on('error', (err: Error) => {
     opts.log('debug', 'sftp channel error', { connId: opts.connId, err: err.message })
