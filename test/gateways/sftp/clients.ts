@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { chmodSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Test } from 'tap'
+import { serverDir } from '../../servers/process.js'
 import ssh2, { type SFTPWrapper } from 'ssh2'
 const { Client } = ssh2
 
@@ -50,16 +51,16 @@ export function askpass(dir: string, password: string): string {
 
 const SSH_OPTS = ['-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR']
 
-/** OpenSSH `sftp -b -` with a password login; the batch comes on stdin. */
+/** OpenSSH `sftp -b -` with a password login; the batch comes on stdin. `extra` comes first: ssh keeps an option's first value. */
 export function sftpBatch(t: Test, l: Login, batch: string, extra: readonly string[] = []): Promise<Ran> & { child: ChildProcess } {
-  const env = { ...process.env, SSH_ASKPASS: askpass(t.testdir(), l.password), SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' }
-  return runCommand('/usr/bin/sftp', [...SSH_OPTS, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'NumberOfPasswordPrompts=1', ...extra, '-P', String(l.port), '-b', '-', `${l.user}@127.0.0.1`], { env, input: batch })
+  const env = { ...process.env, SSH_ASKPASS: askpass(serverDir(t, 'askpass'), l.password), SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' }
+  return runCommand('/usr/bin/sftp', [...extra, ...SSH_OPTS, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'NumberOfPasswordPrompts=1', '-P', String(l.port), '-b', '-', `${l.user}@127.0.0.1`], { env, input: batch })
 }
 
 /** `ssh ... command` with a password (for the refusal of exec/shell). */
 export function sshExec(t: Test, l: Login, command: string, extra: readonly string[] = []): Promise<Ran> {
-  const env = { ...process.env, SSH_ASKPASS: askpass(t.testdir(), l.password), SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' }
-  return runCommand('/usr/bin/ssh', [...SSH_OPTS, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'NumberOfPasswordPrompts=1', ...extra, '-p', String(l.port), `${l.user}@127.0.0.1`, command], { env })
+  const env = { ...process.env, SSH_ASKPASS: askpass(serverDir(t, 'askpass'), l.password), SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' }
+  return runCommand('/usr/bin/ssh', [...extra, ...SSH_OPTS, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'NumberOfPasswordPrompts=1', '-p', String(l.port), `${l.user}@127.0.0.1`, command], { env })
 }
 
 /** ssh2's client, logged in, with its SFTP channel; closed at teardown. */
