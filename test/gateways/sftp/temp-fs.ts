@@ -156,7 +156,7 @@ export function withTempLogin(g: Gateway, root: string, user: string, password: 
   return {
     name: g.name,
     get port() {
-      return g.port
+      return g.port ?? 0
     },
     start: (ctx) => g.start({ ...ctx, login }),
     stop: () => g.stop(),
