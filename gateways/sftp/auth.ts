@@ -3,8 +3,8 @@
  * SSH user authentication for one connection, decided by the gateway login
  * (core/gateway.ts): passwords, and public keys whose signature ssh2 checks here.
  * Every refusal looks the same to the client whatever was wrong (the login delays
- * and throttles failures); a connection gets `MAX_AUTH_TRIES` failures, and
- * `LOGIN_GRACE_MS` to log in at all.
+ * and throttles failures); a connection gets `MAX_AUTH_TRIES` failures (its time
+ * to log in is ./server.ts's).
  */
 import type { AuthContext, Connection } from 'ssh2'
 import { utils } from './ssh2.js'
@@ -12,14 +12,12 @@ import type { GatewayLogin, LoginResult } from '../../core/gateway.js'
 import type { ProtocolFs } from '../../core/protocol-fs.js'
 
 export const MAX_AUTH_TRIES = 6
-export const LOGIN_GRACE_MS = 60_000
 const METHODS: ('password' | 'publickey')[] = ['publickey', 'password']
 
 export interface AuthOptions {
   readonly login: GatewayLogin
   readonly address: string
   readonly connId: string
-  readonly graceMs?: number
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 }
 
@@ -30,22 +28,14 @@ export interface LoggedIn {
 
 /**
  * Answers `client`'s authentication requests; `onLogin` gets the user's view once one
- * succeeds. The connection is closed after too many failures or when the grace time
- * runs out first.
+ * succeeds. The connection is closed after too many failures.
  */
 export function authenticate(client: Connection, opts: AuthOptions, onLogin: (who: LoggedIn) => void): void {
   let failures = 0
   let closed = false
   const fields = { connId: opts.connId, address: opts.address }
-  const grace = setTimeout(() => {
-    opts.log('info', 'sftp login grace time over: connection closed', fields)
-    client.end()
-  }, opts.graceMs ?? LOGIN_GRACE_MS)
-  grace.unref()
-  client.once('ready', () => clearTimeout(grace))
   client.once('close', () => {
     closed = true
-    clearTimeout(grace)
   })
 
   const refuse = (ctx: AuthContext, why: string, extra: Record<string, unknown> = {}): void => {

@@ -15,7 +15,8 @@ export const ONLY_SFTP = 'filegate: only the sftp subsystem is served\n'
 
 export interface ConnectionOptions {
   readonly login: GatewayLogin
-  readonly graceMs?: number
+  /** Called once the client has logged in. */
+  readonly loggedIn: () => void
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 }
 
@@ -28,7 +29,10 @@ export function onConnection(client: Connection, info: ClientInfo, opts: Connect
     who?.fs.close()
     if (who) opts.log('info', 'sftp connection closed', { connId, user: who.user })
   })
-  authenticate(client, { login: opts.login, address, connId, log: opts.log, ...(opts.graceMs ? { graceMs: opts.graceMs } : {}) }, (w) => (who = w))
+  authenticate(client, { login: opts.login, address, connId, log: opts.log }, (w) => {
+    who = w
+    opts.loggedIn()
+  })
 
   client.on('session', (accept) => {
     const session = accept()
