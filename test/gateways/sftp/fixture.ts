@@ -12,7 +12,7 @@ import { type Logger, silentLogger } from '../../../front/log.js'
 import { createSftpGateway } from '../../../gateways/sftp/index.js'
 import { serverDir } from '../../servers/process.js'
 import type { Login } from './clients.js'
-import { withTempLogin } from './temp-fs.js'
+import { withTempLogin } from './temp-login.js'
 
 export interface Gw {
   readonly app: Filegate
@@ -30,7 +30,7 @@ export async function startGateway(t: Test, opts: { readOnly?: boolean; dataDir?
   const dataDir = opts.dataDir ?? join(base, 'data')
   const user = 'alice'
   const password = 'alice-password-1'
-  const gateway = withTempLogin(createSftpGateway({ port: 0, host: '127.0.0.1', ...(opts.loginGraceMs ? { loginGraceMs: opts.loginGraceMs } : {}) }), root, user, password, opts.readOnly)
+  const gateway = withTempLogin(t, createSftpGateway({ port: 0, host: '127.0.0.1', ...(opts.loginGraceMs ? { loginGraceMs: opts.loginGraceMs } : {}) }), { root, dataDir, user, password, readOnly: opts.readOnly ?? false })
   const app = await startFilegate(validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 1, data_dir: dataDir, sftp: { port: 'off' } }), {
     logger: opts.logger ?? silentLogger,
     gateways: [gateway],

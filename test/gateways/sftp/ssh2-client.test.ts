@@ -46,7 +46,7 @@ t.test('the root can never be left: .., absolute paths, planted symbolic links',
   const { sftp } = await ssh2Sftp(t, login)
 
   t.same(await call(sftp.realpath.bind(sftp), '../../..'), '/', 'REALPATH of ../../.. is the root')
-  t.same(((await call(sftp.readdir.bind(sftp), '/../..')) as { filename: string }[]).map((e) => e.filename).sort(), ['d', 'link-dir', 'link-file'], '/../.. lists the root')
+  t.same(((await call(sftp.readdir.bind(sftp), '/../..')) as { filename: string }[]).map((e) => e.filename).sort(), ['d'], '/../.. lists the root (links leading outside are not listed)')
   t.equal(await statusOf(call(sftp.stat.bind(sftp), `/../../..${outside}/secret.txt`)), STATUS.NO_SUCH_FILE, 'an absolute path outside is a path inside the root')
   t.equal(await statusOf(call(sftp.stat.bind(sftp), 'd/../../etc/passwd')), STATUS.NO_SUCH_FILE, 'climbing with ..')
   for (const [what, p] of [
