@@ -1,18 +1,27 @@
 /**
  * A real filegate with its SFTP gateway on a free port, and a user who logs in to a
- * folder of the test's (`root`, an absolute path on this machine).
+ * folder: of the test's (`local`), or of a real OpenSSH sshd's user (`sftp`: the
+ * gateway in front of a remote backend). `root` is that folder on this machine's disk,
+ * so tests look at what really happened; `put` and `mkdir` seed it as the backend's
+ * owner.
  */
-import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
-import type { Test } from 'tap'
+import { randomBytes } from 'node:crypto'
+import { chownSync, mkdirSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import tap, { type Test } from 'tap'
+import type { BackendSpec } from '../../../core/backend.js'
 import { validateConfig } from '../../../core/config.js'
 import type { Gateway } from '../../../core/gateway.js'
 import { type Filegate, startFilegate } from '../../../front/app.js'
 import { type Logger, silentLogger } from '../../../front/log.js'
 import { createSftpGateway } from '../../../gateways/sftp/index.js'
 import { serverDir } from '../../servers/process.js'
+import { type Sshd, startSshd } from '../../servers/sshd.js'
 import type { Login } from './clients.js'
 import { withTempLogin } from './temp-login.js'
+
+export type Backend = 'local' | 'sftp'
+export const BACKENDS: readonly Backend[] = ['local', 'sftp']
 
 export interface Gw {
   readonly app: Filegate
@@ -21,20 +30,75 @@ export interface Gw {
   /** The user's root on disk. */
   readonly root: string
   readonly dataDir: string
+  /** Seeds a file (parents made), owned as the backend's own files are. */
+  put(rel: string, data: string | Uint8Array): void
+  mkdir(rel: string): void
 }
 
-export async function startGateway(t: Test, opts: { readOnly?: boolean; dataDir?: string; logger?: Logger; loginGraceMs?: number } = {}): Promise<Gw> {
+export interface GatewayOptions {
+  readonly backend?: Backend
+  readonly readOnly?: boolean
+  readonly dataDir?: string
+  readonly logger?: Logger
+  readonly loginGraceMs?: number
+}
+
+/** One sshd per test file, started on first use. */
+let sshd: Promise<Sshd> | null = null
+
+export async function startGateway(t: Test, opts: GatewayOptions = {}): Promise<Gw> {
   const base = serverDir(t, 'sftp-gw')
-  const root = join(base, 'root')
-  mkdirSync(root, { recursive: true })
   const dataDir = opts.dataDir ?? join(base, 'data')
+  let root: string
+  let spec: BackendSpec
+  let own = (_abs: string): void => {}
+  if ((opts.backend ?? 'local') === 'sftp') {
+    sshd ??= startSshd(tap) // stopped when the test file ends
+    const s = await sshd
+    const name = `gw-${randomBytes(6).toString('hex')}`
+    root = join(s.root, name)
+    own = (abs) => chownSync(abs, s.uid, s.gid)
+    mkdirSync(root)
+    own(root)
+    spec = { type: 'sftp', hostname: '127.0.0.1', port: s.port, username: s.username, password: s.password, root: name }
+  } else {
+    root = join(base, 'root')
+    mkdirSync(root)
+    spec = { type: 'local', root }
+  }
   const user = 'alice'
   const password = 'alice-password-1'
-  const gateway = withTempLogin(t, createSftpGateway({ port: 0, host: '127.0.0.1', ...(opts.loginGraceMs ? { loginGraceMs: opts.loginGraceMs } : {}) }), { root, dataDir, user, password, readOnly: opts.readOnly ?? false })
+  const gateway = withTempLogin(t, createSftpGateway({ port: 0, host: '127.0.0.1', ...(opts.loginGraceMs ? { loginGraceMs: opts.loginGraceMs } : {}) }), {
+    spec,
+    dataDir,
+    user,
+    password,
+    readOnly: opts.readOnly ?? false,
+  })
   const app = await startFilegate(validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 1, data_dir: dataDir, sftp: { port: 'off' } }), {
     logger: opts.logger ?? silentLogger,
     gateways: [gateway],
   })
   t.teardown(() => app.close(0))
-  return { app, gateway, login: { port: gateway.port!, user, password }, root, dataDir }
+  const mkdir = (rel: string): void => {
+    const parts = rel.split('/').filter(Boolean)
+    for (let i = 1; i <= parts.length; i++) {
+      const abs = join(root, ...parts.slice(0, i))
+      mkdirSync(abs, { recursive: true })
+      own(abs)
+    }
+  }
+  return {
+    app,
+    gateway,
+    login: { port: gateway.port!, user, password },
+    root,
+    dataDir,
+    put(rel, data) {
+      if (dirname(rel) !== '.') mkdir(dirname(rel))
+      writeFileSync(join(root, rel), data)
+      own(join(root, rel))
+    },
+    mkdir,
+  }
 }

@@ -7,98 +7,100 @@ import { existsSync, readFileSync, readdirSync, statSync, writeFileSync, mkdirSy
 import { join } from 'node:path'
 import t from 'tap'
 import { sftpBatch, sshExec } from './clients.js'
-import { startGateway } from './fixture.js'
+import { BACKENDS, startGateway } from './fixture.js'
 
-t.test('sftp -b: put, get, ls -l, mkdir, rename, chmod, rm, rmdir', async (t) => {
-  const { login, root } = await startGateway(t)
-  const local = t.testdir()
-  const payload = randomBytes(3 * 1024 * 1024 + 17)
-  writeFileSync(join(local, 'up.bin'), payload)
-  writeFileSync(join(root, 'there.txt'), 'already here\n')
-  mkdirSync(join(root, 'sub dir'))
-  const r = await sftpBatch(
-    t,
-    login,
-    [
-      `lcd ${local}`,
-      'ls -l',
-      'put up.bin',
-      'get there.txt back.txt',
-      'mkdir new',
-      'rename up.bin new/moved.bin',
-      'chmod 600 new/moved.bin',
-      'ls -l new',
-      'get new/moved.bin moved-back.bin',
-      'cd "sub dir"',
-      'put up.bin inside.bin',
-      'cd ..',
-      'rm "sub dir/inside.bin"',
-      'rmdir "sub dir"',
-      'ls -1',
-      '',
-    ].join('\n'),
-  )
-  t.equal(r.code, 0, `the batch succeeds: ${r.stderr}`)
-  t.match(r.stdout, /^-rw-r--r-- +1 +\S+ +\S+ +13 \w{3} [ \d]\d [\d:]+ there\.txt$/m, 'ls -l: a long name like ls -l')
-  t.match(r.stdout, /^drwxr-xr-x .* sub dir$/m, 'ls -l: directories')
-  t.match(r.stdout, /^-rw------- .* moved\.bin$/m, 'chmod shows in ls -l')
-  t.same(readFileSync(join(root, 'new', 'moved.bin')), payload, 'the upload landed, renamed, byte for byte')
-  t.equal(statSync(join(root, 'new', 'moved.bin')).mode & 0o777, 0o600, 'chmod applied on disk')
-  t.equal(readFileSync(join(local, 'back.txt'), 'utf8'), 'already here\n', 'get')
-  t.same(readFileSync(join(local, 'moved-back.bin')), payload, 'a 3 MiB get, byte for byte')
-  t.notOk(existsSync(join(root, 'sub dir')), 'rm and rmdir')
-  t.same(readdirSync(root).sort(), ['new', 'there.txt'], 'nothing else left in the root')
-})
+for (const backend of BACKENDS) {
+  t.test(`${backend}: sftp -b: put, get, ls -l, mkdir, rename, chmod, rm, rmdir`, async (t) => {
+    const { login, root, put, mkdir } = await startGateway(t, { backend })
+    const local = t.testdir()
+    const payload = randomBytes(3 * 1024 * 1024 + 17)
+    writeFileSync(join(local, 'up.bin'), payload)
+    put('there.txt', 'already here\n')
+    mkdir('sub dir')
+    const r = await sftpBatch(
+      t,
+      login,
+      [
+        `lcd ${local}`,
+        'ls -l',
+        'put up.bin',
+        'get there.txt back.txt',
+        'mkdir new',
+        'rename up.bin new/moved.bin',
+        'chmod 600 new/moved.bin',
+        'ls -l new',
+        'get new/moved.bin moved-back.bin',
+        'cd "sub dir"',
+        'put up.bin inside.bin',
+        'cd ..',
+        'rm "sub dir/inside.bin"',
+        'rmdir "sub dir"',
+        'ls -1',
+        '',
+      ].join('\n'),
+    )
+    t.equal(r.code, 0, `the batch succeeds: ${r.stderr}`)
+    t.match(r.stdout, /^-rw-r--r-- +1 +\S+ +\S+ +13 \w{3} [ \d]\d [\d:]+ there\.txt$/m, 'ls -l: a long name like ls -l')
+    t.match(r.stdout, /^drwxr-xr-x .* sub dir$/m, 'ls -l: directories')
+    t.match(r.stdout, /^-rw------- .* moved\.bin$/m, 'chmod shows in ls -l')
+    t.same(readFileSync(join(root, 'new', 'moved.bin')), payload, 'the upload landed, renamed, byte for byte')
+    t.equal(statSync(join(root, 'new', 'moved.bin')).mode & 0o777, 0o600, 'chmod applied on disk')
+    t.equal(readFileSync(join(local, 'back.txt'), 'utf8'), 'already here\n', 'get')
+    t.same(readFileSync(join(local, 'moved-back.bin')), payload, 'a 3 MiB get, byte for byte')
+    t.notOk(existsSync(join(root, 'sub dir')), 'rm and rmdir')
+    t.same(readdirSync(root).sort(), ['new', 'there.txt'], 'nothing else left in the root')
+  })
 
-t.test('sftp -b: reput and reget resume where the copy stopped', async (t) => {
-  const { login, root } = await startGateway(t)
-  const local = t.testdir()
-  const full = randomBytes(2 * 1024 * 1024 + 5)
-  writeFileSync(join(local, 'full.bin'), full)
-  writeFileSync(join(root, 'half-up.bin'), full.subarray(0, 1024 * 1024))
-  writeFileSync(join(root, 'remote.bin'), full)
-  writeFileSync(join(local, 'half-down.bin'), full.subarray(0, 700_000))
-  const r = await sftpBatch(t, login, [`lcd ${local}`, 'reput full.bin half-up.bin', 'reget remote.bin half-down.bin', ''].join('\n'))
-  t.equal(r.code, 0, `the batch succeeds: ${r.stderr}`)
-  t.same(readFileSync(join(root, 'half-up.bin')), full, 'reput appended the rest')
-  t.same(readFileSync(join(local, 'half-down.bin')), full, 'reget fetched the rest')
-})
+  t.test(`${backend}: sftp -b: reput and reget resume where the copy stopped`, async (t) => {
+    const { login, root, put, mkdir } = await startGateway(t, { backend })
+    const local = t.testdir()
+    const full = randomBytes(2 * 1024 * 1024 + 5)
+    writeFileSync(join(local, 'full.bin'), full)
+    put('half-up.bin', full.subarray(0, 1024 * 1024))
+    put('remote.bin', full)
+    writeFileSync(join(local, 'half-down.bin'), full.subarray(0, 700_000))
+    const r = await sftpBatch(t, login, [`lcd ${local}`, 'reput full.bin half-up.bin', 'reget remote.bin half-down.bin', ''].join('\n'))
+    t.equal(r.code, 0, `the batch succeeds: ${r.stderr}`)
+    t.same(readFileSync(join(root, 'half-up.bin')), full, 'reput appended the rest')
+    t.same(readFileSync(join(local, 'half-down.bin')), full, 'reget fetched the rest')
+  })
 
-t.test('sftp -b: errors are reported, and the batch stops at the first', async (t) => {
-  const { login, root } = await startGateway(t)
-  writeFileSync(join(root, 'a.txt'), 'a')
-  writeFileSync(join(root, 'b.txt'), 'b')
-  mkdirSync(join(root, 'full'))
-  writeFileSync(join(root, 'full', 'x'), 'x')
-  for (const [cmd, msg] of [
-    ['get nothing-here.txt', /not found|No such file/i],
-    ['rmdir full', /Failure|not empty/i],
-    ['rename a.txt b.txt', /Failure|exists/i],
-    ['mkdir full', /Failure|exists/i],
-    ['ls /../../etc/passwd', /not found/i],
-  ] as const) {
-    const r = await sftpBatch(t, login, `${cmd}\n`)
-    t.not(r.code, 0, `${cmd}: the batch fails`)
-    t.match(r.stderr, msg, `${cmd}: ${r.stderr.trim()}`)
-  }
-  t.equal(readFileSync(join(root, 'b.txt'), 'utf8'), 'b', 'RENAME did not replace an existing target')
-})
+  t.test(`${backend}: sftp -b: errors are reported, and the batch stops at the first`, async (t) => {
+    const { login, root, put, mkdir } = await startGateway(t, { backend })
+    put('a.txt', 'a')
+    put('b.txt', 'b')
+    mkdir('full')
+    put('full/x', 'x')
+    for (const [cmd, msg] of [
+      ['get nothing-here.txt', /not found|No such file/i],
+      ['rmdir full', /Failure|not empty/i],
+      ['rename a.txt b.txt', /Failure|exists/i],
+      ['mkdir full', /Failure|exists/i],
+      ['ls /../../etc/passwd', /not found/i],
+    ] as const) {
+      const r = await sftpBatch(t, login, `${cmd}\n`)
+      t.not(r.code, 0, `${cmd}: the batch fails`)
+      t.match(r.stderr, msg, `${cmd}: ${r.stderr.trim()}`)
+    }
+    t.equal(readFileSync(join(root, 'b.txt'), 'utf8'), 'b', 'RENAME did not replace an existing target')
+  })
 
-t.test('read-only users: every write is PERMISSION_DENIED, reads work', async (t) => {
-  const { login, root } = await startGateway(t, { readOnly: true })
-  writeFileSync(join(root, 'keep.txt'), 'keep')
-  mkdirSync(join(root, 'dir'))
-  const local = t.testdir()
-  writeFileSync(join(local, 'x.txt'), 'x')
-  const ok = await sftpBatch(t, login, `lcd ${local}\nget keep.txt\nls -l\n`)
-  t.equal(ok.code, 0, `reads work: ${ok.stderr}`)
-  for (const cmd of [`put ${join(local, 'x.txt')} x.txt`, 'rm keep.txt', 'mkdir new', 'rmdir dir', 'rename keep.txt moved.txt', 'chmod 600 keep.txt']) {
-    const r = await sftpBatch(t, login, `${cmd}\n`)
-    t.not(r.code, 0, `${cmd}: refused`)
-    t.match(r.stderr, /Permission denied/i, `${cmd}: ${r.stderr.trim()}`)
-  }
-  t.same(readdirSync(root).sort(), ['dir', 'keep.txt'], 'nothing changed')
-})
+  t.test(`${backend}: read-only users: every write is PERMISSION_DENIED, reads work`, async (t) => {
+    const { login, root, put, mkdir } = await startGateway(t, { backend, readOnly: true })
+    put('keep.txt', 'keep')
+    mkdir('dir')
+    const local = t.testdir()
+    writeFileSync(join(local, 'x.txt'), 'x')
+    const ok = await sftpBatch(t, login, `lcd ${local}\nget keep.txt\nls -l\n`)
+    t.equal(ok.code, 0, `reads work: ${ok.stderr}`)
+    for (const cmd of [`put ${join(local, 'x.txt')} x.txt`, 'rm keep.txt', 'mkdir new', 'rmdir dir', 'rename keep.txt moved.txt', 'chmod 600 keep.txt']) {
+      const r = await sftpBatch(t, login, `${cmd}\n`)
+      t.not(r.code, 0, `${cmd}: refused`)
+      t.match(r.stderr, /Permission denied/i, `${cmd}: ${r.stderr.trim()}`)
+    }
+    t.same(readdirSync(root).sort(), ['dir', 'keep.txt'], 'nothing changed')
+  })
+}
 
 t.test('shell and exec get a one-line refusal', async (t) => {
   const { login } = await startGateway(t)
