@@ -6,6 +6,7 @@
  * (./errors.ts). The session holds its handle table and nothing else; its end aborts
  * every handle still open, so a transfer cut before CLOSE commits nothing.
  */
+import { setMaxListeners } from 'node:events'
 import type { Attributes, SFTPWrapper } from 'ssh2'
 import { utils } from './ssh2.js'
 import { FsError } from '../../core/errors.js'
@@ -73,6 +74,8 @@ export function flagsOf(pflags: number): OpenFlags {
 export function serveSftp(sftp: SFTPWrapper, opts: SessionOptions): void {
   const { fs } = opts
   const life = new AbortController()
+  // Every open handle, and every request in flight, listens to the session's end.
+  setMaxListeners(MAX_HANDLES + 1024, life.signal)
   const handles = new HandleTable<Open>(MAX_HANDLES)
   let seq = 0
   const ctx = (): RequestContext => ({

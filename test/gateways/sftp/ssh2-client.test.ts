@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { MAX_HANDLES } from '../../../gateways/sftp/session.js'
 import { call, sftpBatch, sshExec, ssh2Sftp } from './clients.js'
-import { startGateway } from './fixture.js'
+import { BACKENDS, startGateway } from './fixture.js'
 import { serverDir } from '../../servers/process.js'
 
 const STATUS = { NO_SUCH_FILE: 2, PERMISSION_DENIED: 3, FAILURE: 4, OP_UNSUPPORTED: 8 }
@@ -72,35 +72,37 @@ t.test('the root can never be left: .., absolute paths, planted symbolic links',
   t.same(readdirSync(join(root, 'd')), ['in.txt'], 'nothing moved')
 })
 
-t.test('a connection cut mid-upload commits nothing and leaves no debris', async (t) => {
-  const { login, root } = await startGateway(t)
-  writeFileSync(join(root, 'old.bin'), 'the old content')
-  const before = readdirSync(root).sort()
-  const { client, sftp } = await ssh2Sftp(t, login)
-  for (const name of ['old.bin', 'new.bin']) {
-    const h = await call<Buffer>(sftp.open.bind(sftp), name, 'w')
-    const chunk = randomBytes(32 * 1024)
-    for (let i = 0; i < 16; i++) await call(sftp.write.bind(sftp), h, chunk, 0, chunk.length, i * chunk.length)
-  }
-  // No CLOSE: the network goes away.
-  ;(client as unknown as { _sock: { destroy(): void } })._sock.destroy()
-  t.ok(await until(() => readdirSync(root).sort().join() === before.join()), `no debris: ${readdirSync(root).join(', ')}`)
-  t.equal(readFileSync(join(root, 'old.bin'), 'utf8'), 'the old content', 'the old file is whole and unchanged')
-  t.notOk(existsSync(join(root, 'new.bin')), 'the new file was never committed')
-})
+for (const backend of BACKENDS) {
+  t.test(`${backend}: a connection cut mid-upload commits nothing and leaves no debris`, async (t) => {
+    const { login, root, put } = await startGateway(t, { backend })
+    put('old.bin', 'the old content')
+    const before = readdirSync(root).sort()
+    const { client, sftp } = await ssh2Sftp(t, login)
+    for (const name of ['old.bin', 'new.bin']) {
+      const h = await call<Buffer>(sftp.open.bind(sftp), name, 'w')
+      const chunk = randomBytes(32 * 1024)
+      for (let i = 0; i < 16; i++) await call(sftp.write.bind(sftp), h, chunk, 0, chunk.length, i * chunk.length)
+    }
+    // No CLOSE: the network goes away.
+    ;(client as unknown as { _sock: { destroy(): void } })._sock.destroy()
+    t.ok(await until(() => readdirSync(root).sort().join() === before.join()), `no debris: ${readdirSync(root).join(', ')}`)
+    t.equal(readFileSync(join(root, 'old.bin'), 'utf8'), 'the old content', 'the old file is whole and unchanged')
+    t.notOk(existsSync(join(root, 'new.bin')), 'the new file was never committed')
+  })
 
-t.test('an OpenSSH sftp killed mid-put commits nothing', async (t) => {
-  const { login, root } = await startGateway(t)
-  const local = serverDir(t, 'big')
-  writeFileSync(join(local, 'big.bin'), randomBytes(64 * 1024 * 1024))
-  writeFileSync(join(root, 'big.bin'), 'old')
-  const run = sftpBatch(t, login, `put ${join(local, 'big.bin')} big.bin\n`, ['-o', 'Ciphers=aes128-ctr', '-l', '20000'])
-  await new Promise((r) => setTimeout(r, 1500))
-  run.child.kill('SIGKILL')
-  await run
-  t.ok(await until(() => readdirSync(root).join() === 'big.bin'), `no debris: ${readdirSync(root).join(', ')}`)
-  t.ok(await until(() => readFileSync(join(root, 'big.bin'), 'utf8') === 'old'), 'the old file is unchanged')
-})
+  t.test(`${backend}: an OpenSSH sftp killed mid-put commits nothing`, async (t) => {
+    const { login, root, put } = await startGateway(t, { backend })
+    const local = serverDir(t, 'big')
+    writeFileSync(join(local, 'big.bin'), randomBytes(64 * 1024 * 1024))
+    put('big.bin', 'old')
+    const run = sftpBatch(t, login, `put ${join(local, 'big.bin')} big.bin\n`, ['-o', 'Ciphers=aes128-ctr', '-l', '20000'])
+    await new Promise((r) => setTimeout(r, 1500))
+    run.child.kill('SIGKILL')
+    await run
+    t.ok(await until(() => readdirSync(root).join() === 'big.bin'), `no debris: ${readdirSync(root).join(', ')}`)
+    t.ok(await until(() => readFileSync(join(root, 'big.bin'), 'utf8') === 'old'), 'the old file is unchanged')
+  })
+}
 
 t.test(`a session holds at most ${MAX_HANDLES} handles`, async (t) => {
   const { login, root } = await startGateway(t)
@@ -141,24 +143,27 @@ t.test('a connection that does not log in in time is closed', async (t) => {
   t.ok(closed, 'closed by the server')
 })
 
-t.test('ssh2 client: upload, download, listing, attributes', async (t) => {
-  const { login, root } = await startGateway(t)
-  const local = serverDir(t, 'ssh2')
-  const data = randomBytes(5 * 1024 * 1024 + 3)
-  writeFileSync(join(local, 'up.bin'), data)
-  const { sftp } = await ssh2Sftp(t, login)
-  await call(sftp.fastPut.bind(sftp), join(local, 'up.bin'), 'up.bin')
-  t.same(readFileSync(join(root, 'up.bin')), data, 'fastPut')
-  await call(sftp.fastGet.bind(sftp), 'up.bin', join(local, 'down.bin'))
-  t.same(readFileSync(join(local, 'down.bin')), data, 'fastGet')
-  const st = await call<{ size: number; isFile(): boolean; mtime: number }>(sftp.stat.bind(sftp), 'up.bin')
-  t.equal(st.size, data.length, 'STAT size')
-  t.ok(st.isFile(), 'a file')
-  t.ok(Math.abs(st.mtime * 1000 - Date.now()) < 120_000, 'a recent mtime')
-  await call(sftp.utimes.bind(sftp), 'up.bin', 1_000_000_000, 1_200_000_000)
-  t.equal((await call<{ mtime: number }>(sftp.stat.bind(sftp), 'up.bin')).mtime, 1_200_000_000, 'SETSTAT times')
-  await t.rejects(call(sftp.chown.bind(sftp), 'up.bin', 0, 0), { code: STATUS.OP_UNSUPPORTED, message: /owners/ }, 'owners cannot be changed: said, not ignored')
-  const h = await call<Buffer>(sftp.open.bind(sftp), 'up.bin', 'r')
-  t.equal((await call<{ size: number }>(sftp.fstat.bind(sftp), h)).size, data.length, 'FSTAT')
-  await call(sftp.close.bind(sftp), h)
-})
+for (const backend of BACKENDS) {
+  t.test(`${backend}: ssh2 client: upload, download, listing, attributes`, async (t) => {
+    const { login, root, put } = await startGateway(t, { backend })
+    const local = serverDir(t, 'ssh2')
+    const data = randomBytes(5 * 1024 * 1024 + 3)
+    writeFileSync(join(local, 'up.bin'), data)
+    const { sftp } = await ssh2Sftp(t, login)
+    await call(sftp.fastPut.bind(sftp), join(local, 'up.bin'), 'up.bin')
+    t.same(readFileSync(join(root, 'up.bin')), data, 'fastPut')
+    await call(sftp.fastGet.bind(sftp), 'up.bin', join(local, 'down.bin'))
+    t.same(readFileSync(join(local, 'down.bin')), data, 'fastGet')
+    const st = await call<{ size: number; isFile(): boolean; mtime: number }>(sftp.stat.bind(sftp), 'up.bin')
+    t.equal(st.size, data.length, 'STAT size')
+    t.ok(st.isFile(), 'a file')
+    t.ok(Math.abs(st.mtime * 1000 - Date.now()) < 120_000, 'a recent mtime')
+    await call(sftp.utimes.bind(sftp), 'up.bin', 1_000_000_000, 1_200_000_000)
+    t.equal((await call<{ mtime: number }>(sftp.stat.bind(sftp), 'up.bin')).mtime, 1_200_000_000, 'SETSTAT times')
+    await t.rejects(call(sftp.chown.bind(sftp), 'up.bin', 0, 0), { code: STATUS.OP_UNSUPPORTED, message: /owners/ }, 'owners cannot be changed: said, not ignored')
+    const h = await call<Buffer>(sftp.open.bind(sftp), 'up.bin', 'r')
+    t.equal((await call<{ size: number }>(sftp.fstat.bind(sftp), h)).size, data.length, 'FSTAT')
+    await call(sftp.close.bind(sftp), h)
+  })
+}
+
