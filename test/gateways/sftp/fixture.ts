@@ -41,6 +41,8 @@ export interface GatewayOptions {
   readonly dataDir?: string
   readonly logger?: Logger
   readonly loginGraceMs?: number
+  /** A public key (SSH wire format) the user may log in with. */
+  readonly key?: Buffer
 }
 
 /** One sshd per test file, started on first use. */
@@ -74,6 +76,7 @@ export async function startGateway(t: Test, opts: GatewayOptions = {}): Promise<
     user,
     password,
     readOnly: opts.readOnly ?? false,
+    ...(opts.key ? { key: opts.key } : {}),
   })
   const app = await startFilegate(validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 1, data_dir: dataDir, sftp: { port: 'off' } }), {
     logger: opts.logger ?? silentLogger,

@@ -6,7 +6,9 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { sftpBatch, sshExec } from './clients.js'
+import { runCommand, sftpBatch, sshExec } from './clients.js'
+import { serverDir } from '../../servers/process.js'
+import { execFileSync } from 'node:child_process'
 import { BACKENDS, startGateway } from './fixture.js'
 
 for (const backend of BACKENDS) {
@@ -101,6 +103,27 @@ for (const backend of BACKENDS) {
     t.same(readdirSync(root).sort(), ['dir', 'keep.txt'], 'nothing changed')
   })
 }
+
+t.test('public key logins: an authorized key logs in, another is refused', async (t) => {
+  const dir = serverDir(t, 'keys')
+  const key = (name: string) => {
+    execFileSync('/usr/bin/ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, name)])
+    return Buffer.from(readFileSync(join(dir, `${name}.pub`), 'utf8').split(' ')[1]!, 'base64')
+  }
+  const mine = key('mine')
+  key('other')
+  const lines: { msg: string; method?: string }[] = []
+  const logger = { log: (_l: string, msg: string, fields?: Record<string, unknown>) => void lines.push({ msg, ...fields }) }
+  const { login } = await startGateway(t, { key: mine, logger })
+  const withKey = (name: string) =>
+    runCommand('/usr/bin/sftp', ['-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'IdentitiesOnly=yes', '-o', 'PasswordAuthentication=no', '-i', join(dir, name), '-P', String(login.port), '-b', '-', `${login.user}@127.0.0.1`], { input: 'ls\n' })
+  const ok = await withKey('mine')
+  t.equal(ok.code, 0, `the authorized key logs in: ${ok.stderr}`)
+  t.ok(lines.some((l) => l.msg === 'sftp login' && l.method === 'publickey'), 'logged as a public key login')
+  const other = await withKey('other')
+  t.not(other.code, 0, 'another key is refused')
+  t.match(other.stderr, /Permission denied \(publickey,password\)/, 'the usual refusal')
+})
 
 t.test('shell and exec get a one-line refusal', async (t) => {
   const { login } = await startGateway(t)
