@@ -17,10 +17,12 @@ import { type Logger, silentLogger } from '../../../front/log.js'
 import { createSftpGateway } from '../../../gateways/sftp/index.js'
 import { serverDir } from '../../servers/process.js'
 import { type Sshd, startSshd } from '../../servers/sshd.js'
+import { startS3rver } from '../../servers/s3rver.js'
 import type { Login } from './clients.js'
 import { withTempLogin } from './temp-login.js'
 
-export type Backend = 'local' | 'sftp'
+/** `s3`: an s3rver bucket (no modes, no settable times); `put` and `mkdir` are not available there. */
+export type Backend = 'local' | 'sftp' | 's3'
 export const BACKENDS: readonly Backend[] = ['local', 'sftp']
 
 export interface Gw {
@@ -63,6 +65,13 @@ export async function startGateway(t: Test, opts: GatewayOptions = {}): Promise<
     mkdirSync(root)
     own(root)
     spec = { type: 'sftp', hostname: '127.0.0.1', port: s.port, username: s.username, password: s.password, root: name }
+  } else if (opts.backend === 's3') {
+    const s3 = await startS3rver(t)
+    root = ''
+    own = () => {
+      throw new Error('an s3 backend is not seeded from the disk')
+    }
+    spec = { type: 's3', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, root: await s3.bucket() }
   } else {
     root = join(base, 'root')
     mkdirSync(root)

@@ -3,7 +3,7 @@
  * refusals (shell, exec, old algorithms).
  */
 import { randomBytes } from 'node:crypto'
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync, mkdirSync } from 'node:fs'
+import { chmodSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { runCommand, sftpBatch, sshExec } from './clients.js'
@@ -133,6 +133,11 @@ t.test('shell and exec get a one-line refusal', async (t) => {
   t.match(r.stderr, /^filegate: only the sftp subsystem is served$/m, 'the refusal on stderr')
   const shell = await sshExec(t, login, '', ['-T'])
   t.not(shell.code, 0, 'a shell is refused too')
+  const fwd = await sshExec(t, login, 'true', ['-o', 'ExitOnForwardFailure=yes', '-R', '0:127.0.0.1:9'])
+  t.not(fwd.code, 0, 'remote port forwarding is refused')
+  t.match(fwd.stderr, /forwarding failed/, fwd.stderr.trim())
+  const local = await sshExec(t, login, 'true', ['-o', 'ExitOnForwardFailure=yes', '-W', '127.0.0.1:9'])
+  t.match(local.stderr, /forwarding failed|open failed|administratively prohibited/, `a TCP connection through the gateway is refused: ${local.stderr.trim()}`)
 })
 
 t.test('only modern algorithms: CBC ciphers and SHA-1 MACs are refused', async (t) => {
@@ -165,9 +170,16 @@ t.test('the host key is made once, private, and kept across restarts', async (t)
   t.match(seen.stderr, `Server host key: ssh-ed25519 ${printed}`, 'the logged fingerprint is the one clients see')
   await first.app.close(0)
   lines.length = 0
-  await startGateway(t, { dataDir, logger })
+  const second = await startGateway(t, { dataDir, logger })
   t.equal(fp(lines)[0], printed, 'the same key after a restart')
   t.notOk(lines.some((l) => l.includes('host key created')), 'not made again')
+  await second.app.close(0)
+  chmodSync(keyFile, 0o644)
+  lines.length = 0
+  await startGateway(t, { dataDir, logger })
+  t.equal(statSync(keyFile).mode & 0o777, 0o600, 'a key others could read is made private again')
+  t.ok(lines.some((l) => l.includes('readable by others')), '... with a warning')
+  t.equal(fp(lines)[0], printed, '... and kept')
 })
 
 t.test('a port in use stops start-up with an error naming sftp.port', async (t) => {

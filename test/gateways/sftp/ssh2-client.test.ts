@@ -167,3 +167,19 @@ for (const backend of BACKENDS) {
   })
 }
 
+
+t.test('s3: what the storage cannot keep is refused, never silently ignored', async (t) => {
+  const { login } = await startGateway(t, { backend: 's3' })
+  const { sftp } = await ssh2Sftp(t, login)
+  const data = randomBytes(200_000)
+  const h = await call<Buffer>(sftp.open.bind(sftp), 'f.bin', 'w')
+  await call(sftp.write.bind(sftp), h, data, 0, data.length, 0)
+  await call(sftp.close.bind(sftp), h)
+  t.equal((await call<{ size: number }>(sftp.stat.bind(sftp), 'f.bin')).size, data.length, 'uploaded')
+  await t.rejects(call(sftp.chmod.bind(sftp), 'f.bin', 0o600), { code: STATUS.OP_UNSUPPORTED, message: /permission/ }, 'chmod: unsupported, saying why')
+  await t.rejects(call(sftp.utimes.bind(sftp), 'f.bin', 1_000_000_000, 1_000_000_000), { code: STATUS.OP_UNSUPPORTED, message: /times/ }, 'utimes: unsupported')
+  await t.rejects(call(sftp.setstat.bind(sftp), 'f.bin', { size: 10, mode: 0o600 }), { code: STATUS.OP_UNSUPPORTED }, 'a request with one refused part')
+  t.equal((await call<{ size: number }>(sftp.stat.bind(sftp), 'f.bin')).size, data.length, '... changes nothing (the size was not cut)')
+  const back = await call<Buffer>(sftp.readFile.bind(sftp), 'f.bin')
+  t.same(back, data, 'read back')
+})
