@@ -122,6 +122,7 @@ export function serveSftp(sftp: SFTPWrapper, opts: SessionOptions): void {
    * before anything changes, so a refused request changes nothing.
    */
   const checkSettable = (a: Settable): void => {
+    if (fs.readOnly) throw new FsError('EACCES', 'read-only: nothing can be changed')
     if (a.uid !== undefined || a.gid !== undefined) throw new FsError('ENOTSUP', 'file owners cannot be changed on this server')
     if (a.mode !== undefined && !fs.abilities.modes) throw new FsError('ENOTSUP', 'this storage keeps no permission bits')
     if (a.mtime !== undefined && !fs.abilities.setTimes) throw new FsError('ENOTSUP', 'this storage does not let modification times be set')
