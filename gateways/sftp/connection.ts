@@ -36,8 +36,8 @@ export function onConnection(client: Connection, info: ClientInfo, opts: Connect
 
   client.on('session', (accept) => {
     const session = accept()
-    session.on('sftp', (acceptSftp) => {
-      if (who === null) return
+    session.on('sftp', (acceptSftp, rejectSftp) => {
+      if (who === null) return rejectSftp()
       serveSftp(acceptSftp(), { fs: who.fs, user: who.user, connId, address, log: opts.log })
     })
     const refuseCommand = (accept: () => { stderr: { write(s: string): void }; exit(code: number): void; end(): void }) => {
