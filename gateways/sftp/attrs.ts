@@ -20,7 +20,8 @@ export function modeOf(e: FsEntry): number {
 export function toAttrs(e: FsEntry): Attributes {
   const base = { mode: modeOf(e), size: e.size } as Attributes
   if (e.mtimeMs === null) return base
-  const t = Math.floor(e.mtimeMs / 1000)
+  // SFTP v3 times are unsigned 32-bit seconds: times outside 1970..2106 are clamped.
+  const t = Math.min(0xffffffff, Math.max(0, Math.floor(e.mtimeMs / 1000)))
   return { ...base, atime: t, mtime: t }
 }
 
