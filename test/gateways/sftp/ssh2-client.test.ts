@@ -3,8 +3,9 @@
  * cut mid-upload commits nothing, the handle cap, and the connection's limits (login
  * attempts, login grace time).
  */
+import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
@@ -182,4 +183,16 @@ t.test('s3: what the storage cannot keep is refused, never silently ignored', as
   t.equal((await call<{ size: number }>(sftp.stat.bind(sftp), 'f.bin')).size, data.length, '... changes nothing (the size was not cut)')
   const back = await call<Buffer>(sftp.readFile.bind(sftp), 'f.bin')
   t.same(back, data, 'read back')
+})
+
+t.test('times SFTP v3 cannot carry are clamped, not a failed STAT', async (t) => {
+  const { login, root, put } = await startGateway(t)
+  put('old.txt', 'old')
+  put('far.txt', 'far')
+  execFileSync('touch', ['-d', '1960-01-01', join(root, 'old.txt')]) // node's utimes takes a negative time as now
+  utimesSync(join(root, 'far.txt'), 2 ** 33, 2 ** 33)
+  const { sftp } = await ssh2Sftp(t, login)
+  t.equal((await call<{ mtime: number }>(sftp.stat.bind(sftp), 'old.txt')).mtime, 0, 'before 1970: 0')
+  t.equal((await call<{ mtime: number }>(sftp.stat.bind(sftp), 'far.txt')).mtime, 0xffffffff, 'after 2106: the largest')
+  t.equal(((await call(sftp.readdir.bind(sftp), '/')) as unknown[]).length, 2, 'listed')
 })
