@@ -72,6 +72,27 @@ export class Throttle {
     this.#locked.delete(key)
   }
 
+  /**
+   * An attempt that succeeded: takes back its own count, and only that. For scopes many
+   * accounts share (the gateway logins), where forgetting every failure on a success
+   * would let one's own account buy more guesses at another's.
+   */
+  refund(scope: string, address: string): void {
+    const key = `${scope}\0${addressKey(address)}`
+    const counting = this.#counting.get(key)
+    const locked = this.#locked.get(key)
+    const c = counting ?? locked
+    if (!c) return
+    c.count--
+    if (c.count <= 0) {
+      this.#counting.delete(key)
+      this.#locked.delete(key)
+    } else if (locked && c.count < this.#max) {
+      this.#locked.delete(key)
+      this.#counting.set(key, c)
+    }
+  }
+
   /** Addresses tracked (both tables). */
   get size(): number {
     return this.#counting.size + this.#locked.size
