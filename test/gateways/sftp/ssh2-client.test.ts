@@ -30,6 +30,12 @@ async function statusOf(p: Promise<unknown>): Promise<number | 'ok'> {
   }
 }
 
+/** The gateway layer's private staging copies (docs/gateways.md). */
+const staged = (dataDir: string): string[] => {
+  const dir = join(dataDir, 'gateway-staging')
+  return existsSync(dir) ? readdirSync(dir) : []
+}
+
 /** Waits until `check` holds (the server finishes asynchronously). */
 async function until(check: () => boolean, ms = 15_000): Promise<boolean> {
   const deadline = Date.now() + ms
@@ -79,7 +85,7 @@ t.test('the root can never be left: .., absolute paths, planted symbolic links',
 
 for (const backend of BACKENDS) {
   t.test(`${backend}: a connection cut mid-upload commits nothing and leaves no debris`, async (t) => {
-    const { login, root, put } = await startGateway(t, { backend })
+    const { login, root, put, dataDir } = await startGateway(t, { backend })
     put('old.bin', 'the old content')
     const before = readdirSync(root).sort()
     const { client, sftp } = await ssh2Sftp(t, login)
@@ -91,12 +97,13 @@ for (const backend of BACKENDS) {
     // No CLOSE: the network goes away.
     ;(client as unknown as { _sock: { destroy(): void } })._sock.destroy()
     t.ok(await until(() => readdirSync(root).sort().join() === before.join()), `no debris: ${readdirSync(root).join(', ')}`)
+    t.ok(await until(() => staged(dataDir).length === 0), 'no staging copy left')
     t.equal(readFileSync(join(root, 'old.bin'), 'utf8'), 'the old content', 'the old file is whole and unchanged')
     t.notOk(existsSync(join(root, 'new.bin')), 'the new file was never committed')
   })
 
   t.test(`${backend}: an OpenSSH sftp killed mid-put commits nothing`, async (t) => {
-    const { login, root, put } = await startGateway(t, { backend })
+    const { login, root, put, dataDir } = await startGateway(t, { backend })
     const local = serverDir(t, 'big')
     writeFileSync(join(local, 'big.bin'), randomBytes(64 * 1024 * 1024))
     put('big.bin', 'old')
@@ -105,9 +112,24 @@ for (const backend of BACKENDS) {
     run.child.kill('SIGKILL')
     await run
     t.ok(await until(() => readdirSync(root).join() === 'big.bin'), `no debris: ${readdirSync(root).join(', ')}`)
+    t.ok(await until(() => staged(dataDir).length === 0), 'no staging copy left')
     t.ok(await until(() => readFileSync(join(root, 'big.bin'), 'utf8') === 'old'), 'the old file is unchanged')
   })
 }
+
+t.test('sftp: an append cut before CLOSE goes through a staging copy and commits nothing', async (t) => {
+  const { login, root, put, dataDir } = await startGateway(t, { backend: 'sftp' })
+  put('log.txt', 'line 1\n')
+  const { client, sftp } = await ssh2Sftp(t, login)
+  const h = await call<Buffer>(sftp.open.bind(sftp), 'log.txt', 'a')
+  const more = Buffer.from('line 2\n'.repeat(10_000))
+  await call(sftp.write.bind(sftp), h, more, 0, more.length, 7)
+  t.equal(staged(dataDir).length, 1, 'a staging copy while the file is open')
+  ;(client as unknown as { _sock: { destroy(): void } })._sock.destroy()
+  t.ok(await until(() => staged(dataDir).length === 0), 'the staging copy is removed')
+  t.equal(readFileSync(join(root, 'log.txt'), 'utf8'), 'line 1\n', 'the file is as it was')
+  t.same(readdirSync(root), ['log.txt'], 'no debris')
+})
 
 t.test(`a session holds at most ${MAX_HANDLES} handles`, async (t) => {
   const { login, root } = await startGateway(t)
