@@ -1,6 +1,6 @@
 /**
  * @module gateways/sftp
- * The SFTP gateway (docs/gateways.md, "SFTP gateway"): any SFTP client in front of
+ * The SFTP gateway (docs/sftp-gateway.md): any SFTP client in front of
  * any storage, users logging in through the gateway login (core/gateway.ts).
  */
 import { join } from 'node:path'
