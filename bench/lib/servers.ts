@@ -116,6 +116,7 @@ export async function startFilegate(dataDir: string, workers = env.workers, engi
       FILEGATE_SHUTDOWN_GRACE_SECONDS: '2',
       FILEGATE_LOG_LEVEL: 'info',
       FILEGATE_HTTP_ENGINE: engine,
+      FILEGATE_SFTP_PORT: 'off',
     },
   })
   const url = await waitForLine(name, child, (line) => {
