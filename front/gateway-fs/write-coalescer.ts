@@ -5,7 +5,9 @@
  * renamed over the target at the end; an abort leaves the old file and no debris).
  *
  * SFTP clients send writes of 32 KiB or so, many in flight. They are joined here into
- * chunks of about `chunkBytes` (1 MiB) before they cross to the worker. Writes that
+ * chunks of `chunkBytes` (1 MiB) before they cross to the worker: each write is copied
+ * once, into a chunk allocated whole (its own ArrayBuffer, so it is transferred to the
+ * worker, not copied again); the caller's buffer is free when `write` returns. Writes that
  * arrive ahead of the next expected offset are held and put in order as the gap fills;
  * when held bytes grow past `windowBytes`, the gap before them is taken as a hole
  * (zeros) and the stream moves on. Holes left at close are zeros too. A write that
@@ -40,8 +42,8 @@ export class WriteCoalescer {
   readonly #opts: CoalescerOptions
   /** Offset of the first byte not yet queued (everything before it went to the stream). */
   #sent = 0
-  /** Contiguous bytes from `#sent`, not yet a chunk. */
-  #cur: Uint8Array[] = []
+  /** Contiguous bytes from `#sent`, not yet a chunk: the first `#curBytes` of `#cur`. */
+  #cur: Buffer | null = null
   #curBytes = 0
   /** Writes ahead of the contiguous end, by offset. */
   readonly #held = new Map<number, Uint8Array>()
@@ -74,16 +76,13 @@ export class WriteCoalescer {
     if (this.#error) throw this.#error
     if (this.#ended) throw new FsError('EINVAL', 'the file is closed')
     if (data.byteLength === 0) return
-    // The caller's buffer may be reused once we return: keep a copy.
-    data = Uint8Array.prototype.slice.call(data)
     this.#size = Math.max(this.#size, offset + data.byteLength)
     const end = this.#sent + this.#curBytes
     if (offset < end) {
       if (offset < this.#sent) throw new FsError('ENOTSUP', 'this file is written in order: bytes already sent cannot be rewritten (open it without truncation to write at random)')
       // Rewrites bytes not yet sent: patch them, then go on with the rest.
-      const cur = this.#flat()
       const inside = Math.min(data.byteLength, end - offset)
-      cur.set(data.subarray(0, inside), offset - this.#sent)
+      this.#cur!.set(data.subarray(0, inside), offset - this.#sent)
       if (inside === data.byteLength) return this.#room()
       data = data.subarray(inside)
       offset = end
@@ -91,14 +90,14 @@ export class WriteCoalescer {
     if (offset > end) {
       const old = this.#held.get(offset)
       if (old) this.#heldBytes -= old.byteLength
-      this.#held.set(offset, data)
+      // The caller's buffer may be reused once we return: a held write keeps a copy.
+      this.#held.set(offset, Uint8Array.prototype.slice.call(data))
       this.#heldBytes += data.byteLength
       if (this.#heldBytes > this.#opts.windowBytes) this.#skipHole()
     } else {
       this.#append(data)
     }
     this.#drainHeld()
-    this.#emit(false)
     return this.#room()
   }
 
@@ -134,19 +133,24 @@ export class WriteCoalescer {
     this.#ended = true
     this.#release()
     this.#queue.length = 0
-    this.#cur = []
+    this.#cur = null
+    this.#curBytes = 0
     this.#held.clear()
     this.#wake()
   }
 
+  /** Copies `data` after the current bytes; every chunk that fills goes to the queue. */
   #append(data: Uint8Array): void {
-    this.#cur.push(data)
-    this.#curBytes += data.byteLength
-  }
-
-  #flat(): Uint8Array {
-    if (this.#cur.length !== 1) this.#cur = [Buffer.concat(this.#cur)]
-    return this.#cur[0]!
+    const size = this.#opts.chunkBytes
+    for (let at = 0; at < data.byteLength; ) {
+      // allocUnsafeSlow: a chunk that owns its ArrayBuffer is moved to the worker, not copied.
+      this.#cur ??= Buffer.allocUnsafeSlow(size)
+      const n = Math.min(size - this.#curBytes, data.byteLength - at)
+      this.#cur.set(data.subarray(at, at + n), this.#curBytes)
+      this.#curBytes += n
+      at += n
+      if (this.#curBytes === size) this.#emit(false)
+    }
   }
 
   #drainHeld(): void {
@@ -171,8 +175,8 @@ export class WriteCoalescer {
   /** Moves the current bytes to the queue when they make a chunk (or always, with `all`). */
   #emit(all: boolean): void {
     if (this.#curBytes === 0 || (!all && this.#curBytes < this.#opts.chunkBytes)) return
-    const chunk = this.#cur.length === 1 ? this.#cur[0]! : Buffer.concat(this.#cur)
-    this.#cur = []
+    const chunk = this.#curBytes === this.#cur!.byteLength ? this.#cur! : this.#cur!.subarray(0, this.#curBytes)
+    this.#cur = null
     this.#sent += this.#curBytes
     this.#curBytes = 0
     this.#push(chunk)
