@@ -24,6 +24,10 @@
  * known one. One throttle counts failures per client address for all gateway doors
  * together, apart from the HTTP API's. A success takes back only its own count, not
  * the failures before it: an account of one's own cannot buy more guesses at another's.
+ *
+ * A gateway user's password that was right a few minutes ago, against the same stored
+ * hash, is not checked by scrypt again (front/password-cache.ts): clients open many
+ * sessions with the same password.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { rm } from 'node:fs/promises'
@@ -38,6 +42,7 @@ import type { ClientIdentity } from '../core/storage.js'
 import type { GatewayUserTargets } from './admin.js'
 import { type PluginStorageTypes, connectionSpec, gatewayTmpSpec, passthroughAllowed, specWithRoot } from './connection-spec.js'
 import type { Logger } from './log.js'
+import { PasswordCache } from './password-cache.js'
 import { MAX_PASSWORD_LENGTH, failureDelay, hashPassword, verifyPassword } from './passwords.js'
 import { AttemptGate, Throttle } from './throttle.js'
 
@@ -45,6 +50,10 @@ import { AttemptGate, Throttle } from './throttle.js'
 export const GATEWAY_LOGIN_FAILURES = 10
 const WINDOW_MS = 15 * 60_000
 const SCOPE = 'gateway'
+/** Successful password checks are remembered this long (docs/gateways.md, "Repeated logins")… */
+const PASSWORD_CACHE_MS = 5 * 60_000
+/** …for this many users at most. */
+const PASSWORD_CACHE_USERS = 10_000
 
 /** Opens the file system view of one login (front/gateway-fs.ts); rejects when the backend cannot be opened. */
 export type OpenProtocolFs = (spec: BackendSpec, opts: { readonly readOnly: boolean; readonly client: ClientIdentity }) => Promise<ProtocolFs>
@@ -64,6 +73,8 @@ interface Granted {
   readonly readOnly: boolean
   /** For the admin's warning when the storage is not there: the user and its folder. */
   readonly where: Record<string, unknown>
+  /** The password was found among the recent checks (no scrypt run). */
+  readonly cached?: boolean
 }
 
 /** Right credentials, but no storage can be built for them now (the configuration changed). */
@@ -80,6 +91,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   readonly #throttle = new Throttle({ max: GATEWAY_LOGIN_FAILURES, windowMs: WINDOW_MS, what: 'gateway logins' })
   /** Four checks at a time per address (scrypt runs on libuv's four threads anyway); the rest wait. */
   readonly #gate = new AttemptGate({ perAddress: 4, maxWaiting: 4096 })
+  readonly #recent = new PasswordCache({ ttlMs: PASSWORD_CACHE_MS, max: PASSWORD_CACHE_USERS })
 
   private constructor(opts: GatewayLoginOptions, decoy: string) {
     this.#opts = opts
@@ -132,7 +144,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       return this.#unavailable(msg, { ...fields, ...granted.where, code })
     }
     if (at > 0) this.#throttle.refund(SCOPE, req.address)
-    this.#opts.logger.log('info', 'gateway login', { ...fields, read_only: granted.readOnly })
+    this.#opts.logger.log('info', 'gateway login', { ...fields, read_only: granted.readOnly, ...(granted.cached ? { password: 'recently checked' } : {}) })
     return { ok: true, user: granted.user, fs }
   }
 
@@ -144,14 +156,20 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   /** A gateway user's credentials → the grant, or why not (for the log). */
   async #gatewayUser(req: LoginRequest): Promise<Granted | Unservable | string> {
     const user = await this.#opts.state.getGatewayUser(req.user)
+    let cached = false
     if (req.publicKey !== undefined) {
       if (req.password !== undefined) return 'both a password and a key'
       if (!user) return 'unknown user'
       if (!keyMatches(user.keys.map((k) => k.blob), req.publicKey)) return 'key not authorized'
     } else {
-      const ok = await this.#password(req.password, user?.password_hash ?? null)
+      const { password } = req
+      const hash = user?.password_hash ?? null
+      cached = user !== null && hash !== null && typeof password === 'string' && password.length <= MAX_PASSWORD_LENGTH && this.#recent.matches(user.name, password, hash)
+      const ok = cached || (await this.#password(password, hash))
       if (!user) return 'unknown user'
       if (!ok) return user.password_hash === null ? 'the user has no password' : 'wrong password'
+      // A check passed: `password` is a well-formed string and `hash` the user's.
+      if (!cached) this.#recent.remember(user.name, password as string, hash!)
     }
     let spec: BackendSpec
     try {
@@ -161,7 +179,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       if (!(isApiError(err) && err.code === 'INVALID_INPUT')) throw err
       return { unservable: { connection: user.connection, root: user.root, error: err.message } }
     }
-    return { user: user.name, spec, readOnly: user.read_only, where: { connection: user.connection, root: user.root, folder: describe(spec) } }
+    return { user: user.name, spec, readOnly: user.read_only, where: { connection: user.connection, root: user.root, folder: describe(spec) }, cached }
   }
 
   /** `<name>@<label>`: the user's own account on a connection that leaves credentials to its users. */

@@ -111,6 +111,37 @@ t.test('a success gives no guesses back: an account of its own does not reset th
   t.match(await g.login({ user: 'victim', password: 'guess' }), { reason: 'throttled' }, 'then throttled')
 })
 
+t.test('repeated logins: a password checked a moment ago is not checked again, unless the user changed since; a wrong one is never taken from there', async (t) => {
+  const g = await gate(t)
+  const admin = api(g.url, await adminToken(g.url))
+  await g.addUser({ name: 'erin', password: 'first password', connection: 'tmp' })
+  await g.addUser({ name: 'frank', password: 'frank password', connection: 'tmp' })
+  const logins = () => g.logs.filter((l) => l.msg === 'gateway login').map((l) => `${String(l.fields.user)}:${String(l.fields.password ?? 'checked')}`)
+
+  opened(t, await g.login({ user: 'erin', password: 'first password' }), 'first login')
+  opened(t, await g.login({ user: 'erin', password: 'first password' }), 'again')
+  t.same(logins(), ['erin:checked', 'erin:recently checked'], 'the second login takes the recent check')
+
+  for (const password of ['first passwore', 'first password ', 'FIRST PASSWORD', 'frank password', '']) {
+    t.match(await g.login({ user: 'erin', password }), { ok: false, reason: 'refused' }, `${JSON.stringify(password)}: refused`)
+  }
+  t.match(await g.login({ user: 'frank', password: 'first password' }), { ok: false, reason: 'refused' }, "erin's password is not frank's")
+  t.equal(logins().length, 2, 'no wrong password got in')
+
+  const patched = await admin('PATCH', '/admin/api/users/erin', {}, { body: JSON.stringify({ password: 'second password' }) })
+  t.equal(patched.status, 200, 'the admin changes the password')
+  t.match(await g.login({ user: 'erin', password: 'first password' }), { ok: false, reason: 'refused' }, 'the old password is refused at once')
+  opened(t, await g.login({ user: 'erin', password: 'second password' }), 'the new one')
+  opened(t, await g.login({ user: 'erin', password: 'second password' }), 'the new one again')
+  t.same(logins().slice(2), ['erin:checked', 'erin:recently checked'], 'the new password is checked, then remembered')
+
+  t.equal((await admin('DELETE', '/admin/api/users/erin')).status, 200, 'the admin removes the user')
+  t.match(await g.login({ user: 'erin', password: 'second password' }), { ok: false, reason: 'refused' }, 'a removed user is refused')
+  await g.addUser({ name: 'erin', password: 'second password', connection: 'tmp' })
+  opened(t, await g.login({ user: 'erin', password: 'second password' }), 'a new user of that name')
+  t.same(logins().slice(4), ['erin:checked'], "the new user's password is checked anew")
+})
+
 t.test('public keys: keyAuthorized asks without counting; a verified key logs in; another key is refused', async (t) => {
   const g = await gate(t)
   const mine = sshKeygen('ed25519')
