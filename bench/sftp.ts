@@ -3,7 +3,7 @@
  * One big file (BENCH_SIZE_MB, default 1 GiB, random bytes) downloaded and uploaded
  * with OpenSSH's `sftp -b` (aes128-gcm@openssh.com, no compression), the same client
  * and options for every server, all serving the same folder (bench/lib/sftp-servers.ts):
- * filegate's SFTP gateway on a local connection, OpenSSH sshd + sftp-server, and
+ * filegate's SFTP gateway on a local connection, OpenSSH sshd + internal-sftp, and
  * `rclone serve sftp`. Download: `get big.bin /dev/null`; upload: `put <file> up-<server>.bin`,
  * whose size is checked afterwards (and SHA-256 in quick mode), then removed.
  * Figures: MB/s (10^6 bytes/s, the client's wall time, login included: about 0.1 s),
