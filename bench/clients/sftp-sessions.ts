@@ -62,7 +62,7 @@ function connect(onLogin: (at: number) => void): Promise<{ client: ssh2.Client; 
       host: '127.0.0.1',
       port: opts.port,
       username: opts.user,
-      ...(opts.password !== undefined ? { password: opts.password } : { privateKey: opts.privateKey }),
+      ...(opts.password !== undefined ? { password: opts.password } : { privateKey: opts.privateKey ?? '' }),
       // A thousand logins at once queue behind each other (scrypt, key exchanges): be patient.
       readyTimeout: 300_000,
       keepaliveInterval: 0,
