@@ -87,7 +87,8 @@ function target(
 /** OpenSSH sshd + sftp-server over `folder`, key login as root. */
 export async function startOpenSsh(folder: string, key: ClientKey): Promise<SftpTarget> {
   const sshd = await ensureCommand('sshd', 'openssh-server')
-  if (!sshd.ok) throw new Error(`OpenSSH is the reference of this benchmark: ${sshd.reason}`)
+  const client = await ensureCommand('sftp', 'openssh-client')
+  if (!sshd.ok || !client.ok) throw new Error(`OpenSSH is the reference of this benchmark: ${sshd.ok ? '' : sshd.reason} ${client.ok ? '' : client.reason}`)
   const dir = tempDir('sshd')
   const authorized = join(dir, 'authorized_keys')
   writeFileSync(authorized, `${key.publicLine}\n`, { mode: 0o600 })
