@@ -11,12 +11,12 @@
  *   addresses each, so that all 440 become live transfers.
  * Figures: the user's p50/p99 latency and the server's RSS growth (peak minus before).
  */
-import { type ChildProcess, spawn } from 'node:child_process'
-import { join } from 'node:path'
+import type { ChildProcess } from 'node:child_process'
 import { type SlowClientResult, runSlowClients } from '../test/helpers/slow-clients.js'
+import { spawnFilegate } from '../test/helpers/spawn-filegate.js'
 import { runBenchmark } from './lib/bench.js'
 import { distDir } from './lib/build.js'
-import { ROOT, env } from './lib/env.js'
+import { env } from './lib/env.js'
 import { onCleanup, stop } from './lib/proc.js'
 import { fmt, fmtRatio, median, progress, publish, ratio, table } from './lib/report.js'
 import { tempDir } from './lib/servers.js'
@@ -37,21 +37,8 @@ const CASES: readonly Case[] = [
 ]
 
 async function startServer(extra: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [join(distDir(), 'front', 'main.js'), '--port', '0', '--data-dir', tempDir('slow'), '--workers', String(env.workers)], {
-    cwd: ROOT,
-    env: { ...process.env, FILEGATE_LOG_REQUESTS: 'false', ...extra },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  const { url, child } = await spawnFilegate({ dataDir: tempDir('slow'), workers: env.workers, env: extra, dist: distDir() })
   onCleanup(() => stop(child))
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = ''
-    child.stdout!.on('data', (c: Buffer) => {
-      buf += c.toString()
-      const m = /"url":"(http:[^"]+)"/.exec(buf)
-      if (m) resolve(m[1]!)
-    })
-    child.once('exit', (code) => reject(new Error(`filegate exited (${code}) before listening`)))
-  })
   return { url, child }
 }
 

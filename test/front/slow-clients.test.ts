@@ -13,38 +13,20 @@
  * outside the task slots, with bounded, demand-grown stream windows. The limits
  * themselves are checked last.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtemp, rm, truncate } from 'node:fs/promises'
 import http from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
 import { createShare, expectError } from '../helpers/share.js'
 import { runSlowClients } from '../helpers/slow-clients.js'
+import { spawnFilegate } from '../helpers/spawn-filegate.js'
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const MAIN = join(ROOT, 'dist', 'front', 'main.js')
-
-/** filegate as its own process (the compiled CLI), so that its RSS is its own. */
 async function startServer(env: Record<string, string>): Promise<{ url: string; child: ChildProcess; dataDir: string }> {
-  if (!existsSync(MAIN)) throw new Error('dist/ is missing: build first (npm run build)')
   const dataDir = await mkdtemp(join(tmpdir(), 'filegate-slow-'))
-  const child = spawn(process.execPath, [MAIN, '--port', '0', '--data-dir', dataDir, '--workers', '2'], {
-    env: { ...process.env, FILEGATE_LOG_REQUESTS: 'false', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  const url = await new Promise<string>((resolve, reject) => {
-    let buf = ''
-    child.stdout!.on('data', (c: Buffer) => {
-      buf += c.toString()
-      const m = /"url":"(http:[^"]+)"/.exec(buf)
-      if (m) resolve(m[1]!)
-    })
-    child.once('exit', (code) => reject(new Error(`filegate exited (${code}) before listening: ${buf}`)))
-  })
+  const { url, child } = await spawnFilegate({ dataDir, workers: 2, env })
   return { url, child, dataDir }
 }
 
