@@ -12,8 +12,8 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { distDir } from './build.js'
 import { ensureCommand } from './debian.js'
+import { ROOT } from './env.js'
 import { type Finished, childrenOf, cpuSecondsWithReaped, memory, run, runOk, stop, tail, track } from './proc.js'
 import { progress } from './report.js'
 import { freePort, noteStarted, startFilegate, tempDir, waitForPort } from './servers.js'
@@ -178,7 +178,7 @@ async function adminCall(url: string, path: string, body: unknown, token?: strin
  * it is left out (a build without gateways/sftp).
  */
 export async function startFilegateSftp(folder: string, key: ClientKey, workers: number): Promise<SftpTarget | { skipped: string }> {
-  if (!existsSync(join(distDir(), 'gateways', 'sftp'))) return { skipped: 'this build has no SFTP gateway (gateways/sftp/)' }
+  if (!existsSync(join(ROOT, 'gateways', 'sftp', 'index.ts'))) return { skipped: 'this checkout has no SFTP gateway (gateways/sftp/)' }
   const dir = tempDir('filegate-sftp')
   const adminPassword = randomBytes(18).toString('base64url')
   const password = randomBytes(18).toString('base64url')
