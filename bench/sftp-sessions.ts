@@ -244,7 +244,7 @@ runBenchmark('sftp-sessions', async () => {
     runs: results,
     skipped,
     table: table(
-      ['server', 'sessions', 'errors', 'p50 ms', 'p99 ms', 'login p50 ms', 'logins/s', 'peak memory MiB', 'idle open', 'KiB per idle session', 'p99 vs OpenSSH'],
+      ['server', 'sessions', 'errors', 'p50 ms', 'p99 ms', 'login p50 ms', 'logins/s', 'peak RSS MiB', 'idle open', 'KiB per idle session', 'p99 vs OpenSSH'],
       rows,
     ),
   })
