@@ -36,6 +36,8 @@ export interface Entry {
    * removes the link only, and link cycles cannot trap a walk.
    */
   readonly link?: boolean
+  /** Permission bits (`st_mode & 0o7777`), where the backend keeps them. */
+  readonly mode?: number
 }
 
 /** Static traits of a backend. */
@@ -117,6 +119,30 @@ export interface Driver {
 
   /** Sets the modification time. Missing method: mtimes are not settable. */
   setMtime?(ctx: OpContext, path: string, mtimeMs: number): Promise<void>
+
+  /**
+   * The entry itself, not following a final symbolic link. A link is reported with
+   * `link: true`, `kind: 'file'` and its own size and times, once its target is known to
+   * lie inside the root (EACCES otherwise). Missing: `stat` (backends without links).
+   * @throws FsError ENOENT | EACCES
+   */
+  lstat?(ctx: OpContext, path: string): Promise<Entry>
+
+  /** Sets the permission bits (`mode & 0o7777`) of a file or directory. Missing: modes are not settable. */
+  setMode?(ctx: OpContext, path: string, mode: number): Promise<void>
+
+  /**
+   * Cuts or extends (with zeros) a file to `size` bytes in one step. Missing: workers/ops.ts
+   * rewrites the file atomically. @throws FsError ENOENT | EISDIR
+   */
+  truncate?(ctx: OpContext, path: string, size: number): Promise<void>
+
+  /**
+   * Copies one file inside the backend (the bytes never leave it), atomically as `write`.
+   * The target's parent must exist. Missing: workers/ops.ts streams read → write.
+   * @throws FsError ENOENT | EISDIR | EEXIST (with overwrite false)
+   */
+  copy?(ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<Entry>
 
   /** Releases every session this driver holds. */
   close(): Promise<void>

@@ -19,6 +19,7 @@ import type { MessagePort } from 'node:worker_threads'
 import type { BackendSpec } from './backend.js'
 import type { ByteRange, Entry } from './driver.js'
 import type { WireError } from './errors.js'
+import type { FsAbilities } from './protocol-fs.js'
 
 export const PROTOCOL_VERSION = 2
 
@@ -46,6 +47,8 @@ export type ZipCompression = 'auto' | 'store'
 
 export type RequestBody =
   | { readonly op: 'stat'; readonly path: string }
+  /** The entry itself, not following a final link (the driver's `lstat`, else `stat`). */
+  | { readonly op: 'lstat'; readonly path: string }
   /** A directory's entries, sorted by name; a file is ENOTDIR. */
   | { readonly op: 'list'; readonly path: string }
   /**
@@ -67,13 +70,24 @@ export type RequestBody =
     }
   /** `parents`: mkdir -p. `exclusive`: an existing directory is EEXIST. */
   | { readonly op: 'mkdir'; readonly path: string; readonly parents: boolean; readonly exclusive: boolean }
-  /** One file or empty directory, or (`recursive`) a whole tree. */
-  | { readonly op: 'remove'; readonly path: string; readonly recursive: boolean }
+  /**
+   * One file or empty directory, or (`recursive`) a whole tree. `kind`: only that kind
+   * (EISDIR / ENOTDIR otherwise; a link is not a directory).
+   */
+  | { readonly op: 'remove'; readonly path: string; readonly recursive: boolean; readonly kind?: 'file' | 'dir' }
   /** The driver's own rename (ENOTSUP when it has none). */
   | { readonly op: 'rename'; readonly from: string; readonly to: string; readonly overwrite: boolean }
-  /** The contract's mv: parents created, rename or copy + delete. */
-  | { readonly op: 'move'; readonly from: string; readonly to: string; readonly overwrite: boolean }
+  /** The contract's mv: parents created (unless `parents` is false: ENOENT), rename or copy + delete. */
+  | { readonly op: 'move'; readonly from: string; readonly to: string; readonly overwrite: boolean; readonly parents?: boolean }
   | { readonly op: 'setMtime'; readonly path: string; readonly mtimeMs: number }
+  /** ENOTSUP where the driver keeps no modes. */
+  | { readonly op: 'setMode'; readonly path: string; readonly mode: number }
+  /** Cuts or extends a file, atomically (the driver's own, else a rewrite). */
+  | { readonly op: 'truncate'; readonly path: string; readonly size: number }
+  /** One file, inside the backend where it can, else streamed in the worker; atomic; the parent must exist. */
+  | { readonly op: 'copy'; readonly from: string; readonly to: string; readonly overwrite: boolean }
+  /** What the backend can do (reply: `FsAbilities`); also checks that it can be reached. */
+  | { readonly op: 'abilities' }
   /** Creates an empty file (parents as needed); an existing file is left alone. */
   | { readonly op: 'touch'; readonly path: string }
   /** Reply value: `ZipStart`; then the archive bytes on its port. */
@@ -85,6 +99,7 @@ export type Op = RequestBody['op']
 /** Reply values by op. */
 export interface ReplyValues {
   stat: Entry
+  lstat: Entry
   list: Entry[]
   read: ReadStart
   write: Entry
@@ -93,6 +108,10 @@ export interface ReplyValues {
   rename: null
   move: null
   setMtime: null
+  setMode: null
+  truncate: null
+  copy: Entry
+  abilities: FsAbilities
   touch: null
   zip: ZipStart
 }

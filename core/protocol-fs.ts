@@ -19,7 +19,7 @@ import type { Entry } from './driver.js'
 import type { RequestContext } from './storage.js'
 
 /** An entry, with its permission bits where the backend keeps them. */
-export interface FsEntry extends Entry {
+export interface FsEntry extends Omit<Entry, 'mode'> {
   /** Permission bits (e.g. 0o644), or null when the backend has none. */
   readonly mode: number | null
 }

@@ -27,8 +27,8 @@ async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
 
 type Body<Op extends RequestBody['op']> = Omit<Extract<RequestBody, { op: Op }>, 'port'>
 
-/** Calls on one backend through the pool. */
-class Channel {
+/** Calls on one backend through the pool (also what front/gateway-fs builds on). */
+export class Channel {
   readonly #pool: WorkerPool
   readonly #backend: BackendSpec
   readonly #key: string
@@ -185,6 +185,18 @@ export class RemoteDriver implements Driver {
   }
   setMtime(ctx: OpContext, path: string, mtimeMs: number): Promise<void> {
     return this.#ch.call(ctx, { op: 'setMtime', path, mtimeMs })
+  }
+  lstat(ctx: OpContext, path: string): Promise<Entry> {
+    return this.#ch.call(ctx, { op: 'lstat', path })
+  }
+  setMode(ctx: OpContext, path: string, mode: number): Promise<void> {
+    return this.#ch.call(ctx, { op: 'setMode', path, mode })
+  }
+  truncate(ctx: OpContext, path: string, size: number): Promise<void> {
+    return this.#ch.call(ctx, { op: 'truncate', path, size })
+  }
+  copy(ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<Entry> {
+    return this.#ch.call(ctx, { op: 'copy', from, to, overwrite: opts.overwrite })
   }
   async close(): Promise<void> {}
 }

@@ -16,7 +16,7 @@ import { type FromWorker, PROTOCOL_VERSION, type RangeSpec, type ReadHead, type 
 import { PortReader } from '../core/port-stream.js'
 import { resolveRange } from '../core/range.js'
 import { DriverCache } from './driver-cache.js'
-import { listDir, mkdirOne, mkdirp, move, removeTree, touch, writeFile } from './ops.js'
+import { abilitiesOf, copyFile, listDir, lstat, mkdirOne, mkdirp, move, removeOne, removeTree, touch, truncateFile, writeFile } from './ops.js'
 import { openTransformed } from './plugins.js'
 import { type PoolWorkerData, startOutgoing, uploadBudget } from './transfers.js'
 import { openZip } from './zip.js'
@@ -100,6 +100,8 @@ async function run(d: Driver, msg: Request, ctx: OpContext, transfer: Transferab
   switch (msg.op) {
     case 'stat':
       return d.stat(ctx, msg.path)
+    case 'lstat':
+      return lstat(ctx, d, msg.path)
     case 'list':
       return listDir(ctx, d, msg.path)
     case 'mkdir':
@@ -110,10 +112,20 @@ async function run(d: Driver, msg: Request, ctx: OpContext, transfer: Transferab
     case 'setMtime':
       if (!d.setMtime) throw new FsError('ENOTSUP', 'this storage cannot set modification times', { path: msg.path })
       return d.setMtime(ctx, msg.path, msg.mtimeMs).then(() => null)
+    case 'setMode':
+      if (!d.setMode) throw new FsError('ENOTSUP', 'this storage keeps no permission modes', { path: msg.path })
+      return d.setMode(ctx, msg.path, msg.mode).then(() => null)
+    case 'truncate':
+      return truncateFile(ctx, d, msg.path, msg.size).then(() => null)
+    case 'copy':
+      return copyFile(ctx, d, msg.from, msg.to, msg.overwrite)
+    case 'abilities':
+      return abilitiesOf(d)
     case 'remove':
+      if (msg.kind) return removeOne(ctx, d, msg.path, msg.kind).then(() => null)
       return (msg.recursive ? removeTree(ctx, d, msg.path) : d.remove(ctx, msg.path)).then(() => null)
     case 'move':
-      return move(ctx, d, msg.from, msg.to, msg.overwrite).then(() => null)
+      return move(ctx, d, msg.from, msg.to, msg.overwrite, msg.parents ?? true).then(() => null)
     case 'touch':
       return touch(ctx, d, msg.path).then(() => null)
     case 'read': {

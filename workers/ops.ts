@@ -8,6 +8,7 @@
 import type { Driver, Entry, OpContext, WriteOptions } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
 import { isWithin, joinPath, parentOf } from '../core/paths.js'
+import type { FsAbilities } from '../core/protocol-fs.js'
 
 /** Long operations check between steps: a caller that left (a `cancel` from the pool) stops them. */
 function throwIfCancelled(ctx: OpContext, path: string): void {
@@ -82,10 +83,11 @@ export async function removeTree(ctx: OpContext, d: Driver, path: string): Promi
 }
 
 /**
- * Renames or moves. The target's parents are created. An existing target is EEXIST
- * unless `overwrite` and both are files. A directory cannot move into itself (EINVAL).
+ * Renames or moves. The target's parents are created (`parents` false: they must exist,
+ * ENOENT otherwise). An existing target is EEXIST unless `overwrite` and both are files.
+ * A directory cannot move into itself (EINVAL).
  */
-export async function move(ctx: OpContext, d: Driver, from: string, to: string, overwrite: boolean): Promise<void> {
+export async function move(ctx: OpContext, d: Driver, from: string, to: string, overwrite: boolean, parents = true): Promise<void> {
   if (from === '/') throw new FsError('EACCES', 'the root cannot be moved', { path: from })
   if (to === '/') throw new FsError('EEXIST', 'the root already exists', { path: to })
   const src = await d.stat(ctx, from)
@@ -97,7 +99,7 @@ export async function move(ctx: OpContext, d: Driver, from: string, to: string, 
   if (dst && !(overwrite && src.kind === 'file' && dst.kind === 'file')) {
     throw new FsError('EEXIST', `${to}: already exists`, { path: to })
   }
-  await ensureParent(ctx, d, to)
+  await (parents ? ensureParent(ctx, d, to) : requireParent(ctx, d, to))
   if (d.rename) return d.rename(ctx, from, to, { overwrite })
   await copyTree(ctx, d, src, to, overwrite)
   throwIfCancelled(ctx, from) // a copy cut short must not be followed by deleting its source
@@ -144,3 +146,71 @@ export async function writeFile(
 }
 
 async function* empty(): AsyncIterable<Uint8Array> {}
+
+// The protocol gateways' operations (core/protocol-fs.ts): one step each, no parents created.
+
+/** The entry itself (a final link not followed) where the driver tells links apart. */
+export function lstat(ctx: OpContext, d: Driver, path: string): Promise<Entry> {
+  return d.lstat ? d.lstat(ctx, path) : d.stat(ctx, path)
+}
+
+/** Removes one file (`kind` 'file': a directory is EISDIR) or one empty directory ('dir': anything else is ENOTDIR). */
+export async function removeOne(ctx: OpContext, d: Driver, path: string, kind: 'file' | 'dir'): Promise<void> {
+  if (path === '/') throw new FsError('EACCES', 'the root cannot be removed', { path })
+  const st = await lstat(ctx, d, path)
+  const isDir = st.kind === 'dir' && !st.link
+  if (kind === 'file' && isDir) throw new FsError('EISDIR', `${path}: is a directory`, { path })
+  if (kind === 'dir' && !isDir) throw new FsError('ENOTDIR', `${path}: not a directory`, { path })
+  await d.remove(ctx, path)
+}
+
+/** The parent of `path` must be an existing directory. @throws ENOENT | ENOTDIR */
+export async function requireParent(ctx: OpContext, d: Driver, path: string): Promise<void> {
+  const parent = parentOf(path)
+  const st = await statOrNull(ctx, d, parent)
+  if (st === null) throw new FsError('ENOENT', `${parent}: no such directory`, { path: parent })
+  if (st.kind !== 'dir') throw new FsError('ENOTDIR', `${parent}: not a directory`, { path: parent })
+}
+
+/** Cuts or extends a file to `size` bytes: the driver's own, else a rewrite (atomic as `write`). */
+export async function truncateFile(ctx: OpContext, d: Driver, path: string, size: number): Promise<void> {
+  if (!Number.isSafeInteger(size) || size < 0) throw new FsError('EINVAL', 'a size is a whole number of bytes', { path })
+  const st = await d.stat(ctx, path)
+  if (st.kind !== 'file') throw new FsError('EISDIR', `${path}: is a directory`, { path })
+  if (d.truncate) return d.truncate(ctx, path, size)
+  if (st.size === size) return
+  const kept = Math.min(st.size, size)
+  const body = async function* (): AsyncIterable<Uint8Array> {
+    if (kept > 0) yield* d.read(ctx, path, { start: 0, end: kept - 1 })
+    yield* zeros(size - kept)
+  }
+  await d.write(ctx, path, body(), { overwrite: true, size })
+}
+
+/** `n` zero bytes, in chunks of at most 1 MiB. */
+export async function* zeros(n: number): AsyncIterable<Uint8Array> {
+  const CHUNK = 1024 * 1024
+  for (let left = n; left > 0; left -= CHUNK) yield new Uint8Array(Math.min(CHUNK, left))
+}
+
+/**
+ * Copies one file: inside the backend where the driver can, else streamed read → write
+ * (atomic as `write`). The target's parent must exist.
+ * @throws ENOENT | EISDIR | EEXIST (overwrite false, or a directory in the way)
+ */
+export async function copyFile(ctx: OpContext, d: Driver, from: string, to: string, overwrite: boolean): Promise<Entry> {
+  const src = await d.stat(ctx, from)
+  if (src.kind !== 'file') throw new FsError('EISDIR', `${from}: is a directory`, { path: from })
+  if (to === '/') throw new FsError('EISDIR', '/: is a directory', { path: to })
+  const dst = await statOrNull(ctx, d, to)
+  if (dst && dst.kind === 'dir') throw new FsError('EISDIR', `${to}: is a directory`, { path: to })
+  if (dst && !overwrite) throw new FsError('EEXIST', `${to}: already exists`, { path: to })
+  await requireParent(ctx, d, to)
+  if (d.copy) return d.copy(ctx, from, to, { overwrite })
+  return d.write(ctx, to, d.read(ctx, from), { overwrite, size: src.size })
+}
+
+/** What a protocol gateway may offer over this driver. */
+export function abilitiesOf(d: Driver): FsAbilities {
+  return { setTimes: d.setMtime !== undefined, modes: d.setMode !== undefined, serverSideCopy: d.copy !== undefined, emptyDirs: d.features.emptyDirs }
+}

@@ -114,6 +114,16 @@ class LocalDriver implements Driver {
     })
   }
 
+  async lstat(_ctx: OpContext, path: string): Promise<Entry> {
+    return this.#pinned(path, { follow: false }, async (p) => {
+      const st = await p.stat()
+      if (!st.isSymbolicLink()) return toEntry(path, st)
+      // A link is shown only when its target lies inside (pinned on its own, like stat).
+      await this.#pinned(path, {}, async () => {})
+      return { ...toEntry(path, st), kind: 'file', link: true }
+    })
+  }
+
   async *list(ctx: OpContext, dir: string): AsyncIterable<readonly Entry[]> {
     const d = await this.#pin(dir, { dir: true })
     try {
@@ -255,6 +265,44 @@ class LocalDriver implements Driver {
     return this.#pinned(path, {}, (p) => fs.utimes(p.at, new Date(), new Date(mtimeMs)))
   }
 
+  async setMode(_ctx: OpContext, path: string, mode: number): Promise<void> {
+    return this.#pinned(path, {}, (p) => fs.chmod(p.at, mode & 0o7777))
+  }
+
+  async truncate(_ctx: OpContext, path: string, size: number): Promise<void> {
+    return this.#pinned(path, {}, async (p) => {
+      if ((await p.stat()).isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
+      await fs.truncate(p.at, size)
+    })
+  }
+
+  /** copy_file_range (or a reflink) into a hidden temporary file, committed like `write`. */
+  async copy(_ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<Entry> {
+    if (to === '/') throw new FsError('EISDIR', '/: is a directory', { path: to })
+    return this.#pinned(from, {}, async (src) => {
+      if ((await src.stat()).isDirectory()) throw new FsError('EISDIR', `${from}: is a directory`, { path: from })
+      return this.#inParent(to, async (dir, name) => {
+        const existing = await this.#target(dir, name, to)
+        if (existing?.isDirectory()) throw new FsError('EISDIR', `${to}: is a directory`, { path: to })
+        if (existing && !opts.overwrite) throw new FsError('EEXIST', `${to}: already exists`, { path: to })
+        const tmp = dir.child(tempUploadName())
+        try {
+          await fs.copyFile(src.at, tmp, fsc.COPYFILE_EXCL | fsc.COPYFILE_FICLONE)
+          if (!dir.inPlace()) throw new FsError('ENOENT', `${to}: the folder was moved or removed during the copy`, { path: to })
+          if (opts.overwrite) await fs.rename(tmp, dir.child(name))
+          else {
+            await fs.link(tmp, dir.child(name))
+            await fs.unlink(tmp)
+          }
+          return toEntry(to, await fs.lstat(dir.child(name)))
+        } catch (err) {
+          await fs.unlink(tmp).catch(() => {})
+          throw classify(err, to)
+        }
+      })
+    })
+  }
+
   async close(): Promise<void> {}
 
   #abs(path: string): string {
@@ -359,7 +407,7 @@ async function writeAll(fh: fs.FileHandle, chunk: Uint8Array): Promise<void> {
 
 function toEntry(path: string, st: Stats, link = false): Entry {
   const dir = st.isDirectory()
-  const e: Entry = { path, name: baseName(path), kind: dir ? 'dir' : 'file', size: dir ? 0 : st.size, mtimeMs: Math.floor(st.mtimeMs) }
+  const e: Entry = { path, name: baseName(path), kind: dir ? 'dir' : 'file', size: dir ? 0 : st.size, mtimeMs: Math.floor(st.mtimeMs), mode: st.mode & 0o7777 }
   return link ? { ...e, link } : e
 }
 

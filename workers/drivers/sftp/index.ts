@@ -61,7 +61,7 @@ const LIST_PAGE = 512
 
 function toEntry(path: string, st: Stats, link = false): Entry {
   const dir = st.isDirectory()
-  const e: Entry = { path, name: baseName(path), kind: dir ? 'dir' : 'file', size: dir ? 0 : st.size, mtimeMs: st.mtime * 1000 }
+  const e: Entry = { path, name: baseName(path), kind: dir ? 'dir' : 'file', size: dir ? 0 : st.size, mtimeMs: st.mtime * 1000, mode: st.mode & 0o7777 }
   return link ? { ...e, link } : e
 }
 
@@ -268,6 +268,14 @@ class SftpDriver implements Driver {
     return this.#with(ctx, path, (s) =>
       call((cb) => s.sftp.utimes(remotePath(s.root, path), Math.floor(Date.now() / 1000), Math.floor(mtimeMs / 1000), cb)),
     )
+  }
+
+  async setMode(ctx: OpContext, path: string, mode: number): Promise<void> {
+    return this.#with(ctx, path, (s) => call((cb) => s.sftp.chmod(remotePath(s.root, path), mode & 0o7777, cb)))
+  }
+
+  async truncate(ctx: OpContext, path: string, size: number): Promise<void> {
+    return this.#with(ctx, path, (s) => call((cb) => s.sftp.setstat(remotePath(s.root, path), { size }, cb)))
   }
 
   close(): Promise<void> {

@@ -1,0 +1,273 @@
+/**
+ * @module front/gateway-fs
+ * The file system the protocol gateways act on (core/protocol-fs.ts), built over the
+ * worker pool: `createProtocolFs` gives one logged-in user's view of one backend. The
+ * user's root is the backend spec's root (the login builds a spec rooted at the user's
+ * folder), so paths are used as given and the drivers' containment (the local driver's
+ * symlink-safe pins) holds at the user's root.
+ *
+ * Parts, each in front/gateway-fs/: list-pages.ts (listings in pages with cursors),
+ * handles.ts (open files), read-ahead.ts (reads), write-coalescer.ts (a `put` as one
+ * atomic upload), staging.ts (other writes), pending.ts (the view's cap on bytes waiting
+ * to cross to a worker), errors.ts (every failure an FsError). docs/gateways.md, "The
+ * gateway layer", says what a view guarantees.
+ */
+import type { BackendSpec } from '../core/backend.js'
+import type { Entry } from '../core/driver.js'
+import { FsError } from '../core/errors.js'
+import { parentOf } from '../core/paths.js'
+import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, ProtocolFs } from '../core/protocol-fs.js'
+import type { ClientIdentity, RequestContext } from '../core/storage.js'
+import { Channel, INLINE_READ_MAX } from '../workers/client.js'
+import type { WorkerPool } from '../workers/pool.js'
+import { fsCall, readOnlyError } from './gateway-fs/errors.js'
+import { Handle, toFsEntry } from './gateway-fs/handles.js'
+import { ListSnapshots } from './gateway-fs/list-pages.js'
+import { PendingBudget } from './gateway-fs/pending.js'
+import { ReadAhead } from './gateway-fs/read-ahead.js'
+import { StagingFile } from './gateway-fs/staging.js'
+import { WriteCoalescer } from './gateway-fs/write-coalescer.js'
+
+export { sweepStaging } from './gateway-fs/staging.js'
+export { ListSnapshots } from './gateway-fs/list-pages.js'
+
+export interface GatewayFsLimits {
+  /** Coalesced chunk size before bytes cross to a worker (default 1 MiB). */
+  readonly chunkBytes?: number
+  /** Per handle: bytes held out of order, or waiting to cross, before writes wait (default 64 MiB). */
+  readonly windowBytes?: number
+  /** Per view: bytes waiting to cross, all handles together, before writes wait (default 128 MiB). */
+  readonly pendingBytes?: number
+  /** A read-ahead stream not read for this long is dropped (default 2000 ms). */
+  readonly idleMs?: number
+}
+
+export interface GatewayFsOptions {
+  readonly pool: WorkerPool
+  /** The user's backend; its root is the user's root. */
+  readonly spec: BackendSpec
+  /** backendKey(spec), when the caller has it. */
+  readonly key?: string
+  readonly readOnly: boolean
+  /** Private staging files (`<data_dir>/gateway-staging`); `sweepStaging` it once at start-up. */
+  readonly stagingDir: string
+  /** Who uses the view, for the logs. */
+  readonly client?: ClientIdentity
+  /** Listing snapshots, shared by the views of a process (default: one per process). */
+  readonly snapshots?: ListSnapshots
+  readonly limits?: GatewayFsLimits
+}
+
+const sharedSnapshots = new ListSnapshots()
+
+/** A view's figures, for tests and metrics. */
+export interface GatewayFsStats {
+  readonly openHandles: number
+  /** Read-ahead streams started (each seek that restarts one counts). */
+  readonly readStreams: number
+  /** Read-ahead streams open now. */
+  readonly liveReadStreams: number
+  /** Coalesced chunks handed to upload streams (what crosses to the workers). */
+  readonly uploadChunks: number
+  /** Written bytes waiting to cross to a worker. */
+  readonly pendingBytes: number
+}
+
+export type GatewayProtocolFs = ProtocolFs & { readonly stats: GatewayFsStats }
+
+/** Opens a user's view: asks the backend once what it can do (which also checks that it can be reached). */
+export async function createProtocolFs(opts: GatewayFsOptions): Promise<GatewayProtocolFs> {
+  const ch = new Channel(opts.pool, opts.spec, opts.key)
+  const abilities = await fsCall(() => ch.call<FsAbilities>({ requestId: 'gateway-open', signal: new AbortController().signal }, { op: 'abilities' }))
+  return new GatewayFs(ch, opts, abilities)
+}
+
+class GatewayFs implements ProtocolFs {
+  readonly readOnly: boolean
+  readonly abilities: FsAbilities
+  readonly #ch: Channel
+  readonly #opts: GatewayFsOptions
+  readonly #snapshots: ListSnapshots
+  readonly #budget: PendingBudget
+  readonly #handles = new Set<Handle>()
+  #closed = false
+  #readStreams = 0
+  #uploadChunks = 0
+
+  constructor(ch: Channel, opts: GatewayFsOptions, abilities: FsAbilities) {
+    this.#ch = ch
+    this.#opts = opts
+    this.readOnly = opts.readOnly
+    this.abilities = abilities
+    this.#snapshots = opts.snapshots ?? sharedSnapshots
+    this.#budget = new PendingBudget(opts.limits?.pendingBytes ?? 128 * 1024 * 1024)
+  }
+
+  get stats(): GatewayFsStats {
+    let live = 0
+    let chunks = this.#uploadChunks
+    let streams = this.#readStreams
+    for (const h of this.#handles) {
+      live += h.parts.reader.active ? 1 : 0
+      chunks += h.parts.writer?.chunksSent ?? 0
+      streams += h.parts.reader.started
+    }
+    return { openHandles: this.#handles.size, readStreams: streams, liveReadStreams: live, uploadChunks: chunks, pendingBytes: this.#budget.bytes }
+  }
+
+  stat(ctx: RequestContext, path: string): Promise<FsEntry> {
+    return fsCall(async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'stat', path })))
+  }
+
+  lstat(ctx: RequestContext, path: string): Promise<FsEntry> {
+    return fsCall(async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'lstat', path })))
+  }
+
+  list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly limit?: number } = {}): Promise<ListPage> {
+    return fsCall(() =>
+      this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })).map(toFsEntry)),
+    )
+  }
+
+  mkdir(ctx: RequestContext, dir: string): Promise<void> {
+    return this.#write(dir, () => this.#ch.call(ctx, { op: 'mkdir', path: dir, parents: false, exclusive: true }))
+  }
+
+  rmdir(ctx: RequestContext, dir: string): Promise<void> {
+    return this.#write(dir, () => this.#ch.call(ctx, { op: 'remove', path: dir, recursive: false, kind: 'dir' }))
+  }
+
+  unlink(ctx: RequestContext, path: string): Promise<void> {
+    return this.#write(path, () => this.#ch.call(ctx, { op: 'remove', path, recursive: false, kind: 'file' }))
+  }
+
+  rename(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<void> {
+    return this.#write(from, () => this.#ch.call(ctx, { op: 'move', from, to, overwrite: opts.overwrite, parents: false }))
+  }
+
+  setTimes(ctx: RequestContext, path: string, times: { readonly mtimeMs: number; readonly atimeMs?: number }): Promise<void> {
+    return this.#write(path, async () => {
+      if (!this.abilities.setTimes) throw new FsError('ENOTSUP', 'this storage keeps no settable modification times', { path })
+      if (!Number.isFinite(times.mtimeMs)) throw new FsError('EINVAL', 'a time is a number of milliseconds', { path })
+      await this.#ch.call(ctx, { op: 'setMtime', path, mtimeMs: times.mtimeMs })
+    })
+  }
+
+  setMode(ctx: RequestContext, path: string, mode: number): Promise<void> {
+    return this.#write(path, async () => {
+      if (!this.abilities.modes) throw new FsError('ENOTSUP', 'this storage keeps no permission modes', { path })
+      if (!Number.isSafeInteger(mode) || mode < 0) throw new FsError('EINVAL', 'a mode is a whole number', { path })
+      await this.#ch.call(ctx, { op: 'setMode', path, mode: mode & 0o7777 })
+    })
+  }
+
+  truncate(ctx: RequestContext, path: string, size: number): Promise<void> {
+    return this.#write(path, () => this.#ch.call(ctx, { op: 'truncate', path, size }))
+  }
+
+  copy(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<FsEntry> {
+    return this.#write(to, async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'copy', from, to, overwrite: opts.overwrite })))
+  }
+
+  open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle> {
+    return fsCall(async () => {
+      this.#checkOpen()
+      const writes = flags.write || flags.append || flags.create || flags.truncate
+      if (writes && this.readOnly) throw readOnlyError(path)
+      if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
+      const initial = await this.#statOrNull(ctx, path)
+      if (initial?.kind === 'dir') throw new FsError('EISDIR', `${path}: is a directory`, { path })
+      if (initial && flags.create && flags.exclusive) throw new FsError('EEXIST', `${path}: already exists`, { path })
+      if (!initial) {
+        if (!flags.create || !flags.write) throw new FsError('ENOENT', `${path}: no such file`, { path })
+        const parent = await this.#statOrNull(ctx, parentOf(path))
+        if (!parent) throw new FsError('ENOENT', `${parentOf(path)}: no such directory`, { path: parentOf(path) })
+        if (parent.kind !== 'dir') throw new FsError('ENOTDIR', `${parentOf(path)}: not a directory`, { path: parentOf(path) })
+      }
+      return this.#handle(ctx, path, flags, initial)
+    })
+  }
+
+  close(): void {
+    this.#closed = true
+    for (const h of [...this.#handles]) h.abort()
+  }
+
+  #handle(ctx: RequestContext, path: string, flags: OpenFlags, initial: Entry | null): FileHandle {
+    const life = new AbortController()
+    const limits = this.#opts.limits ?? {}
+    const opCtx = { requestId: ctx.requestId, signal: life.signal }
+    // A new file must not replace one created meanwhile (exclusive); a truncated one is replaced.
+    const overwrite = !(flags.exclusive && flags.create)
+    const fresh = flags.write && (initial === null || flags.truncate)
+    const upload = (body: AsyncIterable<Uint8Array>, size?: number): Promise<Entry> =>
+      this.#ch.upload<Entry>(opCtx, { op: 'write', path, overwrite, parents: false, ...(size === undefined ? {} : { size }) }, body)
+    const reader = new ReadAhead(
+      (offset, signal) => this.#ch.read({ requestId: ctx.requestId, signal }, { op: 'read', path, range: { start: offset }, inlineMax: INLINE_READ_MAX }),
+      limits.idleMs ?? 2000,
+    )
+    const coalesce = fresh && !flags.read
+    const handle: Handle = new Handle(path, flags, {
+      reader,
+      initial,
+      writer: coalesce
+        ? new WriteCoalescer((body) => upload(body), {
+            chunkBytes: limits.chunkBytes ?? 1024 * 1024,
+            windowBytes: limits.windowBytes ?? 64 * 1024 * 1024,
+            budget: this.#budget,
+          })
+        : null,
+      stage: flags.write
+        ? (withContent) =>
+            StagingFile.create(this.#opts.stagingDir, withContent ? this.#content(opCtx, path) : null)
+        : null,
+      fresh,
+      commitStaging: (s) => s.commit(upload),
+      statNow: () => this.#ch.call<Entry>(opCtx, { op: 'stat', path }),
+      onEnd: () => {
+        this.#handles.delete(handle)
+        this.#readStreams += reader.started
+        this.#uploadChunks += handle.parts.writer?.chunksSent ?? 0
+        ctx.signal.removeEventListener('abort', onAbort)
+        life.abort(new FsError('ECANCELED', 'the file was closed'))
+      },
+    })
+    const onAbort = () => handle.abort()
+    this.#handles.add(handle)
+    if (ctx.signal.aborted) handle.abort()
+    else ctx.signal.addEventListener('abort', onAbort, { once: true })
+    return handle
+  }
+
+  /** The file's current bytes, streamed from a worker. */
+  async *#content(ctx: { requestId: string; signal: AbortSignal }, path: string): AsyncIterable<Uint8Array> {
+    const s = await this.#ch.read(ctx, { op: 'read', path, inlineMax: INLINE_READ_MAX })
+    try {
+      yield* s.body
+    } finally {
+      s.cancel()
+    }
+  }
+
+  async #statOrNull(ctx: RequestContext, path: string): Promise<Entry | null> {
+    try {
+      return await this.#ch.call<Entry>(ctx, { op: 'stat', path })
+    } catch (err) {
+      if ((err as FsError).code === 'ENOENT') return null
+      throw err
+    }
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new FsError('ECANCELED', 'the session is closed')
+  }
+
+  /** A write: refused at once for a read-only view, before anything reaches a worker. */
+  #write<T>(path: string, fn: () => Promise<T>): Promise<T> {
+    return fsCall(async () => {
+      this.#checkOpen()
+      if (this.readOnly) throw readOnlyError(path)
+      return fn()
+    })
+  }
+}

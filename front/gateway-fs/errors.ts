@@ -1,0 +1,28 @@
+/**
+ * @module front/gateway-fs/errors
+ * Every failure a gateway sees is an FsError (core/errors.ts): the pool's own refusals
+ * (ApiError UNAVAILABLE when it is overloaded or closing) become EUNAVAILABLE, anything
+ * unclassified EIO with a generic message.
+ */
+import { ApiError } from '../../core/api-error.js'
+import { FsError, isFsError } from '../../core/errors.js'
+
+export function asFsError(err: unknown): FsError {
+  if (isFsError(err)) return err
+  if (err instanceof ApiError) {
+    if (err.code === 'UNAVAILABLE') return new FsError('EUNAVAILABLE', err.message)
+    if (err.code === 'RATE_LIMITED') return new FsError('EUNAVAILABLE', err.message)
+  }
+  return new FsError('EIO', 'internal error')
+}
+
+/** Runs `fn`, turning whatever it throws into an FsError. */
+export async function fsCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    throw asFsError(err)
+  }
+}
+
+export const readOnlyError = (path: string): FsError => new FsError('EACCES', 'this account is read-only', { path })

@@ -1,0 +1,143 @@
+/**
+ * @module front/gateway-fs/list-pages
+ * Directory listings in pages, for protocols that page (SFTP READDIR, S3 ListObjects).
+ *
+ * Order: UTF-8 byte order of the names (`Buffer.compare`), what S3 requires and what any
+ * SFTP client accepts; the same for every backend.
+ *
+ * Cost: a page costs at most one backend listing. The first page lists the directory
+ * through the pool and keeps the sorted result as a snapshot, under a random id that the
+ * cursor carries with the last name returned; later pages slice the snapshot. Snapshots
+ * are bounded: they expire after `ttlMs` (30 s) and the oldest are dropped once all
+ * snapshots together hold more than `maxEntries`. A cursor whose snapshot is gone lists
+ * again and goes on after its last name, so a client paging slowly through a directory
+ * that changes meanwhile sees every name that stayed, once, in order.
+ */
+import { randomBytes } from 'node:crypto'
+import { FsError } from '../../core/errors.js'
+import type { FsEntry, ListPage } from '../../core/protocol-fs.js'
+
+export const DEFAULT_PAGE = 1000
+const MAX_PAGE = 100_000
+
+interface Snapshot {
+  readonly owner: object
+  readonly dir: string
+  readonly entries: readonly FsEntry[]
+  readonly keys: readonly Buffer[]
+  readonly at: number
+}
+
+interface Cursor {
+  readonly id: string
+  readonly after: string
+}
+
+export interface SnapshotLimits {
+  readonly ttlMs?: number
+  readonly maxEntries?: number
+}
+
+/** Listing snapshots, shared by the views of a process (each snapshot is bound to its view). */
+export class ListSnapshots {
+  readonly #ttlMs: number
+  readonly #maxEntries: number
+  /** In insertion order: the oldest first. */
+  readonly #byId = new Map<string, Snapshot>()
+  #entries = 0
+
+  constructor(limits: SnapshotLimits = {}) {
+    this.#ttlMs = limits.ttlMs ?? 30_000
+    this.#maxEntries = limits.maxEntries ?? 1_000_000
+  }
+
+  /** Entries held, all snapshots together (for tests and figures). */
+  get entries(): number {
+    return this.#entries
+  }
+
+  /**
+   * One page of `dir` for the view `owner`. `listAll` lists the directory through the pool
+   * (called once at most).
+   */
+  async page(owner: object, dir: string, opts: { cursor?: string | null; limit?: number }, listAll: () => Promise<readonly FsEntry[]>): Promise<ListPage> {
+    const limit = opts.limit ?? DEFAULT_PAGE
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new FsError('EINVAL', `a page holds 1 to ${MAX_PAGE} entries`, { path: dir })
+    this.#expire()
+    const cursor = opts.cursor ? decodeCursor(opts.cursor) : null
+    let snap = cursor ? this.#byId.get(cursor.id) : undefined
+    if (snap && (snap.owner !== owner || snap.dir !== dir)) snap = undefined
+    let id = cursor?.id
+    if (!snap) {
+      snap = sorted(owner, dir, await listAll())
+      id = randomBytes(12).toString('base64url')
+    }
+    let start = 0
+    if (cursor) {
+      const after = Buffer.from(cursor.after, 'utf8')
+      start = firstAfter(snap.keys, after)
+    }
+    const end = Math.min(start + limit, snap.entries.length)
+    const entries = snap.entries.slice(start, end)
+    if (end >= snap.entries.length) {
+      this.#drop(id!)
+      return { entries, cursor: null }
+    }
+    if (!this.#byId.has(id!)) this.#keep(id!, snap)
+    return { entries, cursor: encodeCursor({ id: id!, after: entries[entries.length - 1]!.name }) }
+  }
+
+  #keep(id: string, snap: Snapshot): void {
+    this.#byId.set(id, snap)
+    this.#entries += snap.entries.length
+    for (const [oldId, old] of this.#byId) {
+      if (this.#entries <= this.#maxEntries || oldId === id) break
+      this.#drop(oldId, old)
+    }
+  }
+
+  #drop(id: string, snap = this.#byId.get(id)): void {
+    if (!snap || !this.#byId.delete(id)) return
+    this.#entries -= snap.entries.length
+  }
+
+  #expire(): void {
+    const now = Date.now()
+    for (const [id, snap] of this.#byId) {
+      if (now - snap.at < this.#ttlMs) break
+      this.#drop(id, snap)
+    }
+  }
+}
+
+function sorted(owner: object, dir: string, all: readonly FsEntry[]): Snapshot {
+  const keyed = all.map((e) => ({ e, k: Buffer.from(e.name, 'utf8') }))
+  keyed.sort((a, b) => Buffer.compare(a.k, b.k))
+  return { owner, dir, entries: keyed.map((x) => x.e), keys: keyed.map((x) => x.k), at: Date.now() }
+}
+
+/** Index of the first key greater than `after` (binary search). */
+function firstAfter(keys: readonly Buffer[], after: Buffer): number {
+  let lo = 0
+  let hi = keys.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (Buffer.compare(keys[mid]!, after) <= 0) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify([c.id, c.after]), 'utf8').toString('base64url')
+}
+
+function decodeCursor(s: string): Cursor {
+  try {
+    const v: unknown = JSON.parse(Buffer.from(s, 'base64url').toString('utf8'))
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string') return { id: v[0], after: v[1] }
+  } catch {
+    // fall through
+  }
+  throw new FsError('EINVAL', 'this listing cursor is not valid')
+}

@@ -1,0 +1,107 @@
+/**
+ * @module front/gateway-fs/staging
+ * A private copy of a file for writes that are not "from 0 on a new or truncated file"
+ * (appends, resumed uploads, random writes, files opened without truncation): a file
+ * under `<data_dir>/gateway-staging/` (mode 0600, a random name), filled with the
+ * file's current content when the handle needs it, written and read at offsets, and
+ * committed at close as one atomic upload (Channel.upload), then removed. An abort
+ * removes it and commits nothing. `sweepStaging` empties the folder at start-up
+ * (files of a process that died).
+ */
+import { randomBytes } from 'node:crypto'
+import * as fs from 'node:fs/promises'
+import * as nodePath from 'node:path'
+import type { Entry } from '../../core/driver.js'
+import { FsError } from '../../core/errors.js'
+
+const CHUNK = 1024 * 1024
+
+/** Creates the staging folder (0700) and removes what a previous process left there. */
+export async function sweepStaging(dir: string): Promise<void> {
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 })
+  for (const name of await fs.readdir(dir)) await fs.rm(nodePath.join(dir, name), { force: true, recursive: true })
+}
+
+export class StagingFile {
+  readonly #fh: fs.FileHandle
+  readonly #path: string
+  #size = 0
+  #closed = false
+
+  private constructor(fh: fs.FileHandle, path: string) {
+    this.#fh = fh
+    this.#path = path
+  }
+
+  /** A new empty staging file in `dir`, filled from `initial` when given. */
+  static async create(dir: string, initial: AsyncIterable<Uint8Array> | null): Promise<StagingFile> {
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 })
+    const path = nodePath.join(dir, `${randomBytes(16).toString('hex')}.staging`)
+    const fh = await fs.open(path, 'wx+', 0o600)
+    const s = new StagingFile(fh, path)
+    try {
+      if (initial) for await (const chunk of initial) await s.write(s.#size, chunk)
+      return s
+    } catch (err) {
+      await s.discard()
+      throw err
+    }
+  }
+
+  get size(): number {
+    return this.#size
+  }
+
+  async write(offset: number, data: Uint8Array): Promise<void> {
+    let done = 0
+    while (done < data.byteLength) {
+      const { bytesWritten } = await this.#fh.write(data, done, data.byteLength - done, offset + done)
+      done += bytesWritten
+    }
+    this.#size = Math.max(this.#size, offset + data.byteLength)
+  }
+
+  async read(offset: number, length: number): Promise<Uint8Array> {
+    const n = Math.max(0, Math.min(length, this.#size - offset))
+    if (n === 0) return new Uint8Array(0)
+    const buf = Buffer.allocUnsafeSlow(n)
+    let got = 0
+    while (got < n) {
+      const { bytesRead } = await this.#fh.read(buf, got, n - got, offset + got)
+      if (bytesRead === 0) break
+      got += bytesRead
+    }
+    return buf.subarray(0, got)
+  }
+
+  async truncate(size: number): Promise<void> {
+    await this.#fh.truncate(size)
+    this.#size = size
+  }
+
+  /** Uploads the whole file through `upload` (atomic), then removes it. */
+  async commit(upload: (body: AsyncIterable<Uint8Array>, size: number) => Promise<Entry>): Promise<Entry> {
+    try {
+      return await upload(this.#chunks(), this.#size)
+    } finally {
+      await this.discard()
+    }
+  }
+
+  async discard(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    await this.#fh.close().catch(() => {})
+    await fs.rm(this.#path, { force: true })
+  }
+
+  async *#chunks(): AsyncIterable<Uint8Array> {
+    for (let pos = 0; pos < this.#size; ) {
+      if (this.#closed) throw new FsError('ECANCELED', 'the file was closed')
+      const chunk = await this.read(pos, CHUNK)
+      if (chunk.byteLength === 0) break
+      pos += chunk.byteLength
+      yield chunk
+    }
+  }
+}

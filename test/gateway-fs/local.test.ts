@@ -1,0 +1,76 @@
+/**
+ * @module test/gateway-fs/local.test
+ * The gateway layer over a real worker pool and the local driver (tmp folders).
+ */
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import t from 'tap'
+import { createProtocolFs } from '../../front/gateway-fs.js'
+import { WorkerPool } from '../../workers/pool.js'
+import { runCases } from './cases.js'
+
+const pool = new WorkerPool({ workers: 2, tasksPerWorker: 16, maxQueue: 1000 })
+t.teardown(() => pool.close())
+
+await runCases(t, 'gateway fs over local', async (t) => {
+  const root = t.testdir()
+  const staging = join(t.testdirName + '-staging')
+  const spec = { type: 'local' as const, root }
+  const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: staging })
+  const readOnly = await createProtocolFs({ pool, spec, readOnly: true, stagingDir: staging })
+  t.teardown(() => {
+    fs.close()
+    readOnly.close()
+  })
+  return {
+    fs,
+    readOnly,
+    backing: root,
+    transfers: () => pool.stats.transfers,
+    staged: () => (existsSync(staging) ? readdirSync(staging) : []),
+    put: (rel, data) => {
+      mkdirSync(dirname(join(root, rel)), { recursive: true })
+      writeFileSync(join(root, rel), data)
+    },
+    mkdir: (rel) => mkdirSync(join(root, rel), { recursive: true }),
+  }
+})
+
+await t.test('a symlink planted in the root that leads outside: EACCES, never the outside content', async (t) => {
+  const outside = t.testdir({ 'secret.txt': 'outside secret', sub: { 'x.txt': 'outside too' } })
+  const root = join(t.testdirName, '..', `${t.name.length}-root-${process.pid}`)
+  mkdirSync(root, { recursive: true })
+  t.teardown(() => rmSync(root, { recursive: true, force: true }))
+  writeFileSync(join(root, 'inside.txt'), 'inside')
+  symlinkSync(join(outside, 'secret.txt'), join(root, 'leak'))
+  symlinkSync(outside, join(root, 'leakdir'))
+  symlinkSync('inside.txt', join(root, 'ok-link'))
+  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, readOnly: false, stagingDir: join(root, '..', 'staging-sym') })
+  t.teardown(() => fs.close())
+  const c = () => ({ requestId: 'sym', signal: new AbortController().signal })
+  const refuse = async (p: Promise<unknown>, what: string) => {
+    await p.then(
+      () => t.fail(`${what}: succeeded`),
+      (err: { code?: string; message?: string }) => {
+        t.equal(err.code, 'EACCES', `${what}: EACCES`)
+        t.notMatch(String(err.message), outside, `${what}: the message does not show the outside path`)
+      },
+    )
+  }
+  await refuse(fs.stat(c(), '/leak'), 'stat')
+  await refuse(fs.lstat(c(), '/leak'), 'lstat')
+  await refuse(fs.open(c(), '/leak', { read: true, write: false, append: false, create: false, truncate: false, exclusive: false }), 'open for reading')
+  await refuse(fs.open(c(), '/leak', { read: false, write: true, append: false, create: true, truncate: true, exclusive: false }), 'open for writing')
+  await refuse(fs.open(c(), '/leakdir/x.txt', { read: true, write: false, append: false, create: false, truncate: false, exclusive: false }), 'open through a linked folder')
+  await refuse(fs.list(c(), '/leakdir'), 'list of a linked folder')
+  await refuse(fs.copy(c(), '/leak', '/copied', { overwrite: false }), 'copy')
+  await refuse(fs.truncate(c(), '/leak', 0), 'truncate')
+  await refuse(fs.setMode(c(), '/leak', 0o777), 'setMode')
+  await refuse(fs.mkdir(c(), '/leakdir/new'), 'mkdir through a linked folder')
+  const listed = (await fs.list(c(), '/')).entries.map((e) => e.name)
+  t.same(listed.sort(), ['inside.txt', 'ok-link'], 'links leading outside are not listed')
+  t.match(await fs.lstat(c(), '/ok-link'), { link: true }, 'a link inside is reported as a link')
+  t.match(await fs.stat(c(), '/ok-link'), { kind: 'file', size: 6 })
+  t.equal(readFileSync(join(outside, 'secret.txt'), 'utf8'), 'outside secret', 'outside untouched')
+  t.same(readdirSync(join(outside, 'sub')), ['x.txt'])
+})
