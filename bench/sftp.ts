@@ -61,7 +61,9 @@ runBenchmark('sftp', async () => {
   const rc = await startRclone(folder, key)
   if ('skipped' in rc) skipped.rclone = rc.skipped
   else targets.push(rc)
-  const chosen = targets.filter((t) => selected(t.name))
+  // BENCH_ONLY picks servers ("filegate") or cases ("upload filegate", "download").
+  const chosen = targets.filter((t) => selected(`download ${t.name}`) || selected(`upload ${t.name}`))
+  const directions = (t: SftpTarget) => (['download', 'upload'] as const).filter((d) => selected(`${d} ${t.name}`))
 
   const once = async (t: SftpTarget, direction: Direction, run: number): Promise<Sample> => {
     const landed = join(folder, `up-${t.name}.bin`)
@@ -84,11 +86,11 @@ runBenchmark('sftp', async () => {
   }
 
   progress(`warm-up: one download and one upload with each server (${CIPHER})`)
-  for (const t of chosen) for (const d of ['download', 'upload'] as const) await once(t, d, 0)
+  for (const t of chosen) for (const d of directions(t)) await once(t, d, 0)
   const samples: Sample[] = []
   for (let run = 1; run <= env.runs; run++) {
     for (const direction of ['download', 'upload'] as const) {
-      for (const t of chosen) {
+      for (const t of chosen.filter((c) => directions(c).includes(direction))) {
         const s = await once(t, direction, run)
         samples.push(s)
         progress(`run ${run}/${env.runs}, ${direction} ${t.name}: ${fmt(s.mbps)} MB/s, ${fmt(s.cpuPerGiB)} server CPU s/GiB${direction === 'upload' ? ' (size verified)' : ''}`)
@@ -102,7 +104,7 @@ runBenchmark('sftp', async () => {
   const ratios: Record<string, number | null> = {}
   const rows: string[][] = []
   for (const direction of ['download', 'upload'] as const) {
-    for (const t of chosen) {
+    for (const t of chosen.filter((c) => directions(c).includes(direction))) {
       const n = t.name
       const mbps = ratio(med(n, direction, 'mbps'), med('openssh', direction, 'mbps'))
       const cpu = ratio(med(n, direction, 'cpuPerGiB'), med('openssh', direction, 'cpuPerGiB'))
