@@ -218,9 +218,12 @@ export async function startFilegateSftp(folder: string, key: ClientKey, workers:
   }
 }
 
+/** BENCH_SFTP_CLIENT_ARGS: more `sftp` options for every server, e.g. `-B 32768` (request size). */
+const EXTRA_ARGS = (process.env.BENCH_SFTP_CLIENT_ARGS ?? '').split(/\s+/).filter((a) => a !== '')
+
 /** The OpenSSH client options every server gets: one cipher, no compression, no host key checks. */
 function clientArgs(t: SftpTarget, dir: string): { args: string[]; env: NodeJS.ProcessEnv } {
-  const common = ['-c', CIPHER, '-o', 'Compression=no', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-P', String(t.port)]
+  const common = [...EXTRA_ARGS, '-c', CIPHER, '-o', 'Compression=no', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-P', String(t.port)]
   if ('key' in t.auth) return { args: [...common, '-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes', '-i', t.auth.key.privatePath], env: process.env }
   // A password through SSH_ASKPASS (-b alone would force BatchMode=yes, which refuses passwords).
   const askpass = join(dir, `askpass-${t.name}`)
