@@ -32,6 +32,13 @@ const num = (name: string, dflt: number): number => {
 }
 const SESSIONS = num('BENCH_SFTP_SESSIONS', env.quick ? 50 : 1000)
 const PROCS = Math.min(SESSIONS, num('BENCH_SFTP_CLIENT_PROCS', env.quick ? 1 : 2))
+/**
+ * Client addresses (127.x.y.z) the sessions come from, round robin: by default one per
+ * session, as many users would. filegate throttles logins per address and counts an
+ * attempt while it is in flight, so more than a few logins at once from ONE address are
+ * refused (BENCH_SFTP_ADDRESSES=1 shows it).
+ */
+const ADDRESSES = Math.min(SESSIONS, num('BENCH_SFTP_ADDRESSES', SESSIONS))
 const FILE_SIZE = MiB
 
 const percentile = (xs: readonly number[], p: number): number => {
@@ -73,11 +80,13 @@ interface Clients {
   done(): Promise<void>
 }
 
-function startClients(t: SftpTarget, mode: Options['mode'], sessions: number, base: Omit<Options, 'sessions' | 'mode'>): Clients {
+function startClients(t: SftpTarget, mode: Options['mode'], sessions: number, base: Omit<Options, 'sessions' | 'mode' | 'first' | 'addresses'>): Clients {
   const n = Math.min(PROCS, sessions)
   const counts = Array.from({ length: n }, (_, i) => Math.floor(sessions / n) + (i < sessions % n ? 1 : 0))
-  const procs = counts.map((count) => {
-    const child = track(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'clients', 'sftp-sessions.ts'), JSON.stringify({ ...base, sessions: count, mode })], {
+  const procs = counts.map((count, i) => {
+    const first = counts.slice(0, i).reduce((a, b) => a + b, 0)
+    const opts: Options = { ...base, sessions: count, mode, first, addresses: ADDRESSES }
+    const child = track(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'clients', 'sftp-sessions.ts'), JSON.stringify(opts)], {
       cwd: ROOT,
       stdio: ['pipe', 'pipe', 'pipe'],
     })
@@ -166,7 +175,7 @@ runBenchmark('sftp-sessions', async () => {
     if (warmErr.length > 0) throw new Error(`${t.name}: warm-up sessions failed: ${firstErrors(warmErr)}`)
     await t.settle()
 
-    progress(`${t.name}: ${SESSIONS} idle sessions from ${PROCS} client process(es)`)
+    progress(`${t.name}: ${SESSIONS} idle sessions from ${PROCS} client process(es) and ${ADDRESSES} address(es)`)
     const before = held(t)
     const idle = startClients(t, 'idle', SESSIONS, base)
     const idleRes = flat(await idle.next('ready'))
@@ -238,7 +247,7 @@ runBenchmark('sftp-sessions', async () => {
   ])
   publish({
     name: 'sftp-sessions',
-    settings: { sessions: SESSIONS, clientProcesses: PROCS, fileBytes: FILE_SIZE, workers: env.workers, filegateAuth: 'password (scrypt)', opensshAuth: 'ed25519 key' },
+    settings: { sessions: SESSIONS, clientProcesses: PROCS, clientAddresses: ADDRESSES, fileBytes: FILE_SIZE, workers: env.workers, filegateAuth: 'password (scrypt)', opensshAuth: 'ed25519 key' },
     figures: Object.fromEntries(results.map((r) => [r.server, r])),
     ratios,
     runs: results,

@@ -27,6 +27,10 @@ export interface Options {
   readonly file: string
   readonly size: number
   readonly sha256: string
+  /** This process's first session, counted over all the processes. */
+  readonly first: number
+  /** Distinct client addresses (127.x.y.z) the sessions are spread over, round robin. */
+  readonly addresses: number
 }
 
 export interface SessionResult {
@@ -48,7 +52,13 @@ const READ = 32 * 1024
 const now = (): number => performance.timeOrigin + performance.now()
 const IN_FLIGHT = 32
 
-function connect(onLogin: (at: number) => void): Promise<{ client: ssh2.Client; sftp: ssh2.SFTPWrapper }> {
+/** The loopback address session `i` connects from: each looks like a user of its own, as many users would. */
+function clientAddress(i: number): string {
+  const a = (opts.first + i) % opts.addresses
+  return `127.${1 + Math.floor(a / 62_500)}.${(Math.floor(a / 250) % 250) + 1}.${(a % 250) + 1}`
+}
+
+function connect(i: number, onLogin: (at: number) => void): Promise<{ client: ssh2.Client; sftp: ssh2.SFTPWrapper }> {
   return new Promise((resolve, reject) => {
     const client = new ssh2.Client()
     // Before the sftp subsystem is open, an error or close fails the session; after, the calls' own callbacks do.
@@ -61,6 +71,7 @@ function connect(onLogin: (at: number) => void): Promise<{ client: ssh2.Client; 
     client.connect({
       host: '127.0.0.1',
       port: opts.port,
+      localAddress: clientAddress(i),
       username: opts.user,
       ...(opts.password !== undefined ? { password: opts.password } : { privateKey: opts.privateKey ?? '' }),
       // A thousand logins at once queue behind each other (scrypt, key exchanges): be patient.
@@ -116,11 +127,11 @@ function ended(client: ssh2.Client): Promise<void> {
   })
 }
 
-async function fetchSession(): Promise<SessionResult> {
+async function fetchSession(i: number): Promise<SessionResult> {
   const startedAt = now()
   let loggedInAt: number | null = null
   try {
-    const { client, sftp } = await connect((at) => (loggedInAt = at))
+    const { client, sftp } = await connect(i, (at) => (loggedInAt = at))
     const opened = now()
     if ((await listAll(sftp, '.')) === 0) throw new Error('the start folder lists nothing')
     const listed = now()
@@ -136,7 +147,7 @@ async function fetchSession(): Promise<SessionResult> {
 
 async function main(): Promise<void> {
   if (opts.mode === 'fetch') {
-    const sessions = await Promise.all(Array.from({ length: opts.sessions }, fetchSession))
+    const sessions = await Promise.all(Array.from({ length: opts.sessions }, (_, i) => fetchSession(i)))
     process.stdout.write(`${JSON.stringify({ type: 'result', sessions })}\n`)
     return
   }
@@ -144,11 +155,11 @@ async function main(): Promise<void> {
   let closing = false
   let dropped = 0
   const sessions = await Promise.all(
-    Array.from({ length: opts.sessions }, async (): Promise<SessionResult> => {
+    Array.from({ length: opts.sessions }, async (_, i): Promise<SessionResult> => {
       const startedAt = now()
       let loggedInAt: number | null = null
       try {
-        const { client, sftp } = await connect((at) => (loggedInAt = at))
+        const { client, sftp } = await connect(i, (at) => (loggedInAt = at))
         await p<string>((cb) => sftp.realpath('.', cb))
         // A session the server drops while idle counts as an error.
         client.once('close', () => {
