@@ -9,9 +9,10 @@
  *   expected), p50/p99 of the per-session time, of the login time, logins/s (logins
  *   ÷ first start to last login) and the server's peak resident memory (VmHWM: the
  *   high-water mark of its RSS since it started, the idle phase included).
- * Against filegate's SFTP gateway (gateway user with a password: scrypt is paid on
- * every login) and, as the reference, OpenSSH sshd + sftp-server (key login: sshd
- * forks processes per session, so its memory is the PSS summed over its process tree).
+ * Against filegate's SFTP gateway, once with password logins (scrypt is paid on every
+ * login) and once with key logins, and, as the reference, OpenSSH sshd + internal-sftp
+ * (key login; sshd forks processes per session, so its memory is the PSS summed over
+ * its process tree). Each case on a fresh server.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -150,32 +151,38 @@ runBenchmark('sftp-sessions', async () => {
   const key = await clientKey(work)
   const fileBase = { file: 'one-mib.bin', size: FILE_SIZE, sha256: createHash('sha256').update(content).digest('hex') }
 
+  // Each case on a fresh server (so its peak RSS is its own). filegate with a password (scrypt
+  // on every login, what the issue asks) and with a key (the same login as OpenSSH's).
+  const cases: { readonly label: string; readonly auth: 'password' | 'key'; readonly start: () => Promise<SftpTarget | { skipped: string }> }[] = [
+    { label: 'filegate, password', auth: 'password', start: () => startFilegateSftp(folder, key, env.workers) },
+    { label: 'filegate, key', auth: 'key', start: () => startFilegateSftp(folder, key, env.workers) },
+    { label: 'openssh, key', auth: 'key', start: () => startOpenSsh(folder, key) },
+  ]
   const skipped: Record<string, string> = {}
-  const targets: SftpTarget[] = []
-  if (selected('filegate')) {
-    const fg = await startFilegateSftp(folder, key, env.workers)
-    if ('skipped' in fg) skipped.filegate = fg.skipped
-    else targets.push(fg)
-  }
-  if (selected('openssh')) targets.push(await startOpenSsh(folder, key))
-
   const results: Figures[] = []
-  for (const t of targets) {
+  for (const c of cases.filter((x) => selected(x.label))) {
+    const started = await c.start()
+    if ('skipped' in started) {
+      skipped[c.label] = started.skipped
+      continue
+    }
+    const t = started
     await raiseNofile(t.pid, SESSIONS * 2 + 1024)
+    if (c.auth === 'password' && t.password === null) throw new Error(`${t.name} has no password login`)
     const base = {
       port: t.port,
       user: t.user,
-      ...(t.password !== null ? { password: t.password } : { privateKey: key.privateKey }),
+      ...(c.auth === 'password' ? { password: t.password! } : { privateKey: key.privateKey }),
       ...fileBase,
     }
-    progress(`${t.name}: warm-up, 5 sessions`)
+    progress(`${c.label}: warm-up, 5 sessions`)
     const warm = startClients(t, 'fetch', 5, base)
     const warmErr = errorsOf(flat(await warm.next('result')))
     await warm.done()
-    if (warmErr.length > 0) throw new Error(`${t.name}: warm-up sessions failed: ${firstErrors(warmErr)}`)
+    if (warmErr.length > 0) throw new Error(`${c.label}: warm-up sessions failed: ${firstErrors(warmErr)}`)
     await t.settle()
 
-    progress(`${t.name}: ${SESSIONS} idle sessions from ${PROCS} client process(es) and ${ADDRESSES} address(es)`)
+    progress(`${c.label}: ${SESSIONS} idle sessions from ${PROCS} client process(es) and ${ADDRESSES} address(es)`)
     const before = held(t)
     const idle = startClients(t, 'idle', SESSIONS, base)
     const idleRes = flat(await idle.next('ready'))
@@ -186,10 +193,10 @@ runBenchmark('sftp-sessions', async () => {
     const closed = await idle.next('closed')
     await idle.done()
     const dropped = closed.reduce((a, c) => a + Number(c.dropped), 0)
-    progress(`${t.name}: ${idleOk} idle sessions open (${errorsOf(idleRes).length} failed, ${dropped} dropped while idle): ${fmt((after - before) / MiB)} MiB more, ${fmt((after - before) / Math.max(1, idleOk) / 1024)} KiB each${errorsOf(idleRes).length ? `; errors: ${firstErrors(idleRes)}` : ''}`)
+    progress(`${c.label}: ${idleOk} idle sessions open (${errorsOf(idleRes).length} failed, ${dropped} dropped while idle): ${fmt((after - before) / MiB)} MiB more, ${fmt((after - before) / Math.max(1, idleOk) / 1024)} KiB each${errorsOf(idleRes).length ? `; errors: ${firstErrors(idleRes)}` : ''}`)
     await t.settle()
 
-    progress(`${t.name}: ${SESSIONS} sessions at once, each logs in, lists /, reads 1 MiB, disconnects`)
+    progress(`${c.label}: ${SESSIONS} sessions at once, each logs in, lists /, reads 1 MiB, disconnects`)
     const t0 = Date.now()
     const fetch = startClients(t, 'fetch', SESSIONS, base)
     const fetchRes = flat(await fetch.next('result'))
@@ -202,7 +209,7 @@ runBenchmark('sftp-sessions', async () => {
     const logins = fetchRes.filter((s) => s.loggedInAt !== null)
     const loginSpanS = logins.length === 0 ? Number.NaN : (Math.max(...logins.map((s) => s.loggedInAt!)) - Math.min(...fetchRes.map((s) => s.startedAt))) / 1000
     const f: Figures = {
-      server: t.name,
+      server: c.label,
       sessions: SESSIONS,
       errors: fetchRes.length - ok.length,
       p50: percentile(ok.map((s) => s.totalMs!), 50),
@@ -220,17 +227,18 @@ runBenchmark('sftp-sessions', async () => {
     }
     results.push(f)
     const phase = (i: number) => fmt(median(ok.map((s) => s.phasesMs![i]!)))
-    progress(`${t.name}: medians of login ${phase(0)} ms, sftp subsystem ${phase(1)} ms, list ${phase(2)} ms, read 1 MiB ${phase(3)} ms, disconnect ${phase(4)} ms`)
-    progress(`${t.name}: ${ok.length}/${SESSIONS} ok in ${fmt(wallS)} s, p50 ${fmt(f.p50)} ms, p99 ${fmt(f.p99)} ms, ${fmt(f.loginsPerS)} logins/s, peak ${fmt(f.peakMiB)} MiB${f.errors ? `; errors: ${firstErrors(fetchRes)}` : ''}`)
+    progress(`${c.label}: medians of login ${phase(0)} ms, sftp subsystem ${phase(1)} ms, list ${phase(2)} ms, read 1 MiB ${phase(3)} ms, disconnect ${phase(4)} ms`)
+    await t.stop()
+    progress(`${c.label}: ${ok.length}/${SESSIONS} ok in ${fmt(wallS)} s, p50 ${fmt(f.p50)} ms, p99 ${fmt(f.p99)} ms, ${fmt(f.loginsPerS)} logins/s, peak ${fmt(f.peakMiB)} MiB${f.errors ? `; errors: ${firstErrors(fetchRes)}` : ''}`)
   }
 
-  const ref = results.find((r) => r.server === 'openssh')
+  const ref = results.find((r) => r.server.startsWith('openssh'))
   const ratios: Record<string, number | null> = {}
   for (const r of results) {
     if (r === ref) continue
-    ratios[`${r.server}/openssh p50`] = ratio(r.p50, ref?.p50)
-    ratios[`${r.server}/openssh p99`] = ratio(r.p99, ref?.p99)
-    ratios[`${r.server}/openssh KiB per idle session`] = ratio(r.idleKiBPerSession, ref?.idleKiBPerSession)
+    ratios[`${r.server} vs ${ref?.server} p50`] = ratio(r.p50, ref?.p50)
+    ratios[`${r.server} vs ${ref?.server} p99`] = ratio(r.p99, ref?.p99)
+    ratios[`${r.server} vs ${ref?.server} KiB per idle session`] = ratio(r.idleKiBPerSession, ref?.idleKiBPerSession)
   }
   const rows = results.map((r) => [
     r.server,
