@@ -150,6 +150,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     if (labels.has(label)) throw new ConfigError(`connections[${i}]: label "${label}" is used twice`)
     labels.add(label)
     if (type === 'local') localConnection(o, `connections[${i}]`)
+    gatewayPassthrough({ ...o, label, type }, `connections[${i}]`)
     return { ...o, label, type }
   })
   const plugins = pluginList(m.plugins)
@@ -205,6 +206,39 @@ function localConnection(o: Record<string, unknown>, at: string): void {
   if (o.public !== true && o.password === undefined) {
     throw new ConfigError(
       `${at}: a local connection gives write access to ${o.path}: set "password" (clients send it with POST /api/session), or "public": true to let anyone who can reach the port use it`,
+    )
+  }
+}
+
+/**
+ * The parameters by which a storage type takes its user's credentials: a connection
+ * that fixes none of them leaves the credentials to each user.
+ */
+const CREDENTIAL_PARAMS: Readonly<Record<string, readonly string[]>> = {
+  sftp: ['username', 'password', 'private_key'],
+  ftp: ['username', 'password'],
+  smb: ['username', 'password'],
+  s3: ['access_key_id', 'secret_access_key'],
+}
+
+/** An sftp, ftp, smb or s3 connection that fixes none of its credential parameters. */
+export function leavesCredentialsToUsers(c: ConnectionConfig): boolean {
+  const creds = CREDENTIAL_PARAMS[c.type]
+  return creds !== undefined && creds.every((k) => c[k] === undefined)
+}
+
+/**
+ * `gateway_passthrough` (docs/gateways.md): pass-through gateway logins
+ * (`<user>@<label>`), on by default where the connection leaves the credentials to
+ * its users; `false` turns them off; `true` anywhere else is a mistake said at start-up.
+ */
+function gatewayPassthrough(c: ConnectionConfig, at: string): void {
+  const v = c.gateway_passthrough
+  if (v === undefined) return
+  if (typeof v !== 'boolean') throw new ConfigError(`${at}: "gateway_passthrough" must be true or false`)
+  if (v && !leavesCredentialsToUsers(c)) {
+    throw new ConfigError(
+      `${at}: "gateway_passthrough" needs an sftp, ftp, smb or s3 connection that leaves the credentials to its users (it fixes none of ${(CREDENTIAL_PARAMS[c.type] ?? ['username', 'password']).join(', ')})`,
     )
   }
 }

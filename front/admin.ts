@@ -5,14 +5,15 @@
  * admin tokens sealed under a key derived for that purpose alone (front/subkey.ts),
  * so a user's session token can never pass as an admin token, nor the reverse.
  * Logins are throttled per address; admin tokens can be revoked (log out); gateway
- * users are validated here.
+ * users and their authorized keys are validated here.
  */
 import { randomBytes } from 'node:crypto'
 import { ApiError } from '../core/api-error.js'
 import { parseClientPath } from '../core/paths.js'
-import type { GatewayUserRecord, StateStore } from '../core/state.js'
+import type { AuthorizedKeyRecord, GatewayUserRecord, StateStore } from '../core/state.js'
 import { TokenError, seal, unseal } from '../core/token.js'
 import { checkPassword, hashPassword } from './passwords.js'
+import { parseAuthorizedKey } from './ssh-keys.js'
 import { subkey } from './subkey.js'
 import { Throttle } from './throttle.js'
 
@@ -88,27 +89,108 @@ export class AdminService {
   }
 
   /** POST /admin/api/users. */
-  async addUser(body: unknown, connections: readonly string[]): Promise<GatewayUserView> {
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('INVALID_INPUT', 'the body must be a JSON object')
-    const b = body as Record<string, unknown>
-    if (typeof b.name !== 'string' || !/^[A-Za-z0-9._-]{1,64}$/.test(b.name)) throw new ApiError('INVALID_INPUT', '"name" must be 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" or "-"')
-    if (typeof b.password !== 'string' || b.password.length < 8 || b.password.length > 1024) throw new ApiError('INVALID_INPUT', '"password" must be 8 to 1024 characters')
-    if (typeof b.connection !== 'string' || !connections.includes(b.connection)) {
-      throw new ApiError('INVALID_INPUT', `"connection" must be one of: ${connections.join(', ')}`)
+  async addUser(body: unknown, targets: GatewayUserTargets): Promise<GatewayUserView> {
+    const b = object(body)
+    if (typeof b.name !== 'string' || !USER_NAME.test(b.name) || /^\.+$/.test(b.name)) {
+      throw new ApiError('INVALID_INPUT', '"name" must be 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" or "-" (not only dots)')
+    }
+    if (b.password !== undefined) password(b.password)
+    if (b.authorized_keys !== undefined && (!Array.isArray(b.authorized_keys) || b.authorized_keys.length > MAX_KEYS)) {
+      throw new ApiError('INVALID_INPUT', `"authorized_keys" must be a list of at most ${MAX_KEYS} public key lines`)
+    }
+    const keys = ((b.authorized_keys ?? []) as unknown[]).map((k, i) => parseAuthorizedKey(k, `"authorized_keys"[${i}]`))
+    if (new Set(keys.map((k) => k.fingerprint)).size !== keys.length) throw new ApiError('INVALID_INPUT', '"authorized_keys" lists the same key twice')
+    if (b.password === undefined && keys.length === 0) throw new ApiError('INVALID_INPUT', 'give "password", "authorized_keys" or both: a gateway user needs a way to log in')
+    if (typeof b.connection !== 'string' || !targets.labels().includes(b.connection)) {
+      throw new ApiError('INVALID_INPUT', `"connection" must be one of: ${targets.labels().join(', ')}`)
     }
     const root = parseClientPath(typeof b.root === 'string' ? b.root : '/', 'root').path
     if (b.read_only !== undefined && typeof b.read_only !== 'boolean') throw new ApiError('INVALID_INPUT', '"read_only" must be true or false')
+    const place = { name: b.name, connection: b.connection, root, created: Date.now() }
+    targets.check(place)
     const user: GatewayUserRecord = {
-      name: b.name,
-      password_hash: await hashPassword(b.password),
-      connection: b.connection,
-      root,
+      ...place,
+      password_hash: b.password === undefined ? null : await hashPassword(b.password as string),
+      keys,
       read_only: b.read_only === true,
-      created: Date.now(),
     }
     if (!(await this.#state.addGatewayUser(user))) throw new ApiError('CONFLICT', `a gateway user "${b.name}" exists already`)
     return userView(user)
   }
+
+  /** PATCH /admin/api/users/<name>: `{"password": "..."}` sets a new password; null removes it (a key-only user). */
+  async patchUser(name: string, body: unknown): Promise<GatewayUserView> {
+    const b = object(body)
+    for (const k of Object.keys(b)) if (k !== 'password') throw new ApiError('INVALID_INPUT', `"${k}" cannot be changed: only "password" (remove the user and add it again to change the rest)`)
+    if (!('password' in b)) throw new ApiError('INVALID_INPUT', 'give "password": a new password, or null to remove it')
+    const user = await this.#user(name)
+    if (b.password === null && user.keys.length === 0) throw new ApiError('CONFLICT', `"${name}" has no authorized key: removing its password would leave no way to log in`)
+    const hash = b.password === null ? null : await hashPassword(password(b.password))
+    if (!(await this.#state.setGatewayUserPassword(name, hash))) throw noUser()
+    return userView({ ...user, password_hash: hash })
+  }
+
+  /** POST /admin/api/users/<name>/keys: `{"key": "ssh-ed25519 AAAA... comment"}`. */
+  async addUserKey(name: string, body: unknown): Promise<AuthorizedKeyView> {
+    const key = parseAuthorizedKey(object(body).key, '"key"')
+    const r = await this.#state.addGatewayUserKey(name, key)
+    if (r === 'no-user') throw noUser()
+    if (r === 'duplicate') throw new ApiError('CONFLICT', `"${name}" has this key already (${key.fingerprint})`)
+    return keyView(key)
+  }
+
+  /** DELETE /admin/api/users/<name>/keys/<fingerprint>. */
+  async removeUserKey(name: string, fingerprint: string): Promise<void> {
+    const user = await this.#user(name)
+    if (!user.keys.some((k) => k.fingerprint === fingerprint)) throw new ApiError('NOT_FOUND', `"${name}" has no key ${fingerprint}`)
+    if (user.password_hash === null && user.keys.length === 1) throw new ApiError('CONFLICT', `this is the only way "${name}" logs in (no password): set a password first, or remove the user`)
+    if (!(await this.#state.deleteGatewayUserKey(name, fingerprint))) throw new ApiError('NOT_FOUND', `"${name}" has no key ${fingerprint}`)
+  }
+
+  /** DELETE /admin/api/users/<name>: the user, its keys, and what the gateways kept for it. */
+  async removeUser(name: string, targets: GatewayUserTargets): Promise<void> {
+    const user = await this.#user(name)
+    if (!(await this.#state.deleteGatewayUser(name))) throw noUser()
+    await targets.removed(user)
+  }
+
+  async #user(name: string): Promise<GatewayUserRecord> {
+    const user = await this.#state.getGatewayUser(name)
+    if (!user) throw noUser()
+    return user
+  }
+}
+
+const USER_NAME = /^[A-Za-z0-9._-]{1,64}$/
+/** Keys given at a user's creation, at most (more can be added one by one). */
+const MAX_KEYS = 100
+const noUser = () => new ApiError('NOT_FOUND', 'no such gateway user')
+
+function object(body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('INVALID_INPUT', 'the body must be a JSON object')
+  return body as Record<string, unknown>
+}
+
+function password(v: unknown): string {
+  if (typeof v !== 'string' || v.length < 8 || v.length > 1024) throw new ApiError('INVALID_INPUT', '"password" must be 8 to 1024 characters')
+  return v
+}
+
+/** Where gateway users may be served from (front/gateway-login.ts implements it). */
+export interface GatewayUserTargets {
+  /** The connection labels a user may map to. */
+  labels(): readonly string[]
+  /** @throws ApiError INVALID_INPUT when such a user could not be served (e.g. the connection has no fixed credentials) */
+  check(user: Pick<GatewayUserRecord, 'name' | 'connection' | 'root' | 'created'>): void
+  /** Cleans up after a removed user (its tmp space). */
+  removed(user: GatewayUserRecord): Promise<void>
+}
+
+export interface AuthorizedKeyView {
+  readonly fingerprint: string
+  readonly type: string
+  readonly comment: string
+  readonly created: number
 }
 
 export interface GatewayUserView {
@@ -116,7 +198,19 @@ export interface GatewayUserView {
   readonly connection: string
   readonly root: string
   readonly read_only: boolean
+  readonly has_password: boolean
+  readonly keys: readonly AuthorizedKeyView[]
   readonly created: number
 }
 
-export const userView = (u: GatewayUserRecord): GatewayUserView => ({ name: u.name, connection: u.connection, root: u.root, read_only: u.read_only, created: u.created })
+const keyView = (k: AuthorizedKeyRecord): AuthorizedKeyView => ({ fingerprint: k.fingerprint, type: k.type, comment: k.comment, created: k.created })
+
+export const userView = (u: GatewayUserRecord): GatewayUserView => ({
+  name: u.name,
+  connection: u.connection,
+  root: u.root,
+  read_only: u.read_only,
+  has_password: u.password_hash !== null,
+  keys: u.keys.map(keyView),
+  created: u.created,
+})

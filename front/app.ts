@@ -22,6 +22,8 @@ import { createHandler } from './server.js'
 import { logExposure } from './exposure.js'
 import { openSqliteState } from './state/sqlite-state.js'
 import { AdminService } from './admin.js'
+import { GatewayLoginService } from './gateway-login.js'
+import { createProtocolFs, sweepStaging } from './gateway-fs.js'
 import { ApiKeyService } from './api-keys.js'
 import { ShareService } from './shares.js'
 import { TusUploads } from './tus/uploads.js'
@@ -74,6 +76,17 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   })
   const limits = new TransferLimits({ perAddress: config.transfers_per_address, perCredential: config.transfers_per_credential })
   const storageFor = (spec: BackendSpec, key?: string): Storage => limits.wrap(new PoolStorage(pool, spec, key))
+  // Gateways' private staging files (front/gateway-fs/staging.ts): what a crash left is debris.
+  const stagingDir = join(config.data_dir, 'gateway-staging')
+  await sweepStaging(stagingDir)
+  const gatewayLogin = await GatewayLoginService.open({
+    config,
+    state,
+    plugins,
+    logger,
+    openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, stagingDir }),
+  })
+
   const sessions = await SessionService.open({
     secret,
     config,
@@ -105,7 +118,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
       admin,
       keys,
       state,
-      connections: () => [...(config.tmp_sessions ? ['tmp'] : []), ...config.connections.map((c) => c.label)],
+      users: gatewayLogin,
       status: () => ({
         version,
         uptime_ms: Date.now() - started,
@@ -133,11 +146,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     throw err
   }
   const ctx: GatewayContext = {
-    // TEMPORARY until front/gateway-login.ts lands (issue 13): every gateway login is refused.
-    login: {
-      login: async () => ({ ok: false, reason: 'refused', message: 'gateway logins are not wired yet' }),
-      keyAuthorized: async () => false,
-    },
+    login: gatewayLogin,
     state,
     dataDir: config.data_dir,
     seal: (purpose, plain) => sealToken(plain, subkey(secret, `gateway:${purpose}`)),

@@ -9,13 +9,12 @@
  * the configuration marks it `"public": true`.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { join } from 'node:path'
 import { ApiError } from '../core/api-error.js'
-import { type BackendSpec, backendIdentity, backendKey, parseBackendSpec } from '../core/backend.js'
+import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { Config, ConnectionConfig } from '../core/config.js'
 import type { StateStore } from '../core/state.js'
-import type { PluginStorageType } from './plugins.js'
 import { TokenError, seal, unseal } from '../core/token.js'
+import { type BuiltSpec, type PluginStorageTypes, connectionSpec, tmpSpec } from './connection-spec.js'
 import { checkPassword, hashPassword } from './passwords.js'
 import { Throttle } from './throttle.js'
 
@@ -56,11 +55,6 @@ const OPENED_MAX = 10_000
 
 /** Checks a backend once at login (e.g. that its folder or server answers). */
 export type BackendProbe = (spec: BackendSpec, requestId: string) => Promise<void>
-
-/** Storage types that plugins provide (front/plugins.ts). */
-export interface PluginStorageTypes {
-  storageType(type: string): PluginStorageType | undefined
-}
 
 export interface SessionOptions {
   readonly secret: Buffer
@@ -186,21 +180,20 @@ export class SessionService {
     }
   }
 
-  #tmp(params: Record<string, unknown>): { spec: BackendSpec; identity: string } {
+  #tmp(params: Record<string, unknown>): BuiltSpec {
     if (!this.#config.tmp_sessions) throw new ApiError('FORBIDDEN', 'tmp sessions are disabled on this server')
     const userID = params.userID
     if (typeof userID !== 'string' || !USER_ID.test(userID)) {
       throw new ApiError('INVALID_INPUT', '"userID" must be 1 to 64 characters of A-Z, a-z, 0-9, "_" or "-"')
     }
     return {
-      spec: { type: 'local', root: join(this.#config.data_dir, 'tmp', userID), createRoot: true },
+      spec: tmpSpec(this.#config.data_dir, userID),
       identity: `tmp\0${userID}`, // not the folder: the same user keeps its id if data_dir moves
     }
   }
 
-  async #connection(params: Record<string, unknown>, address: string): Promise<{ spec: BackendSpec; identity: string }> {
+  async #connection(params: Record<string, unknown>, address: string): Promise<BuiltSpec> {
     const conn = this.#pick(params)
-    let spec: BackendSpec
     if (conn.type === 'local') {
       const hash = this.#localHashes.get(conn.label)
       if (hash !== undefined) {
@@ -209,21 +202,8 @@ export class SessionService {
       } else if (conn.public !== true) {
         throw new Error(`local connection "${conn.label}" has neither a password nor "public": true`) // core/config refuses this
       }
-      // Only the configured folder: a client never picks a folder of the server's disk.
-      spec = { type: 'local', root: conn.path as string } // validated absolute by core/config
-    } else {
-      // The connection's fixed values override the client's.
-      const { label: _label, type: _type, ...fixed } = conn
-      const provided = this.#plugins?.storageType(conn.type)
-      if (provided) {
-        const { plugin, backend, options } = provided
-        const p = backend.parse ? backend.parse({ ...params, ...fixed }, options) : {}
-        spec = { type: 'plugin', plugin, backend: conn.type, params: p }
-        return { spec, identity: backend.identity ? `plugin\0${plugin}\0${conn.type}\0${backend.identity(p)}` : backendIdentity(spec) }
-      }
-      spec = parseBackendSpec(conn.type, { ...params, ...fixed })
     }
-    return { spec, identity: backendIdentity(spec) }
+    return connectionSpec(conn, params, this.#plugins)
   }
 
   #pick(params: Record<string, unknown>): ConnectionConfig {

@@ -72,6 +72,27 @@ export class Throttle {
     this.#locked.delete(key)
   }
 
+  /**
+   * An attempt that succeeded: takes back its own count, and only that. For scopes many
+   * accounts share (the gateway logins), where forgetting every failure on a success
+   * would let one's own account buy more guesses at another's.
+   */
+  refund(scope: string, address: string): void {
+    const key = `${scope}\0${addressKey(address)}`
+    const counting = this.#counting.get(key)
+    const locked = this.#locked.get(key)
+    const c = counting ?? locked
+    if (!c) return
+    c.count--
+    if (c.count <= 0) {
+      this.#counting.delete(key)
+      this.#locked.delete(key)
+    } else if (locked && c.count < this.#max) {
+      this.#locked.delete(key)
+      this.#counting.set(key, c)
+    }
+  }
+
   /** Addresses tracked (both tables). */
   get size(): number {
     return this.#counting.size + this.#locked.size
@@ -112,4 +133,42 @@ function ipv6Groups(a: string): number[] {
   const t = tail ? tail.split(':') : []
   const zeros = tail === undefined ? [] : Array<string>(8 - h.length - t.length).fill('0')
   return [...h, ...zeros, ...t].map((x) => parseInt(x, 16))
+}
+
+/**
+ * Login checks from one address run a few at a time; the others wait their turn. With
+ * the throttle counting an attempt when it starts, this is what lets a client open many
+ * sessions at once (rclone opens a dozen SFTP connections together) without its own
+ * logins in flight counting as a lock-out, while parallel guesses still cannot outrun
+ * the count: at most `perAddress` are being checked at any time.
+ */
+export class AttemptGate {
+  readonly #perAddress: number
+  readonly #maxWaiting: number
+  readonly #slots = new Map<string, { running: number; readonly waiting: (() => void)[] }>()
+
+  constructor(opts: { perAddress: number; maxWaiting: number }) {
+    this.#perAddress = opts.perAddress
+    this.#maxWaiting = opts.maxWaiting
+  }
+
+  /** Runs `fn` once a slot for `address` is free. @throws ApiError RATE_LIMITED when too many already wait */
+  async run<T>(address: string, fn: () => Promise<T>): Promise<T> {
+    const key = addressKey(address)
+    let slot = this.#slots.get(key)
+    if (!slot) this.#slots.set(key, (slot = { running: 0, waiting: [] }))
+    if (slot.running >= this.#perAddress) {
+      if (slot.waiting.length >= this.#maxWaiting) throw new ApiError('RATE_LIMITED', 'too many logins at once from this address')
+      await new Promise<void>((resolve) => slot!.waiting.push(resolve))
+    } else {
+      slot.running++
+    }
+    try {
+      return await fn()
+    } finally {
+      const next = slot.waiting.shift()
+      if (next) next() // the slot passes on, still counted as running
+      else if (--slot.running === 0) this.#slots.delete(key)
+    }
+  }
 }

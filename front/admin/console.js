@@ -155,6 +155,9 @@ async function loadShares() {
   )
 }
 
+/** Users whose keys panel is open. */
+const openUsers = new Set()
+
 async function loadUsers() {
   const { results } = await call('GET', 'users')
   fill(
@@ -164,18 +167,88 @@ async function loadUsers() {
       cell(u.connection),
       cell(u.root, 'mono'),
       cell(u.read_only ? 'read-only' : 'read-write'),
+      cell(tags([u.has_password && 'password', u.keys.length > 0 && `${u.keys.length} key${u.keys.length > 1 ? 's' : ''}`].filter(Boolean))),
       cell(when(u.created)),
       cell(
+        actions(
+          button(openUsers.has(u.name) ? 'Close' : 'Keys & password', () => {
+            if (!openUsers.delete(u.name)) openUsers.add(u.name)
+            act(loadUsers)
+          }, 'ghost small'),
+          button('Remove', async () => {
+            if (!confirm(`Remove gateway user "${u.name}"?`)) return
+            openUsers.delete(u.name)
+            await act(() => call('DELETE', `users/${encodeURIComponent(u.name)}`), `User "${u.name}" removed.`)
+            await loadUsers()
+          }),
+        ),
+      ),
+    ]),
+    7,
+    'No gateway users.',
+  )
+  // Each open user gets a row of its own under its line: its keys, a key to add, a new password.
+  for (const u of results) {
+    if (!openUsers.has(u.name)) continue
+    const line = [...$('users').rows].find((r) => r.cells[0].textContent === u.name)
+    const detail = document.createElement('tr')
+    detail.className = 'detail'
+    detail.dataset.user = u.name
+    const td = cell(userPanel(u))
+    td.colSpan = 7
+    detail.append(td)
+    line.after(detail)
+  }
+}
+
+function actions(...buttons) {
+  const span = document.createElement('span')
+  span.className = 'actions'
+  span.append(...buttons)
+  return span
+}
+
+function userPanel(u) {
+  const panel = document.createElement('div')
+  panel.className = 'panel'
+  const table = document.createElement('table')
+  table.innerHTML = '<thead><tr><th>Key type</th><th>Fingerprint</th><th>Comment</th><th>Added</th><th></th></tr></thead><tbody></tbody>'
+  fill(
+    table.tBodies[0],
+    u.keys.map((k) => [
+      cell(k.type),
+      cell(k.fingerprint, 'mono'),
+      cell(k.comment || '—'),
+      cell(when(k.created)),
+      cell(
         button('Remove', async () => {
-          if (!confirm(`Remove gateway user "${u.name}"?`)) return
-          await act(() => call('DELETE', `users/${encodeURIComponent(u.name)}`), `User "${u.name}" removed.`)
+          if (!confirm(`Remove the key ${k.fingerprint} of "${u.name}"?`)) return
+          await act(() => call('DELETE', `users/${encodeURIComponent(u.name)}/keys/${encodeURIComponent(k.fingerprint)}`), 'Key removed.')
           await loadUsers()
         }),
       ),
     ]),
-    6,
-    'No gateway users.',
+    5,
+    'No keys: this user logs in with its password.',
   )
+  const keyForm = document.createElement('form')
+  keyForm.className = 'row key-form'
+  keyForm.innerHTML = '<label class="grow">Add a public key <input name="key" class="mono" required placeholder="ssh-ed25519 AAAA... me@laptop"></label><button type="submit">Add key</button>'
+  keyForm.addEventListener('submit', async (e) => {
+    e.preventDefault()
+    const r = await act(() => call('POST', `users/${encodeURIComponent(u.name)}/keys`, { key: keyForm.key.value }), `Key added to "${u.name}".`)
+    if (r) await loadUsers()
+  })
+  const pwForm = document.createElement('form')
+  pwForm.className = 'row password-form'
+  pwForm.innerHTML = '<label>New password <input name="password" type="password" required minlength="8" autocomplete="new-password"></label><button type="submit">Set password</button>'
+  pwForm.addEventListener('submit', async (e) => {
+    e.preventDefault()
+    const r = await act(() => call('PATCH', `users/${encodeURIComponent(u.name)}`, { password: pwForm.password.value }), `Password of "${u.name}" changed.`)
+    if (r) await loadUsers()
+  })
+  panel.append(table, keyForm, pwForm)
+  return panel
 }
 
 async function act(fn, okText) {
@@ -266,9 +339,11 @@ $('dismiss-key').addEventListener('click', () => {
 
 $('user-form').addEventListener('submit', async (e) => {
   e.preventDefault()
+  const key = $('user-key').value.trim()
   const body = {
     name: $('user-name').value,
-    password: $('user-password').value,
+    ...($('user-password').value ? { password: $('user-password').value } : {}),
+    ...(key ? { authorized_keys: [key] } : {}),
     connection: $('user-connection').value,
     root: $('user-root').value || '/',
     read_only: $('user-ro').checked,

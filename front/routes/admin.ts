@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises'
 import { ApiError } from '../../core/api-error.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
 import type { StateStore } from '../../core/state.js'
-import type { AdminService } from '../admin.js'
+import type { AdminService, GatewayUserTargets } from '../admin.js'
 import { userView } from '../admin.js'
 import type { ApiKeyService } from '../api-keys.js'
 import { readJson } from '../http/body.js'
@@ -19,8 +19,8 @@ export interface AdminDeps {
   readonly admin: AdminService
   readonly keys: ApiKeyService
   readonly state: StateStore
-  /** Labels a gateway user may map to. */
-  readonly connections: () => readonly string[]
+  /** Where gateway users may be served from. */
+  readonly users: GatewayUserTargets
   readonly status: () => Record<string, unknown>
 }
 
@@ -43,9 +43,10 @@ const RESOURCES = new Set(['session', 'keys', 'shares', 'users', 'status'])
 export function adminPattern(path: string): string | null {
   if (Object.hasOwn(ASSETS, path)) return path
   if (!path.startsWith('/admin/api/')) return null
-  const [what, id, extra] = path.slice('/admin/api/'.length).split('/')
+  const [what, id, sub, subId, extra] = path.slice('/admin/api/'.length).split('/')
   if (!RESOURCES.has(what!) || extra !== undefined) return null
-  return id === undefined ? `/admin/api/${what}` : `/admin/api/${what}/{id}`
+  if (sub !== undefined && (what !== 'users' || sub !== 'keys')) return null
+  return [`/admin/api/${what}`, id && '{id}', sub, subId && '{fingerprint}'].filter(Boolean).join('/')
 }
 
 /** Answers /admin and /admin/...; null when `path` is not the admin's. */
@@ -101,8 +102,9 @@ async function api(deps: AdminDeps, req: HttpRequest, rest: string): Promise<Htt
   }
   await deps.admin.authenticate(req.header('authorization'))
   const one = id === undefined ? undefined : decodeSegment(id)
-  if (extra !== undefined || (one !== undefined && m !== 'DELETE')) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
   const bad = (allowed: string) => new ApiError('INVALID_INPUT', `${m} is not supported on ${req.path}; use ${allowed}`)
+  if (what === 'users' && one !== undefined && extra !== undefined) return userKeys(deps, req, one, rest.split('/').slice(2))
+  if (extra !== undefined || (one !== undefined && m !== 'DELETE' && !(what === 'users' && m === 'PATCH'))) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
   switch (what) {
     case 'keys':
       if (one !== undefined) return (await deps.keys.remove(one), okReply())
@@ -118,11 +120,11 @@ async function api(deps: AdminDeps, req: HttpRequest, rest: string): Promise<Htt
       throw bad('GET')
     case 'users':
       if (one !== undefined) {
-        if (!(await deps.state.deleteGatewayUser(one))) throw new ApiError('NOT_FOUND', 'no such gateway user')
-        return okReply()
+        if (m === 'PATCH') return okReply({ result: await deps.admin.patchUser(one, await readJson(req)) })
+        return (await deps.admin.removeUser(one, deps.users), okReply())
       }
       if (m === 'GET') return okReply({ results: (await deps.state.listGatewayUsers()).map(userView) })
-      if (m === 'POST') return okReply({ result: await deps.admin.addUser(await readJson(req), deps.connections()) })
+      if (m === 'POST') return okReply({ result: await deps.admin.addUser(await readJson(req), deps.users) })
       throw bad('GET or POST')
     case 'status':
       if (m === 'GET' && one === undefined) return okReply({ result: deps.status() })
@@ -130,4 +132,15 @@ async function api(deps: AdminDeps, req: HttpRequest, rest: string): Promise<Htt
     default:
       throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
   }
+}
+
+/** /admin/api/users/<name>/keys (POST) and /admin/api/users/<name>/keys/<fingerprint> (DELETE). */
+async function userKeys(deps: AdminDeps, req: HttpRequest, name: string, [sub, fp, extra]: string[]): Promise<HttpReply> {
+  if (sub !== 'keys' || extra !== undefined) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
+  if (fp === undefined) {
+    if (req.method === 'POST') return okReply({ result: await deps.admin.addUserKey(name, await readJson(req)) })
+    throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use POST (GET /admin/api/users lists the keys)`)
+  }
+  if (req.method === 'DELETE') return (await deps.admin.removeUserKey(name, decodeSegment(fp)), okReply())
+  throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use DELETE`)
 }

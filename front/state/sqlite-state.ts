@@ -12,7 +12,7 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import type { ApiKeyRecord, GatewayUserRecord, ShareRecord, StateStore } from '../../core/state.js'
+import type { ApiKeyRecord, AuthorizedKeyRecord, GatewayUserRecord, ShareRecord, StateStore } from '../../core/state.js'
 
 const MIGRATIONS: readonly string[] = [
   // 1: revoked tokens, shares, API keys, gateway users.
@@ -29,6 +29,16 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE gateway_users (
      name TEXT PRIMARY KEY, password_hash TEXT NOT NULL, connection TEXT NOT NULL, root TEXT NOT NULL,
      read_only INTEGER NOT NULL, created_ms INTEGER NOT NULL);`,
+  // 2: gateway users' authorized public keys; a user's password becomes optional (key-only users).
+  `CREATE TABLE gateway_users_2 (
+     name TEXT PRIMARY KEY, password_hash TEXT, connection TEXT NOT NULL, root TEXT NOT NULL,
+     read_only INTEGER NOT NULL, created_ms INTEGER NOT NULL);
+   INSERT INTO gateway_users_2 SELECT name, password_hash, connection, root, read_only, created_ms FROM gateway_users;
+   DROP TABLE gateway_users;
+   ALTER TABLE gateway_users_2 RENAME TO gateway_users;
+   CREATE TABLE gateway_user_keys (
+     user TEXT NOT NULL, fingerprint TEXT NOT NULL, type TEXT NOT NULL, blob TEXT NOT NULL,
+     comment TEXT NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY (user, fingerprint));`,
 ]
 
 interface ShareRow {
@@ -54,10 +64,18 @@ interface KeyRow {
 }
 interface UserRow {
   name: string
-  password_hash: string
+  password_hash: string | null
   connection: string
   root: string
   read_only: number
+  created_ms: number
+}
+interface UserKeyRow {
+  user: string
+  fingerprint: string
+  type: string
+  blob: string
+  comment: string
   created_ms: number
 }
 
@@ -82,9 +100,11 @@ const toKey = (r: KeyRow): ApiKeyRecord => ({
   created: r.created_ms,
   last_used: r.last_used_ms,
 })
-const toUser = (r: UserRow): GatewayUserRecord => ({
+const toUserKey = (r: UserKeyRow): AuthorizedKeyRecord => ({ fingerprint: r.fingerprint, type: r.type, blob: r.blob, comment: r.comment, created: r.created_ms })
+const toUser = (r: UserRow, keys: readonly UserKeyRow[]): GatewayUserRecord => ({
   name: r.name,
   password_hash: r.password_hash,
+  keys: keys.map(toUserKey),
   connection: r.connection,
   root: r.root,
   read_only: r.read_only === 1,
@@ -134,7 +154,38 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     getUser: db.prepare<[string], UserRow>('SELECT * FROM gateway_users WHERE name = ?'),
     allUsers: db.prepare<[], UserRow>('SELECT * FROM gateway_users ORDER BY name'),
     deleteUser: db.prepare('DELETE FROM gateway_users WHERE name = ?'),
+    setPassword: db.prepare('UPDATE gateway_users SET password_hash = ? WHERE name = ?'),
+    addUserKey: db.prepare(
+      `INSERT OR IGNORE INTO gateway_user_keys (user, fingerprint, type, blob, comment, created_ms)
+       VALUES (@user, @fingerprint, @type, @blob, @comment, @created_ms)`,
+    ),
+    userKeys: db.prepare<[string], UserKeyRow>('SELECT * FROM gateway_user_keys WHERE user = ? ORDER BY created_ms, rowid'),
+    allUserKeys: db.prepare<[], UserKeyRow>('SELECT * FROM gateway_user_keys ORDER BY created_ms, rowid'),
+    deleteUserKey: db.prepare('DELETE FROM gateway_user_keys WHERE user = ? AND fingerprint = ?'),
+    deleteUserKeys: db.prepare('DELETE FROM gateway_user_keys WHERE user = ?'),
   }
+  const keyRow = (user: string, k: AuthorizedKeyRecord): UserKeyRow => ({ user, fingerprint: k.fingerprint, type: k.type, blob: k.blob, comment: k.comment, created_ms: k.created })
+  const addUser = db.transaction((u: GatewayUserRecord): boolean => {
+    const r = q.addUser.run({
+      name: u.name,
+      password_hash: u.password_hash,
+      connection: u.connection,
+      root: u.root,
+      read_only: u.read_only ? 1 : 0,
+      created_ms: u.created,
+    })
+    if (r.changes === 0) return false
+    for (const k of u.keys) q.addUserKey.run(keyRow(u.name, k))
+    return true
+  })
+  const deleteUser = db.transaction((name: string): boolean => {
+    q.deleteUserKeys.run(name)
+    return q.deleteUser.run(name).changes > 0
+  })
+  const addUserKey = db.transaction((name: string, k: AuthorizedKeyRecord): 'added' | 'duplicate' | 'no-user' => {
+    if (q.getUser.get(name) === undefined) return 'no-user'
+    return q.addUserKey.run(keyRow(name, k)).changes > 0 ? 'added' : 'duplicate'
+  })
   q.purge.run(Date.now())
   let open = true
   return {
@@ -187,25 +238,32 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
       return q.deleteKey.run(id).changes > 0
     },
     async addGatewayUser(u) {
-      const r = q.addUser.run({
-        name: u.name,
-        password_hash: u.password_hash,
-        connection: u.connection,
-        root: u.root,
-        read_only: u.read_only ? 1 : 0,
-        created_ms: u.created,
-      })
-      return r.changes > 0
+      return addUser(u)
     },
     async getGatewayUser(name) {
       const r = q.getUser.get(name)
-      return r ? toUser(r) : null
+      return r ? toUser(r, q.userKeys.all(name)) : null
     },
     async listGatewayUsers() {
-      return q.allUsers.all().map(toUser)
+      const keys = new Map<string, UserKeyRow[]>()
+      for (const k of q.allUserKeys.all()) {
+        const list = keys.get(k.user)
+        if (list) list.push(k)
+        else keys.set(k.user, [k])
+      }
+      return q.allUsers.all().map((r) => toUser(r, keys.get(r.name) ?? []))
     },
     async deleteGatewayUser(name) {
-      return q.deleteUser.run(name).changes > 0
+      return deleteUser(name)
+    },
+    async setGatewayUserPassword(name, hash) {
+      return q.setPassword.run(hash, name).changes > 0
+    },
+    async addGatewayUserKey(name, key) {
+      return addUserKey(name, key)
+    },
+    async deleteGatewayUserKey(name, fingerprint) {
+      return q.deleteUserKey.run(name, fingerprint).changes > 0
     },
     async close() {
       if (open) db.close()

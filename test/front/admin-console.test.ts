@@ -5,24 +5,25 @@
  * once), use it with a share made through the API, revoke it in the page, and see
  * the next request refused; add and remove a gateway user; revoke a share; log
  * out, after which the server refuses the page's token. A screenshot proves the
- * page renders.
+ * page renders. A gateway user's keys and password managed in the page, and the
+ * user logging in with them at the gateway login.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { chromium } from 'playwright-core'
-import t from 'tap'
+import { type Page, chromium } from 'playwright-core'
+import t, { type Test } from 'tap'
+import type { LoginRequest, PublicKey } from '../../core/gateway.js'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
+import { gate } from '../helpers/gateway.js'
+import { sshKeygen } from '../helpers/ssh-keys.js'
 import { ADMIN_PASSWORD, createShare, viaShare } from '../helpers/share.js'
 
 const CHROMIUM = '/usr/bin/chromium'
+const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install -y chromium)`
 
-t.test('log in, create a key, use it, revoke it in the page', { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install -y chromium)` }, async (t) => {
-  const { url } = await startTestServer(t, { admin_password: ADMIN_PASSWORD })
-  const token = await tmpSession(url)
-  await api(url, token)('POST', '/api/files/cat', { path: '/docs/a.txt' }, { body: 'hello' })
-  const share = await createShare(url, token, { path: '/docs', can_read: true })
-
+/** Headless Chromium on a fresh profile; `failed` collects page errors and failed requests. */
+async function launch(t: Test): Promise<{ page: Page; failed: string[] }> {
   const profile = mkdtempSync(join(tmpdir(), 'filegate-chromium-'))
   // A fresh profile (--user-data-dir) per run: playwright passes it for a persistent context.
   const browser = await chromium.launchPersistentContext(profile, {
@@ -39,6 +40,16 @@ t.test('log in, create a key, use it, revoke it in the page', { skip: existsSync
   page.on('pageerror', (e) => failed.push(String(e)))
   page.on('requestfailed', (r) => failed.push(`${r.url()} ${r.failure()?.errorText}`))
   page.on('dialog', (d) => void d.accept())
+  return { page, failed }
+}
+
+t.test('log in, create a key, use it, revoke it in the page', { skip }, async (t) => {
+  const { url } = await startTestServer(t, { admin_password: ADMIN_PASSWORD })
+  const token = await tmpSession(url)
+  await api(url, token)('POST', '/api/files/cat', { path: '/docs/a.txt' }, { body: 'hello' })
+  const share = await createShare(url, token, { path: '/docs', can_read: true })
+
+  const { page, failed } = await launch(t)
 
   await page.goto(`${url}/admin`)
   await page.fill('#password', 'not the password')
@@ -104,5 +115,53 @@ t.test('log in, create a key, use it, revoke it in the page', { skip: existsSync
   t.equal(await page.isHidden('#app-view'), true, 'logged out: the console is hidden')
   t.equal(await page.evaluate(() => sessionStorage.getItem('filegate-admin-token')), null, 'the page forgot the token')
   t.equal((await api(url, adminToken!)('GET', '/admin/api/status')).status, 401, 'the server refuses the token after log-out')
+  t.same(failed, [], 'no page errors or failed requests')
+})
+
+t.test("a gateway user's keys and password, managed in the page, are what its gateway logins accept", { skip }, async (t) => {
+  const { url, ctx, login: gatewayLogin } = await gate(t)
+  const login = (req: Partial<LoginRequest>) => gatewayLogin({ user: 'sftp-dana', ...req })
+  const asKey = (pub: string): PublicKey => ({ algo: pub.split(' ')[0]!, data: Buffer.from(pub.split(' ')[1]!, 'base64') })
+  const first = sshKeygen('ed25519', { comment: 'dana@laptop' })
+  const second = sshKeygen('ecdsa', { comment: 'dana@phone' })
+  const { page, failed } = await launch(t)
+  await page.goto(`${url}/admin`)
+  await page.fill('#password', ADMIN_PASSWORD)
+  await page.click('#login-form button[type=submit]')
+  await page.waitForSelector('#app-view:not([hidden])')
+
+  // A key-only user, made in the form.
+  await page.fill('#user-name', 'sftp-dana')
+  await page.fill('#user-key', first.pub)
+  await page.click('#user-form button[type=submit]')
+  await page.waitForSelector('#users td:text("sftp-dana")')
+  t.match(await page.textContent('#users tr:has-text("sftp-dana")'), /1 key/, 'listed as logging in with one key')
+  t.equal(await ctx.login.keyAuthorized('sftp-dana', asKey(first.pub)), true, 'the gateway accepts that key')
+
+  // A bad key is refused with the server's reason; then a second key is added, and the first removed.
+  await page.click('#users tr:has-text("sftp-dana") button:text("Keys & password")')
+  await page.waitForSelector('tr.detail .key-form')
+  await page.fill('tr.detail .key-form input', 'ssh-rsa AAAAnot-a-key')
+  await page.click('tr.detail .key-form button')
+  await page.waitForSelector('#flash:not([hidden])')
+  t.match(await page.textContent('#flash'), /not an SSH public key/, 'a bad key: the reason is shown')
+  await page.fill('tr.detail .key-form input', second.pub)
+  await page.click('tr.detail .key-form button')
+  await page.waitForSelector(`tr.detail td:text("${second.fingerprint}")`)
+  t.match(await page.textContent('tr.detail'), /dana@phone/, 'the new key, with its fingerprint and comment')
+  await page.click(`tr.detail tr:has-text("${first.fingerprint}") button:text("Remove")`)
+  await page.waitForSelector(`tr.detail td:text("${first.fingerprint}")`, { state: 'detached' })
+  t.equal(await ctx.login.keyAuthorized('sftp-dana', asKey(first.pub)), false, 'the removed key is refused')
+  t.equal((await login({ publicKey: asKey(second.pub) })).ok, true, 'the added key logs in')
+
+  // A password set in the page logs in.
+  await page.fill('tr.detail .password-form input', 'dana password')
+  await page.click('tr.detail .password-form button')
+  await page.waitForSelector('#users tr:has-text("sftp-dana") .tag:text("password")')
+  t.equal((await login({ password: 'dana password' })).ok, true, 'the new password logs in')
+
+  const shot = join(t.testdirName, 'admin-console-keys.png')
+  await page.screenshot({ path: shot, fullPage: true })
+  if (process.env.FILEGATE_SCREENSHOT) writeFileSync(process.env.FILEGATE_SCREENSHOT.replace(/(\.png)?$/, '-keys.png'), readFileSync(shot))
   t.same(failed, [], 'no page errors or failed requests')
 })

@@ -128,3 +128,15 @@ t.test('IPv6 addresses count by their /64; IPv4-mapped ones as IPv4', async (t) 
   th.attempt('s', '2001:db8:1:2::2')
   t.throws(() => th.attempt('s', '2001:db8:1:2::3'), { code: 'RATE_LIMITED' }, 'rotating addresses inside a /64 does not help')
 })
+
+t.test('refund takes back one attempt, not the failures before it', async (t) => {
+  const th = new Throttle({ max: 3, windowMs: 60_000, what: 'tries' })
+  th.attempt('s', '10.0.0.1')
+  th.attempt('s', '10.0.0.1')
+  th.attempt('s', '10.0.0.1') // the third: locked, until it turns out to have succeeded
+  th.refund('s', '10.0.0.1')
+  th.attempt('s', '10.0.0.1') // the third failure
+  t.throws(() => th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'two failures and one more: locked')
+  th.refund('s', '10.0.0.9')
+  t.equal(th.size, 1, 'a refund for an address never seen changes nothing')
+})

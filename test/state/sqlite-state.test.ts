@@ -48,10 +48,43 @@ t.test('records round-trip', async (t) => {
   t.equal((await s.listApiKeys())[0]!.last_used, 99)
   t.equal(await s.deleteApiKey('k1'), true)
   t.equal(await s.getApiKeyByHash('h'), null)
-  const user = { name: 'u', password_hash: 'scrypt$..', connection: 'tmp', root: '/', read_only: false, created: 3 }
+  const k1 = { fingerprint: 'SHA256:one', type: 'ssh-ed25519', blob: 'AAAA', comment: 'laptop', created: 4 }
+  const k2 = { fingerprint: 'SHA256:two', type: 'ssh-rsa', blob: 'BBBB', comment: '', created: 5 }
+  const user = { name: 'u', password_hash: 'scrypt$..', keys: [k1], connection: 'tmp', root: '/', read_only: false, created: 3 }
   t.equal(await s.addGatewayUser(user), true)
   t.equal(await s.addGatewayUser({ ...user, root: '/other' }), false, 'no overwrite of an existing user')
   t.same(await s.getGatewayUser('u'), user)
   t.same(await s.listGatewayUsers(), [user])
+  t.equal(await s.addGatewayUserKey('u', k2), 'added')
+  t.equal(await s.addGatewayUserKey('u', { ...k2, comment: 'again' }), 'duplicate', 'one fingerprint once per user')
+  t.equal(await s.addGatewayUserKey('nobody', k2), 'no-user')
+  t.same((await s.getGatewayUser('u'))!.keys, [k1, k2], 'keys oldest first')
+  t.equal(await s.setGatewayUserPassword('u', null), true)
+  t.equal((await s.getGatewayUser('u'))!.password_hash, null, 'a key-only user')
+  t.equal(await s.setGatewayUserPassword('nobody', 'x'), false)
+  t.equal(await s.deleteGatewayUserKey('u', 'SHA256:one'), true)
+  t.equal(await s.deleteGatewayUserKey('u', 'SHA256:one'), false)
+  t.same((await s.listGatewayUsers())[0]!.keys, [k2])
   t.equal(await s.deleteGatewayUser('u'), true)
+  t.equal(await s.addGatewayUser({ ...user, keys: [] }), true, 'a user of the same name again')
+  t.same((await s.getGatewayUser('u'))!.keys, [], 'does not inherit the removed user\'s keys')
+})
+
+t.test('migration 2 keeps the gateway users of a version-1 database', async (t) => {
+  const dir = t.testdir()
+  const db = new Database(`${dir}/state.db`)
+  db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL)')
+  db.exec(`CREATE TABLE gateway_users (
+     name TEXT PRIMARY KEY, password_hash TEXT NOT NULL, connection TEXT NOT NULL, root TEXT NOT NULL,
+     read_only INTEGER NOT NULL, created_ms INTEGER NOT NULL)`)
+  for (const [table, cols] of [['revoked_tokens', 'id TEXT PRIMARY KEY, until_ms INTEGER NOT NULL'], ['shares', 'id TEXT PRIMARY KEY, owner TEXT, path TEXT, kind TEXT, can_read INTEGER, can_upload INTEGER, can_write INTEGER, password_hash TEXT, expire_ms INTEGER, sealed TEXT, created_ms INTEGER'], ['api_keys', 'id TEXT PRIMARY KEY, name TEXT, hash TEXT, origins TEXT, created_ms INTEGER, last_used_ms INTEGER']]) {
+    db.exec(`CREATE TABLE ${table} (${cols})`)
+  }
+  db.prepare('INSERT INTO schema_migrations VALUES (1, 0)').run()
+  db.prepare("INSERT INTO gateway_users VALUES ('old', 'scrypt$x', 'tmp', '/home', 1, 7)").run()
+  db.close()
+  const s = await openSqliteState(dir)
+  t.teardown(() => s.close())
+  t.same(await s.getGatewayUser('old'), { name: 'old', password_hash: 'scrypt$x', keys: [], connection: 'tmp', root: '/home', read_only: true, created: 7 })
+  t.equal(await s.setGatewayUserPassword('old', null), true, 'the password may now be absent')
 })

@@ -1,0 +1,261 @@
+/**
+ * @module front/gateway-login
+ * Logins at the protocol gateways (SFTP, S3, MCP; core/gateway.ts), in two kinds
+ * (docs/gateways.md, "Gateway users and logins"):
+ *
+ * - **gateway users**, defined by the admin (front/admin.ts): a password (scrypt) or
+ *   an authorized public key, mapped to a connection, a root inside it and read-only
+ *   or not. The backend spec is built as a session builds it
+ *   (front/connection-spec.ts) and narrowed to the user's root, so the driver's own
+ *   containment holds at that root. A `tmp` user gets a space of its own,
+ *   `<data_dir>/gateway-tmp/<name>.<created>` (front/connection-spec.ts).
+ * - **pass-through**, `<user>@<connection label>`: the user's own account on an sftp,
+ *   ftp, smb or s3 connection that leaves the credentials to its users (for s3: the
+ *   access key id and the secret). The backend itself checks the password.
+ *
+ * Every login ends with one look at the storage (its view opened, `/` looked at): a
+ * user whose root is missing, or whose storage cannot be reached, gets `unavailable`
+ * (and the admin a warning naming the user and the folder); nothing is created, but
+ * for `tmp` spaces.
+ *
+ * Failures: every way of being wrong (unknown user, wrong password or key, unknown
+ * connection, a password the backend refused) gets the same `refused` after the same
+ * fixed delay (front/passwords.ts); an unknown user costs the same scrypt check as a
+ * known one. One throttle counts failures per client address for all gateway doors
+ * together, apart from the HTTP API's. A success takes back only its own count, not
+ * the failures before it: an account of one's own cannot buy more guesses at another's.
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto'
+import { rm } from 'node:fs/promises'
+import { ApiError, isApiError } from '../core/api-error.js'
+import type { BackendSpec } from '../core/backend.js'
+import type { Config } from '../core/config.js'
+import { FsError, isFsError } from '../core/errors.js'
+import type { GatewayLogin, LoginRequest, LoginResult, PublicKey } from '../core/gateway.js'
+import type { ProtocolFs } from '../core/protocol-fs.js'
+import type { GatewayUserRecord, StateStore } from '../core/state.js'
+import type { ClientIdentity } from '../core/storage.js'
+import type { GatewayUserTargets } from './admin.js'
+import { type PluginStorageTypes, connectionSpec, gatewayTmpSpec, passthroughAllowed, specWithRoot } from './connection-spec.js'
+import type { Logger } from './log.js'
+import { MAX_PASSWORD_LENGTH, failureDelay, hashPassword, verifyPassword } from './passwords.js'
+import { AttemptGate, Throttle } from './throttle.js'
+
+/** Failed gateway logins from one address within WINDOW_MS before every login from it is `throttled`. */
+export const GATEWAY_LOGIN_FAILURES = 10
+const WINDOW_MS = 15 * 60_000
+const SCOPE = 'gateway'
+
+/** Opens the file system view of one login (front/gateway-fs.ts); rejects when the backend cannot be opened. */
+export type OpenProtocolFs = (spec: BackendSpec, opts: { readonly readOnly: boolean; readonly client: ClientIdentity }) => Promise<ProtocolFs>
+
+export interface GatewayLoginOptions {
+  readonly config: Config
+  readonly state: StateStore
+  readonly openFs: OpenProtocolFs
+  readonly logger: Logger
+  readonly plugins?: PluginStorageTypes
+}
+
+/** A login whose credentials were right, before its storage is looked at. */
+interface Granted {
+  readonly user: string
+  readonly spec: BackendSpec
+  readonly readOnly: boolean
+  /** For the admin's warning when the storage is not there: the user and its folder. */
+  readonly where: Record<string, unknown>
+}
+
+/** Right credentials, but no storage can be built for them now (the configuration changed). */
+interface Unservable {
+  readonly unservable: Record<string, unknown>
+}
+
+const REFUSED = 'wrong user name, password or key'
+
+export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
+  readonly #opts: GatewayLoginOptions
+  /** A hash of a random password: an unknown user costs the same check as a known one. */
+  readonly #decoy: string
+  readonly #throttle = new Throttle({ max: GATEWAY_LOGIN_FAILURES, windowMs: WINDOW_MS, what: 'gateway logins' })
+  /** Four checks at a time per address (scrypt runs on libuv's four threads anyway); the rest wait. */
+  readonly #gate = new AttemptGate({ perAddress: 4, maxWaiting: 4096 })
+
+  private constructor(opts: GatewayLoginOptions, decoy: string) {
+    this.#opts = opts
+    this.#decoy = decoy
+  }
+
+  static async open(opts: GatewayLoginOptions): Promise<GatewayLoginService> {
+    return new GatewayLoginService(opts, await hashPassword(randomBytes(24).toString('base64')))
+  }
+
+  async login(req: LoginRequest): Promise<LoginResult> {
+    try {
+      return await this.#gate.run(req.address, () => this.#login(req))
+    } catch (err) {
+      if (!(isApiError(err) && err.code === 'RATE_LIMITED')) throw err
+      await failureDelay()
+      return { ok: false, reason: 'throttled', message: err.message }
+    }
+  }
+
+  async #login(req: LoginRequest): Promise<LoginResult> {
+    const fields = { door: req.door, user: req.user.slice(0, 200), address: req.address, requestId: req.requestId }
+    try {
+      this.#throttle.attempt(SCOPE, req.address)
+    } catch (err) {
+      if (!(isApiError(err) && err.code === 'RATE_LIMITED')) throw err
+      await failureDelay()
+      this.#opts.logger.log('info', 'gateway login throttled', fields)
+      return { ok: false, reason: 'throttled', message: err.message }
+    }
+    const at = req.user.lastIndexOf('@')
+    const granted = at > 0 ? await this.#passthrough(req, req.user.slice(0, at), req.user.slice(at + 1)) : await this.#gatewayUser(req)
+    if (typeof granted === 'string') return this.#refuse(fields, granted)
+    // A gateway user's credentials are checked by now; a pass-through's only by the backend, below.
+    if (at <= 0) this.#throttle.refund(SCOPE, req.address)
+    if ('unservable' in granted) return this.#unavailable('gateway login: this user cannot be served', { ...fields, ...granted.unservable })
+    const client = { address: req.address, credential: `gateway:${granted.user}` }
+    let fs: ProtocolFs | undefined
+    try {
+      fs = await this.#opts.openFs(granted.spec, { readOnly: granted.readOnly, client })
+      const root = await fs.stat({ requestId: req.requestId, signal: new AbortController().signal, client }, '/')
+      if (root.kind !== 'dir') throw new FsError('ENOTDIR', 'the root is not a folder')
+    } catch (err) {
+      fs?.close()
+      const code = isFsError(err) ? err.code : isApiError(err) ? err.code : 'EIO'
+      // A pass-through password is checked by the backend itself: refused like any other.
+      if (code === 'EAUTH' && at > 0) return this.#refuse(fields, 'the storage refused the password')
+      const missing = code === 'ENOENT' || code === 'ENOTDIR'
+      const msg = missing ? 'gateway login: the folder of this login does not exist' : 'gateway login: the storage cannot be reached'
+      return this.#unavailable(msg, { ...fields, ...granted.where, code })
+    }
+    if (at > 0) this.#throttle.refund(SCOPE, req.address)
+    this.#opts.logger.log('info', 'gateway login', { ...fields, read_only: granted.readOnly })
+    return { ok: true, user: granted.user, fs }
+  }
+
+  async keyAuthorized(user: string, key: PublicKey): Promise<boolean> {
+    const u = user.includes('@') ? null : await this.#opts.state.getGatewayUser(user)
+    return keyMatches(u?.keys.map((k) => k.blob) ?? [], key)
+  }
+
+  /** A gateway user's credentials → the grant, or why not (for the log). */
+  async #gatewayUser(req: LoginRequest): Promise<Granted | Unservable | string> {
+    const user = await this.#opts.state.getGatewayUser(req.user)
+    if (req.publicKey !== undefined) {
+      if (req.password !== undefined) return 'both a password and a key'
+      if (!user) return 'unknown user'
+      if (!keyMatches(user.keys.map((k) => k.blob), req.publicKey)) return 'key not authorized'
+    } else {
+      const ok = await this.#password(req.password, user?.password_hash ?? null)
+      if (!user) return 'unknown user'
+      if (!ok) return user.password_hash === null ? 'the user has no password' : 'wrong password'
+    }
+    let spec: BackendSpec
+    try {
+      spec = this.userSpec(user)
+    } catch (err) {
+      // The configuration changed since the user was made (e.g. its connection is gone).
+      if (!(isApiError(err) && err.code === 'INVALID_INPUT')) throw err
+      return { unservable: { connection: user.connection, root: user.root, error: err.message } }
+    }
+    return { user: user.name, spec, readOnly: user.read_only, where: { connection: user.connection, root: user.root, folder: describe(spec) } }
+  }
+
+  /** `<name>@<label>`: the user's own account on a connection that leaves credentials to its users. */
+  async #passthrough(req: LoginRequest, name: string, label: string): Promise<Granted | string> {
+    const conn = this.#opts.config.connections.find((c) => c.label === label)
+    if (!conn || !passthroughAllowed(conn) || req.publicKey !== undefined || typeof req.password !== 'string' || req.password.length > MAX_PASSWORD_LENGTH) {
+      await this.#password(req.password, null) // the same cost as a real check
+      return conn ? `no pass-through login on connection "${label}" with these credentials` : `no connection "${label}"`
+    }
+    const params = conn.type === 's3' ? { access_key_id: name, secret_access_key: req.password } : { username: name, password: req.password }
+    try {
+      const { spec } = connectionSpec(conn, params, this.#opts.plugins)
+      return { user: req.user, spec, readOnly: false, where: { connection: label } }
+    } catch (err) {
+      if (isApiError(err) && err.code === 'INVALID_INPUT') return `malformed credentials (${err.message})`
+      throw err
+    }
+  }
+
+  /** Checks a password against `hash`, or against the decoy when there is none: always one scrypt run. */
+  async #password(password: unknown, hash: string | null): Promise<boolean> {
+    const wellFormed = typeof password === 'string' && password.length <= MAX_PASSWORD_LENGTH
+    const ok = await verifyPassword(wellFormed ? password : '', hash ?? this.#decoy)
+    return ok && wellFormed && hash !== null
+  }
+
+  #unavailable(msg: string, fields: Record<string, unknown>): LoginResult {
+    this.#opts.logger.log('warn', msg, fields)
+    return { ok: false, reason: 'unavailable', message: 'the storage of this account cannot be reached now' }
+  }
+
+  async #refuse(fields: Record<string, unknown>, why: string): Promise<LoginResult> {
+    await failureDelay()
+    this.#opts.logger.log('info', 'gateway login refused', { ...fields, why })
+    return { ok: false, reason: 'refused', message: REFUSED }
+  }
+
+  // GatewayUserTargets (the admin API's checks) --------------------------------------
+
+  labels(): readonly string[] {
+    const { config } = this.#opts
+    return [...(config.tmp_sessions ? ['tmp'] : []), ...config.connections.map((c) => c.label)]
+  }
+
+  check(user: Pick<GatewayUserRecord, 'name' | 'connection' | 'root' | 'created'>): void {
+    this.userSpec(user)
+  }
+
+  async removed(user: GatewayUserRecord): Promise<void> {
+    if (user.connection === 'tmp') await rm(gatewayTmpSpec(this.#opts.config.data_dir, user).root, { recursive: true, force: true })
+  }
+
+  /**
+   * The backend spec of a gateway user: its connection's (fixed values only), narrowed
+   * to its root. @throws ApiError INVALID_INPUT when such a user cannot be served
+   */
+  userSpec(user: Pick<GatewayUserRecord, 'name' | 'connection' | 'root' | 'created'>): BackendSpec {
+    const { config, plugins } = this.#opts
+    if (user.connection === 'tmp' && config.tmp_sessions) return specWithRoot(gatewayTmpSpec(config.data_dir, user), user.root)
+    const conn = config.connections.find((c) => c.label === user.connection)
+    if (!conn) throw new ApiError('INVALID_INPUT', `no connection is labelled ${JSON.stringify(user.connection)}`)
+    let spec: BackendSpec
+    try {
+      spec = connectionSpec(conn, {}, plugins).spec
+    } catch (err) {
+      if (!(isApiError(err) && err.code === 'INVALID_INPUT')) throw err
+      const hint = passthroughAllowed(conn) ? `; its users log in with their own account as <user>@${conn.label}` : ''
+      throw new ApiError('INVALID_INPUT', `connection "${conn.label}" does not fix everything a login needs (${err.message})${hint}`)
+    }
+    return specWithRoot(spec, user.root)
+  }
+}
+
+/** Where a spec points, for the admin's log: a local folder, or the remote root (never a credential). */
+function describe(spec: BackendSpec): string {
+  switch (spec.type) {
+    case 'plugin':
+      return `${spec.plugin}:${spec.backend}`
+    case 'local':
+      return spec.root
+    case 's3':
+      return `s3:${spec.root}`
+    default:
+      return `${spec.type}://${spec.hostname}:${spec.port}/${spec.root.replace(/^\//, '')}`
+  }
+}
+
+/** Whether `key` is one of `blobs` (base64 wire format); compares with every one, in constant time each. */
+function keyMatches(blobs: readonly string[], key: PublicKey): boolean {
+  const want = Buffer.from(key.data)
+  let found = false
+  for (const b of blobs) {
+    const have = Buffer.from(b, 'base64')
+    if (have.byteLength === want.byteLength && timingSafeEqual(have, want)) found = true
+  }
+  return found
+}
