@@ -35,9 +35,8 @@ const SESSIONS = num('BENCH_SFTP_SESSIONS', env.quick ? 50 : 1000)
 const PROCS = Math.min(SESSIONS, num('BENCH_SFTP_CLIENT_PROCS', env.quick ? 1 : 2))
 /**
  * Client addresses (127.x.y.z) the sessions come from, round robin: by default one per
- * session, as many users would. filegate throttles logins per address and counts an
- * attempt while it is in flight, so more than a few logins at once from ONE address are
- * refused (BENCH_SFTP_ADDRESSES=1 shows it).
+ * session, as many users would. (filegate checks the logins of one address a few at a
+ * time and throttles per address: BENCH_SFTP_ADDRESSES=1 shows one host opening them all.)
  */
 const ADDRESSES = Math.min(SESSIONS, num('BENCH_SFTP_ADDRESSES', SESSIONS))
 const FILE_SIZE = MiB
