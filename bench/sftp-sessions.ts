@@ -4,7 +4,7 @@
  * ssh2 clients in BENCH_SFTP_CLIENT_PROCS separate processes (bench/clients/sftp-sessions.ts):
  * - idle: every session connects, logs in, opens the sftp subsystem and stays open;
  *   the server's resident memory with all of them open minus before, per session;
- * - fetch: every session connects, logs in (password), lists the root, reads a 1 MiB
+ * - fetch: every session connects, logs in, lists its folder ("."), reads a 1 MiB
  *   file (SHA-256 checked) and disconnects, all started at once: errors (zero
  *   expected), p50/p99 of the per-session time, of the login time, logins/s (logins
  *   ÷ first start to last login) and the server's peak resident memory (VmHWM: the
@@ -97,7 +97,12 @@ function startClients(t: SftpTarget, mode: Options['mode'], sessions: number, ba
       lines.push(JSON.parse(l) as Record<string, unknown>)
       for (const w of waiting.splice(0)) w()
     })
-    const exited = new Promise<void>((resolve) => child.once('exit', () => (resolve(), waiting.splice(0).forEach((w) => w()))))
+    const exited = new Promise<void>((resolve) =>
+      child.once('exit', () => {
+        resolve()
+        for (const w of waiting.splice(0)) w() // a `next` waiting on it fails now
+      }),
+    )
     const next = async (type: string): Promise<Record<string, unknown>> => {
       for (;;) {
         const i = lines.findIndex((l) => l.type === type)
@@ -195,7 +200,7 @@ runBenchmark('sftp-sessions', async () => {
     progress(`${c.label}: ${idleOk} idle sessions open (${errorsOf(idleRes).length} failed, ${dropped} dropped while idle): ${fmt((after - before) / MiB)} MiB more, ${fmt((after - before) / Math.max(1, idleOk) / 1024)} KiB each${errorsOf(idleRes).length ? `; errors: ${firstErrors(idleRes)}` : ''}`)
     await t.settle()
 
-    progress(`${c.label}: ${SESSIONS} sessions at once, each logs in, lists /, reads 1 MiB, disconnects`)
+    progress(`${c.label}: ${SESSIONS} sessions at once, each logs in, lists its folder, reads 1 MiB, disconnects`)
     const t0 = Date.now()
     const fetch = startClients(t, 'fetch', SESSIONS, base)
     const fetchRes = flat(await fetch.next('result'))
