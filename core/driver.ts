@@ -128,7 +128,11 @@ export interface Driver {
    */
   lstat?(ctx: OpContext, path: string): Promise<Entry>
 
-  /** Sets the permission bits (`mode & 0o7777`) of a file or directory. Missing: modes are not settable. */
+  /**
+   * Sets the permission bits (`mode & 0o7777`; a backend may keep fewer, e.g. local folders
+   * never set the set-user-ID, set-group-ID and sticky bits) of a file or directory.
+   * Missing: modes are not settable.
+   */
   setMode?(ctx: OpContext, path: string, mode: number): Promise<void>
 
   /**
@@ -136,6 +140,14 @@ export interface Driver {
    * rewrites the file atomically. @throws FsError ENOENT | EISDIR
    */
   truncate?(ctx: OpContext, path: string, size: number): Promise<void>
+
+  /**
+   * Writes `data` at `offset` into an existing file, in place: not atomic (a reader may
+   * see the file between two such writes), a hole before `offset` reads as zeros. What
+   * the protocol gateways use for appends and random writes where a backend can.
+   * Missing: they go through a staging copy. @throws FsError ENOENT | EISDIR
+   */
+  writeAt?(ctx: OpContext, path: string, offset: number, data: Uint8Array): Promise<void>
 
   /**
    * Copies one file inside the backend (the bytes never leave it), atomically as `write`.

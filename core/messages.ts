@@ -86,7 +86,9 @@ export type RequestBody =
   | { readonly op: 'truncate'; readonly path: string; readonly size: number }
   /** One file, inside the backend where it can, else streamed in the worker; atomic; the parent must exist. */
   | { readonly op: 'copy'; readonly from: string; readonly to: string; readonly overwrite: boolean }
-  /** What the backend can do (reply: `FsAbilities`); also checks that it can be reached. */
+  /** In place into an existing file (the driver's `writeAt`; ENOTSUP without); `data` is transferred. */
+  | { readonly op: 'writeAt'; readonly path: string; readonly offset: number; readonly data: Uint8Array }
+  /** What the backend can do (reply: `BackendAbilities`); also checks that it can be reached. */
   | { readonly op: 'abilities' }
   /** Creates an empty file (parents as needed); an existing file is left alone. */
   | { readonly op: 'touch'; readonly path: string }
@@ -111,7 +113,8 @@ export interface ReplyValues {
   setMode: null
   truncate: null
   copy: Entry
-  abilities: FsAbilities
+  writeAt: null
+  abilities: BackendAbilities
   touch: null
   zip: ZipStart
 }
@@ -132,6 +135,11 @@ export type FromWorker =
   | { readonly t: 'reply'; readonly id: number; readonly reply: Reply }
   /** This worker holds requests for a backend key it does not know (it evicted it): send its spec (`backend`). */
   | { readonly t: 'needBackend'; readonly key: string }
+
+/** What a protocol view may offer over a backend, and whether it writes in place (`writeAt`). */
+export interface BackendAbilities extends FsAbilities {
+  readonly inPlaceWrites: boolean
+}
 
 /** First frame of a read stream. */
 export interface ReadHead {

@@ -8,20 +8,24 @@
  *
  * Parts, each in front/gateway-fs/: list-pages.ts (listings in pages with cursors),
  * handles.ts (open files), read-ahead.ts (reads), write-coalescer.ts (a `put` as one
- * atomic upload), staging.ts (other writes), pending.ts (the view's cap on bytes waiting
- * to cross to a worker), errors.ts (every failure an FsError). docs/gateways.md, "The
- * gateway layer", says what a view guarantees.
+ * atomic upload), in-place.ts (other writes, where the backend can), staging.ts (other
+ * writes elsewhere), pending.ts (the view's cap on bytes waiting to cross to a worker),
+ * errors.ts (every failure an FsError). docs/gateways.md, "The gateway layer", says what
+ * a view guarantees.
  */
+import type { Transferable } from 'node:worker_threads'
 import type { BackendSpec } from '../core/backend.js'
 import type { Entry } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
-import { parentOf } from '../core/paths.js'
+import { isCanonical, parentOf } from '../core/paths.js'
+import type { BackendAbilities } from '../core/messages.js'
 import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, ProtocolFs } from '../core/protocol-fs.js'
 import type { ClientIdentity, RequestContext } from '../core/storage.js'
 import { Channel, INLINE_READ_MAX } from '../workers/client.js'
 import type { WorkerPool } from '../workers/pool.js'
 import { fsCall, readOnlyError } from './gateway-fs/errors.js'
 import { Handle, toFsEntry } from './gateway-fs/handles.js'
+import { InPlaceWriter } from './gateway-fs/in-place.js'
 import { ListSnapshots } from './gateway-fs/list-pages.js'
 import { PendingBudget } from './gateway-fs/pending.js'
 import { ReadAhead } from './gateway-fs/read-ahead.js'
@@ -51,11 +55,16 @@ export interface GatewayFsOptions {
   readonly readOnly: boolean
   /** Private staging files (`<data_dir>/gateway-staging`); `sweepStaging` it once at start-up. */
   readonly stagingDir: string
-  /** Who uses the view, for the logs. */
+  /**
+   * Who uses the view. Not used yet: the HTTP API's fairness limits on concurrent
+   * transfers (front/transfer-limits.ts) are not applied to gateways' handles.
+   */
   readonly client?: ClientIdentity
   /** Listing snapshots, shared by the views of a process (default: one per process). */
   readonly snapshots?: ListSnapshots
   readonly limits?: GatewayFsLimits
+  /** Write in place where the backend can (default); false: staging for every write that is not a `put`. */
+  readonly inPlace?: boolean
 }
 
 const sharedSnapshots = new ListSnapshots()
@@ -75,11 +84,21 @@ export interface GatewayFsStats {
 
 export type GatewayProtocolFs = ProtocolFs & { readonly stats: GatewayFsStats }
 
-/** Opens a user's view: asks the backend once what it can do (which also checks that it can be reached). */
+/**
+ * Opens a user's view: one task asks a worker what the backend can do. The worker makes
+ * the backend's driver if it has none for this spec, which for a remote backend connects
+ * and logs in: a wrong pass-through password fails here (EAUTH), an unreachable server too
+ * (EUNAVAILABLE, ETIMEDOUT).
+ */
 export async function createProtocolFs(opts: GatewayFsOptions): Promise<GatewayProtocolFs> {
   const ch = new Channel(opts.pool, opts.spec, opts.key)
-  const abilities = await fsCall(() => ch.call<FsAbilities>({ requestId: 'gateway-open', signal: new AbortController().signal }, { op: 'abilities' }))
+  const abilities = await fsCall(() => ch.call<BackendAbilities>({ requestId: 'gateway-open', signal: new AbortController().signal }, { op: 'abilities' }))
   return new GatewayFs(ch, opts, abilities)
+}
+
+/** The buffer under `data` when `data` spans all of it (then it can be handed over without a copy). */
+function transferable(data: Uint8Array): Transferable[] {
+  return data.byteOffset === 0 && data.buffer instanceof ArrayBuffer && data.byteLength === data.buffer.byteLength ? [data.buffer] : []
 }
 
 class GatewayFs implements ProtocolFs {
@@ -89,16 +108,19 @@ class GatewayFs implements ProtocolFs {
   readonly #opts: GatewayFsOptions
   readonly #snapshots: ListSnapshots
   readonly #budget: PendingBudget
+  readonly #inPlace: boolean
   readonly #handles = new Set<Handle>()
   #closed = false
   #readStreams = 0
   #uploadChunks = 0
 
-  constructor(ch: Channel, opts: GatewayFsOptions, abilities: FsAbilities) {
+  constructor(ch: Channel, opts: GatewayFsOptions, abilities: BackendAbilities) {
     this.#ch = ch
     this.#opts = opts
     this.readOnly = opts.readOnly
-    this.abilities = abilities
+    const { inPlaceWrites, ...fsAbilities } = abilities
+    this.abilities = fsAbilities
+    this.#inPlace = inPlaceWrites && opts.inPlace !== false
     this.#snapshots = opts.snapshots ?? sharedSnapshots
     this.#budget = new PendingBudget(opts.limits?.pendingBytes ?? 128 * 1024 * 1024)
   }
@@ -116,37 +138,54 @@ class GatewayFs implements ProtocolFs {
   }
 
   stat(ctx: RequestContext, path: string): Promise<FsEntry> {
-    return fsCall(async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'stat', path })))
+    return this.#call([path], () => this.#statOf(ctx, path, 'stat'))
   }
 
   lstat(ctx: RequestContext, path: string): Promise<FsEntry> {
-    return fsCall(async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'lstat', path })))
+    return this.#call([path], () => this.#statOf(ctx, path, 'lstat'))
+  }
+
+  /**
+   * A file this view is creating (opened with `create`, not yet committed) is reported as
+   * its handle sees it: clients (sshfs) stat a file right after creating it.
+   */
+  async #statOf(ctx: RequestContext, path: string, op: 'stat' | 'lstat'): Promise<FsEntry> {
+    try {
+      return toFsEntry(await this.#ch.call<Entry>(ctx, { op, path }))
+    } catch (err) {
+      if ((err as FsError).code !== 'ENOENT') throw err
+      for (const h of this.#handles) {
+        const e = h.path === path ? h.written() : null
+        if (e) return e
+      }
+      throw err
+    }
   }
 
   list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly limit?: number } = {}): Promise<ListPage> {
-    return fsCall(() =>
+    return this.#call([dir], () =>
       this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })).map(toFsEntry)),
     )
   }
 
   mkdir(ctx: RequestContext, dir: string): Promise<void> {
-    return this.#write(dir, () => this.#ch.call(ctx, { op: 'mkdir', path: dir, parents: false, exclusive: true }))
+    return this.#write([dir], () => this.#ch.call(ctx, { op: 'mkdir', path: dir, parents: false, exclusive: true }))
   }
 
   rmdir(ctx: RequestContext, dir: string): Promise<void> {
-    return this.#write(dir, () => this.#ch.call(ctx, { op: 'remove', path: dir, recursive: false, kind: 'dir' }))
+    return this.#write([dir], () => this.#ch.call(ctx, { op: 'remove', path: dir, recursive: false, kind: 'dir' }))
   }
 
   unlink(ctx: RequestContext, path: string): Promise<void> {
-    return this.#write(path, () => this.#ch.call(ctx, { op: 'remove', path, recursive: false, kind: 'file' }))
+    return this.#write([path], () => this.#ch.call(ctx, { op: 'remove', path, recursive: false, kind: 'file' }))
   }
 
   rename(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<void> {
-    return this.#write(from, () => this.#ch.call(ctx, { op: 'move', from, to, overwrite: opts.overwrite, parents: false }))
+    return this.#write([from, to], () => this.#ch.call(ctx, { op: 'move', from, to, overwrite: opts.overwrite, parents: false }))
   }
 
   setTimes(ctx: RequestContext, path: string, times: { readonly mtimeMs: number; readonly atimeMs?: number }): Promise<void> {
-    return this.#write(path, async () => {
+    return this.#write([path], async () => {
       if (!this.abilities.setTimes) throw new FsError('ENOTSUP', 'this storage keeps no settable modification times', { path })
       if (!Number.isFinite(times.mtimeMs)) throw new FsError('EINVAL', 'a time is a number of milliseconds', { path })
       await this.#ch.call(ctx, { op: 'setMtime', path, mtimeMs: times.mtimeMs })
@@ -154,7 +193,7 @@ class GatewayFs implements ProtocolFs {
   }
 
   setMode(ctx: RequestContext, path: string, mode: number): Promise<void> {
-    return this.#write(path, async () => {
+    return this.#write([path], async () => {
       if (!this.abilities.modes) throw new FsError('ENOTSUP', 'this storage keeps no permission modes', { path })
       if (!Number.isSafeInteger(mode) || mode < 0) throw new FsError('EINVAL', 'a mode is a whole number', { path })
       await this.#ch.call(ctx, { op: 'setMode', path, mode: mode & 0o7777 })
@@ -162,16 +201,15 @@ class GatewayFs implements ProtocolFs {
   }
 
   truncate(ctx: RequestContext, path: string, size: number): Promise<void> {
-    return this.#write(path, () => this.#ch.call(ctx, { op: 'truncate', path, size }))
+    return this.#write([path], () => this.#ch.call(ctx, { op: 'truncate', path, size }))
   }
 
   copy(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<FsEntry> {
-    return this.#write(to, async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'copy', from, to, overwrite: opts.overwrite })))
+    return this.#write([from, to], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'copy', from, to, overwrite: opts.overwrite })))
   }
 
   open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle> {
-    return fsCall(async () => {
-      this.#checkOpen()
+    return this.#call([path], async () => {
       const writes = flags.write || flags.append || flags.create || flags.truncate
       if (writes && this.readOnly) throw readOnlyError(path)
       if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
@@ -194,6 +232,7 @@ class GatewayFs implements ProtocolFs {
   }
 
   #handle(ctx: RequestContext, path: string, flags: OpenFlags, initial: Entry | null): FileHandle {
+    if (this.#closed) throw new FsError('ECANCELED', 'the session is closed') // while the open was checked
     const life = new AbortController()
     const limits = this.#opts.limits ?? {}
     const opCtx = { requestId: ctx.requestId, signal: life.signal }
@@ -206,17 +245,17 @@ class GatewayFs implements ProtocolFs {
       (offset, signal) => this.#ch.read({ requestId: ctx.requestId, signal }, { op: 'read', path, range: { start: offset }, inlineMax: INLINE_READ_MAX }),
       limits.idleMs ?? 2000,
     )
-    const coalesce = fresh && !flags.read
+    const sizes = { chunkBytes: limits.chunkBytes ?? 1024 * 1024, windowBytes: limits.windowBytes ?? 64 * 1024 * 1024, budget: this.#budget }
+    const writer =
+      fresh && !flags.read
+        ? new WriteCoalescer((body) => upload(body), sizes)
+        : flags.write && !fresh && this.#inPlace
+          ? new InPlaceWriter((offset, data) => this.#ch.call(opCtx, { op: 'writeAt', path, offset, data }, transferable(data)), initial!.size, sizes)
+          : null
     const handle: Handle = new Handle(path, flags, {
       reader,
       initial,
-      writer: coalesce
-        ? new WriteCoalescer((body) => upload(body), {
-            chunkBytes: limits.chunkBytes ?? 1024 * 1024,
-            windowBytes: limits.windowBytes ?? 64 * 1024 * 1024,
-            budget: this.#budget,
-          })
-        : null,
+      writer,
       stage: flags.write
         ? (withContent) =>
             StagingFile.create(this.#opts.stagingDir, withContent ? this.#content(opCtx, path) : null)
@@ -258,15 +297,19 @@ class GatewayFs implements ProtocolFs {
     }
   }
 
-  #checkOpen(): void {
-    if (this.#closed) throw new FsError('ECANCELED', 'the session is closed')
+  /** Any call: the view is open and the paths are canonical (what `resolveProtocolPath` gives). */
+  #call<T>(paths: readonly string[], fn: () => Promise<T>): Promise<T> {
+    return fsCall(async () => {
+      if (this.#closed) throw new FsError('ECANCELED', 'the session is closed')
+      for (const p of paths) if (!isCanonical(p)) throw new FsError('EINVAL', 'not a canonical path')
+      return fn()
+    })
   }
 
   /** A write: refused at once for a read-only view, before anything reaches a worker. */
-  #write<T>(path: string, fn: () => Promise<T>): Promise<T> {
-    return fsCall(async () => {
-      this.#checkOpen()
-      if (this.readOnly) throw readOnlyError(path)
+  #write<T>(paths: readonly string[], fn: () => Promise<T>): Promise<T> {
+    return this.#call(paths, async () => {
+      if (this.readOnly) throw readOnlyError(paths[0]!)
       return fn()
     })
   }

@@ -9,7 +9,7 @@
  * Streams: a read or zip task answers with the port its worker streams on; an upload
  * sends its port with the task. Every download stream draws on the pool's byte budget.
  */
-import { MessageChannel, type MessagePort } from 'node:worker_threads'
+import { MessageChannel, type MessagePort, type Transferable } from 'node:worker_threads'
 import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
@@ -43,9 +43,9 @@ export class Channel {
     return { v: PROTOCOL_VERSION, requestId: ctx.requestId, key: this.#key, ...body } as Request
   }
 
-  /** A one-shot op; aborting `ctx.signal` cancels it in the worker. */
-  call<V>(ctx: OpContext, body: RequestBody): Promise<V> {
-    return this.#pool.run<V>(this.#msg(ctx, body), this.#backend, { signal: ctx.signal })
+  /** A one-shot op; aborting `ctx.signal` cancels it in the worker. `transfer`: buffers handed over with it. */
+  call<V>(ctx: OpContext, body: RequestBody, transfer?: readonly Transferable[]): Promise<V> {
+    return this.#pool.run<V>(this.#msg(ctx, body), this.#backend, { signal: ctx.signal, ...(transfer ? { transfer } : {}) })
   }
 
   /**
@@ -197,6 +197,9 @@ export class RemoteDriver implements Driver {
   }
   copy(ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<Entry> {
     return this.#ch.call(ctx, { op: 'copy', from, to, overwrite: opts.overwrite })
+  }
+  writeAt(ctx: OpContext, path: string, offset: number, data: Uint8Array): Promise<void> {
+    return this.#ch.call(ctx, { op: 'writeAt', path, offset, data })
   }
   async close(): Promise<void> {}
 }

@@ -119,6 +119,10 @@ async function run(d: Driver, msg: Request, ctx: OpContext, transfer: Transferab
       return truncateFile(ctx, d, msg.path, msg.size).then(() => null)
     case 'copy':
       return copyFile(ctx, d, msg.from, msg.to, msg.overwrite)
+    case 'writeAt':
+      if (!d.writeAt) throw new FsError('ENOTSUP', 'this storage cannot write in place', { path: msg.path })
+      if (!Number.isSafeInteger(msg.offset) || msg.offset < 0) throw new FsError('EINVAL', 'an offset is a whole number of bytes', { path: msg.path })
+      return d.writeAt(ctx, msg.path, msg.offset, msg.data).then(() => null)
     case 'abilities':
       return abilitiesOf(d)
     case 'remove':

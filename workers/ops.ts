@@ -8,7 +8,7 @@
 import type { Driver, Entry, OpContext, WriteOptions } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
 import { isWithin, joinPath, parentOf } from '../core/paths.js'
-import type { FsAbilities } from '../core/protocol-fs.js'
+import type { BackendAbilities } from '../core/messages.js'
 
 /** Long operations check between steps: a caller that left (a `cancel` from the pool) stops them. */
 function throwIfCancelled(ctx: OpContext, path: string): void {
@@ -211,6 +211,12 @@ export async function copyFile(ctx: OpContext, d: Driver, from: string, to: stri
 }
 
 /** What a protocol gateway may offer over this driver. */
-export function abilitiesOf(d: Driver): FsAbilities {
-  return { setTimes: d.setMtime !== undefined, modes: d.setMode !== undefined, serverSideCopy: d.copy !== undefined, emptyDirs: d.features.emptyDirs }
+export function abilitiesOf(d: Driver): BackendAbilities {
+  return {
+    setTimes: d.setMtime !== undefined,
+    modes: d.setMode !== undefined,
+    serverSideCopy: d.copy !== undefined,
+    emptyDirs: d.features.emptyDirs,
+    inPlaceWrites: d.writeAt !== undefined,
+  }
 }

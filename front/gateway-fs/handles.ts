@@ -4,7 +4,8 @@
  * open, from the flags and whether the file exists:
  * - write-only, on a new or truncated file: one atomic upload fed by a write coalescer
  *   (write-coalescer.ts), the common `put`;
- * - any other write (append, resume at the end, random writes, read + write): a private
+ * - any other write (append, resume at the end, random writes, read + write): in place
+ *   where the backend can (in-place.ts: atomic per write, not per file), else a private
  *   staging copy (staging.ts), made at the first write (filled with the current content
  *   unless the file is new or truncated), committed atomically at close.
  * Reads come from a read-ahead stream (read-ahead.ts), or from the staging copy once
@@ -16,6 +17,7 @@ import { FsError } from '../../core/errors.js'
 import type { FileHandle, FsEntry, OpenFlags } from '../../core/protocol-fs.js'
 import { asFsError } from './errors.js'
 import type { ReadAhead } from './read-ahead.js'
+import { InPlaceWriter } from './in-place.js'
 import type { StagingFile } from './staging.js'
 import type { WriteCoalescer } from './write-coalescer.js'
 
@@ -24,8 +26,8 @@ export interface HandleDeps {
   readonly reader: ReadAhead
   /** The file at open (null: it does not exist yet). */
   readonly initial: Entry | null
-  /** Write mode; null for a read-only handle. */
-  readonly writer: WriteCoalescer | null
+  /** A `put` (one upload), in-place writes, or null (read-only, or staging). */
+  readonly writer: WriteCoalescer | InPlaceWriter | null
   /** For a staging handle: makes the copy (`withContent`: filled with the current file). */
   readonly stage: ((withContent: boolean) => Promise<StagingFile>) | null
   /** Starts from an empty file (truncate, or a new file): the staging copy starts empty and is committed even unwritten. */
@@ -69,6 +71,12 @@ export class Handle implements FileHandle {
       if (length === 0) return new Uint8Array(0)
       // A truncated or new file reads as what was written to it, from its (empty) copy.
       if (this.#staging || (this.flags.write && this.#d.fresh)) return (await this.#stagingCopy()).read(offset, length)
+      const w = this.#d.writer
+      if (w instanceof InPlaceWriter) {
+        // In place: what this handle wrote lands first; a stream opened before it is stale.
+        await w.flush()
+        if (w.takeDirty()) this.#d.reader.stop()
+      }
       return this.#d.reader.read(offset, length)
     })
   }
@@ -92,16 +100,15 @@ export class Handle implements FileHandle {
   }
 
   stat(): Promise<FsEntry> {
-    return this.#run(async () => {
-      const base = this.#d.initial
-      const now = Date.now()
-      const name = this.path.slice(this.path.lastIndexOf('/') + 1)
-      const local = (size: number): FsEntry => ({ path: this.path, name, kind: 'file', size, mtimeMs: now, mode: base?.mode ?? null })
-      if (this.#d.writer) return local(this.#d.writer.size)
-      if (this.#staging) return local(this.#staging.size)
-      if (this.flags.write && this.#d.fresh) return local(0)
-      return toFsEntry(await this.#d.statNow())
-    })
+    return this.#run(async () => this.written() ?? toFsEntry(await this.#d.statNow()))
+  }
+
+  /** The file as this handle writes it, or null when it does not write it (yet). */
+  written(): FsEntry | null {
+    const size = this.#d.writer?.size ?? this.#staging?.size ?? (this.flags.write && this.#d.fresh ? 0 : null)
+    if (size === null || this.#state === 'done') return null
+    const name = this.path.slice(this.path.lastIndexOf('/') + 1)
+    return { path: this.path, name, kind: 'file', size, mtimeMs: Date.now(), mode: this.#d.initial?.mode ?? null }
   }
 
   close(): Promise<void> {

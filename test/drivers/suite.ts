@@ -508,7 +508,7 @@ const removeGroup: Group = {
 }
 
 /** Wraps a case that needs an optional method: without it, the case is a skip with that reason. */
-function needs(method: 'rename' | 'setMtime', fn: Case): Case {
+function needs(method: 'rename' | 'setMtime' | 'lstat' | 'setMode' | 'truncate' | 'copy' | 'writeAt', fn: Case): Case {
   return async (t, d) => {
     if (d[method] === undefined) {
       t.pass(`needs ${method}`, { skip: `driver has no ${method}` })
@@ -579,6 +579,65 @@ const mtimeGroup: Group = {
   ],
 }
 
+/** The optional methods the protocol gateways use (core/protocol-fs.ts). */
+const gatewayGroup: Group = {
+  name: 'gateway methods',
+  cases: [
+    ['lstat of a file and of the root', needs('lstat', async (t, d) => {
+      await put(d, '/f', 'abc')
+      checkFile(t, await d.lstat!(ctx(), '/f'), '/f', 3)
+      t.match(await d.lstat!(ctx(), '/'), { path: '/', kind: 'dir' })
+      await t.rejects(d.lstat!(ctx(), '/missing'), { code: 'ENOENT' })
+    })],
+    ['modes: reported, and set by setMode', needs('setMode', async (t, d) => {
+      await put(d, '/f', 'x')
+      await d.setMode!(ctx(), '/f', 0o640)
+      t.equal((await d.stat(ctx(), '/f')).mode, 0o640, 'stat')
+      t.equal((await listAll(d, '/'))[0]?.mode, 0o640, 'list')
+      await d.setMode!(ctx(), '/f', 0o100604) // the type bits are ignored
+      t.equal((await d.stat(ctx(), '/f')).mode, 0o604)
+      await d.setMode!(ctx(), '/f', 0o4755)
+      t.equal(((await d.stat(ctx(), '/f')).mode ?? 0) & 0o777, 0o755, 'permission bits set with a set-user-ID request')
+      await t.rejects(d.setMode!(ctx(), '/missing', 0o600), { code: 'ENOENT' })
+    })],
+    ['truncate cuts and extends with zeros', needs('truncate', async (t, d) => {
+      await put(d, '/f', '0123456789')
+      await d.truncate!(ctx(), '/f', 3)
+      t.equal(await readText(d, '/f'), '012')
+      await d.truncate!(ctx(), '/f', 5)
+      t.same(await readAll(d, '/f'), Buffer.from([0x30, 0x31, 0x32, 0, 0]))
+      t.equal((await d.stat(ctx(), '/f')).size, 5)
+      await t.rejects(d.truncate!(ctx(), '/missing', 0), { code: 'ENOENT' })
+    })],
+    ['writeAt: in place, at offsets, holes as zeros', needs('writeAt', async (t, d) => {
+      await put(d, '/f', '0123456789')
+      await d.writeAt!(ctx(), '/f', 2, utf8('ab'))
+      t.equal(await readText(d, '/f'), '01ab456789', 'inside')
+      await d.writeAt!(ctx(), '/f', 10, utf8('XY'))
+      t.equal(await readText(d, '/f'), '01ab456789XY', 'at the end')
+      await d.writeAt!(ctx(), '/f', 14, utf8('!'))
+      t.same(await readAll(d, '/f'), Buffer.from('01ab456789XY\0\0!'), 'past the end: a hole of zeros')
+      await t.rejects(d.writeAt!(ctx(), '/missing', 0, utf8('x')), { code: 'ENOENT' }, 'never creates')
+      await d.mkdir(ctx(), '/dir')
+      await t.rejects(d.writeAt!(ctx(), '/dir', 0, utf8('x')), { code: 'EISDIR' })
+      t.same(await listNames(d, '/'), ['dir', 'f'])
+    })],
+    ['copy: a file, overwrite or not, no temporary file left', needs('copy', async (t, d) => {
+      const data = randomBytes(3 * MiB + 5)
+      await put(d, '/src', Uint8Array.from(data)) // a copy: the pool may transfer (detach) what it sends
+      checkFile(t, await d.copy!(ctx(), '/src', '/dst', { overwrite: false }), '/dst', data.byteLength)
+      t.equal(sha256(await readAll(d, '/dst')), sha256(data), 'same bytes')
+      await put(d, '/other', 'other')
+      await t.rejects(d.copy!(ctx(), '/other', '/dst', { overwrite: false }), { code: 'EEXIST' })
+      t.equal(sha256(await readAll(d, '/dst')), sha256(data), 'untouched without overwrite')
+      await d.copy!(ctx(), '/other', '/dst', { overwrite: true })
+      t.equal(await readText(d, '/dst'), 'other', 'replaced with overwrite')
+      await t.rejects(d.copy!(ctx(), '/missing', '/x', { overwrite: false }), { code: 'ENOENT' })
+      t.same(await listNames(d, '/'), ['dst', 'other', 'src'])
+    })],
+  ],
+}
+
 const featuresGroup: Group = {
   name: 'features',
   cases: [
@@ -608,6 +667,7 @@ const GROUPS: readonly Group[] = [
   removeGroup,
   renameGroup,
   mtimeGroup,
+  gatewayGroup,
   featuresGroup,
 ]
 

@@ -22,6 +22,8 @@ export interface Fixture {
   readonly readOnly: ProtocolFs
   /** Live transfers of the pool now. */
   readonly transfers: () => number
+  /** Writes that are not a `put` go in place (else through staging). */
+  readonly inPlace: boolean
   /** The staging folder's names. */
   readonly staged: () => string[]
   /** Puts a file straight into the backing folder, owned as the backend needs. */
@@ -248,6 +250,13 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       t.equal(readFileSync(join(f.backing, 'new'), 'utf8'), 'fresh', 'exclusive create')
 
       h = await f.fs.open(ctx(), '/empty', PUT)
+      t.match(await f.fs.stat(ctx(), '/empty'), { kind: 'file', size: 0 }, 'a file being created is there for stat (sshfs stats it right after OPEN)')
+      await h.write(0, Buffer.from('abc'))
+      t.match(await f.fs.lstat(ctx(), '/empty'), { kind: 'file', size: 3 }, 'and for lstat, with what was written')
+      t.notOk(names(f.backing).includes('empty'), 'not on the storage before close')
+      h.abort()
+      await rejects(t, f.fs.stat(ctx(), '/empty'), 'ENOENT', 'gone with an abort')
+      h = await f.fs.open(ctx(), '/empty', PUT)
       await h.close()
       t.equal(readFileSync(join(f.backing, 'empty'), 'utf8'), '', 'create + truncate, no write: an empty file')
 
@@ -261,7 +270,7 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       await h.write(0, Buffer.from('AB')) // append: the offset is ignored
       await h.write(3, Buffer.from('CD'))
       t.equal((await h.stat()).size, 14, 'fstat counts appended bytes')
-      t.equal(readFileSync(join(f.backing, 'b'), 'utf8'), '0123456789', 'nothing visible before close')
+      if (!f.inPlace) t.equal(readFileSync(join(f.backing, 'b'), 'utf8'), '0123456789', 'staging: nothing visible before close')
       await h.close()
       t.equal(readFileSync(join(f.backing, 'b'), 'utf8'), '0123456789ABCD', 'append at the end')
 
@@ -292,16 +301,38 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       t.same(names(f.backing), ['a', 'b', 'c', 'd', 'empty', 'new'], 'no temporary file left')
     })
 
-    await t.test('staging: abort keeps the old content, removes the staging copy', async (t) => {
+    await t.test('append then abort: the old content stays, no staging copy is left', async (t) => {
       const f = await make(t)
       f.put('log', 'line 1\n')
       const h = await f.fs.open(ctx(), '/log', flags({ write: true, append: true }))
       await h.write(0, Buffer.from('line 2\n'))
-      t.equal(f.staged().length, 1, 'a staging copy while open')
+      t.equal(f.staged().length, f.inPlace ? 0 : 1, f.inPlace ? 'in place: no staging copy' : 'a staging copy while open')
       h.abort()
       await waitFor(() => f.staged().length === 0)
       t.equal(readFileSync(join(f.backing, 'log'), 'utf8'), 'line 1\n', 'old content kept')
       t.same(names(f.backing), ['log'])
+    })
+
+    await t.test('random writes in a large file: byte-exact, the old bytes around them kept', async (t) => {
+      const f = await make(t)
+      const data = randomBytes(6 * MiB)
+      f.put('big', data)
+      const patches: [number, number][] = [[5 * MiB + 3, 200_000], [10, 5], [MiB, 2 * MiB], [6 * MiB - 1, 10]]
+      const size = 6 * MiB + 9
+      const want = Buffer.alloc(size)
+      data.copy(want)
+      const h = await f.fs.open(ctx(), '/big', flags({ read: true, write: true }))
+      for (const [off, len] of patches) {
+        const b = randomBytes(len)
+        b.copy(want, off)
+        await writeLikeSftp(h, b, 32 * 1024, 16, off)
+      }
+      t.equal((await h.stat()).size, size, 'fstat: grown by the last write')
+      t.same(Buffer.from(await h.read(MiB - 2, 6)), want.subarray(MiB - 2, MiB + 4), 'read after write on the same handle')
+      await h.close()
+      t.equal(sha256(readFileSync(join(f.backing, 'big'))), sha256(want), 'byte-exact')
+      t.same(f.staged(), [], 'no staging file left')
+      t.same(names(f.backing), ['big'], 'no temporary file left')
     })
 
     await t.test('resume (reput): write from the current size without truncation', async (t) => {
@@ -367,6 +398,21 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       t.equal(b.byteLength, 10, 'reads go on after the stream was dropped')
       await h.close()
       await waitFor(() => f.transfers() === 0)
+    })
+
+    await t.test('a file opened for writing and left idle holds no transfer', async (t) => {
+      const f = await make(t)
+      f.put('a', 'old')
+      f.put('b', 'log')
+      const h = await f.fs.open(ctx(), '/a', PUT)
+      const g = await f.fs.open(ctx(), '/b', flags({ write: true, append: true }))
+      await h.write(0, Buffer.from('new'))
+      await g.write(0, Buffer.from('!'))
+      t.equal(f.transfers(), 0, 'no transfer while idle')
+      await h.close()
+      await g.close()
+      t.equal(readFileSync(join(f.backing, 'a'), 'utf8'), 'new')
+      t.equal(readFileSync(join(f.backing, 'b'), 'utf8'), 'log!')
     })
 
     await t.test('sequential reads use one stream; a seek restarts it', async (t) => {
@@ -437,6 +483,34 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       const sorted = (a: string[]) => a.sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)))
       t.same((await f.fs.list(ctx(), '/')).entries.map((e) => e.name), sorted(['moved', ...HOSTILE_NAMES]), 'directories listed by their names')
       t.same((await f.fs.list(ctx(), '/moved')).entries.map((e) => e.name), sorted([...HOSTILE_NAMES]), 'files listed by their names')
+    })
+
+    await t.test('paths that are not canonical are EINVAL, and reach nothing', async (t) => {
+      const f = await make(t)
+      f.put('a', 'A')
+      for (const bad of ['a', '/../a', '/a/', '/./a', '//a', '/a\\b', '/x\u0000y', '']) {
+        await rejects(t, f.fs.stat(ctx(), bad), 'EINVAL', `stat ${JSON.stringify(bad)}`)
+        await rejects(t, f.fs.open(ctx(), bad, PUT), 'EINVAL', `open ${JSON.stringify(bad)}`)
+      }
+      await rejects(t, f.fs.rename(ctx(), '/a', '/../b', { overwrite: true }), 'EINVAL', 'rename to a climbing path')
+      t.same(names(f.backing), ['a'])
+    })
+
+    await t.test('closing the view aborts its open handles: nothing committed', async (t) => {
+      const f = await make(t)
+      f.put('a', 'old')
+      const h = await f.fs.open(ctx(), '/a', PUT)
+      await writeLikeSftp(h, randomBytes(3 * MiB))
+      const r = await f.fs.open(ctx(), '/a', R)
+      await r.read(0, 1)
+      t.equal(f.fs.stats.openHandles, 2)
+      f.fs.close()
+      t.equal(f.fs.stats.openHandles, 0, 'every handle ended')
+      await rejects(t, h.close(), 'ECANCELED', 'close of an aborted handle')
+      await rejects(t, r.read(0, 1), 'ECANCELED', 'read on an aborted handle')
+      await rejects(t, f.fs.stat(ctx(), '/a'), 'ECANCELED', 'a closed view')
+      await waitFor(() => names(f.backing).length === 1 && f.transfers() === 0)
+      t.equal(readFileSync(join(f.backing, 'a'), 'utf8'), 'old', 'old content kept')
     })
 
     await t.test('read-only view: EACCES on every write, nothing changed', async (t) => {

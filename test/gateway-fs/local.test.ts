@@ -2,39 +2,43 @@
  * @module test/gateway-fs/local.test
  * The gateway layer over a real worker pool and the local driver (tmp folders).
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import t from 'tap'
 import { createProtocolFs } from '../../front/gateway-fs.js'
 import { WorkerPool } from '../../workers/pool.js'
-import { runCases } from './cases.js'
+import { MiB, runCases } from './cases.js'
 
 const pool = new WorkerPool({ workers: 2, tasksPerWorker: 16, maxQueue: 1000 })
 t.teardown(() => pool.close())
 
-await runCases(t, 'gateway fs over local', async (t) => {
-  const root = t.testdir()
-  const staging = join(t.testdirName + '-staging')
-  const spec = { type: 'local' as const, root }
-  const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: staging })
-  const readOnly = await createProtocolFs({ pool, spec, readOnly: true, stagingDir: staging })
-  t.teardown(() => {
-    fs.close()
-    readOnly.close()
+for (const inPlace of [true, false]) {
+  await runCases(t, `gateway fs over local, ${inPlace ? 'in place' : 'through staging'}`, async (t) => {
+    const root = t.testdir()
+    const staging = join(t.testdirName + '-staging')
+    const spec = { type: 'local' as const, root }
+    const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: staging, inPlace })
+    const readOnly = await createProtocolFs({ pool, spec, readOnly: true, stagingDir: staging })
+    t.teardown(() => {
+      fs.close()
+      readOnly.close()
+    })
+    return {
+      fs,
+      readOnly,
+      backing: root,
+      inPlace,
+      transfers: () => pool.stats.transfers,
+      staged: () => (existsSync(staging) ? readdirSync(staging) : []),
+      put: (rel, data) => {
+        mkdirSync(dirname(join(root, rel)), { recursive: true })
+        writeFileSync(join(root, rel), data)
+      },
+      mkdir: (rel) => mkdirSync(join(root, rel), { recursive: true }),
+    }
   })
-  return {
-    fs,
-    readOnly,
-    backing: root,
-    transfers: () => pool.stats.transfers,
-    staged: () => (existsSync(staging) ? readdirSync(staging) : []),
-    put: (rel, data) => {
-      mkdirSync(dirname(join(root, rel)), { recursive: true })
-      writeFileSync(join(root, rel), data)
-    },
-    mkdir: (rel) => mkdirSync(join(root, rel), { recursive: true }),
-  }
-})
+}
 
 await t.test('a symlink planted in the root that leads outside: EACCES, never the outside content', async (t) => {
   const outside = t.testdir({ 'secret.txt': 'outside secret', sub: { 'x.txt': 'outside too' } })
@@ -73,4 +77,36 @@ await t.test('a symlink planted in the root that leads outside: EACCES, never th
   t.match(await fs.stat(c(), '/ok-link'), { kind: 'file', size: 6 })
   t.equal(readFileSync(join(outside, 'secret.txt'), 'utf8'), 'outside secret', 'outside untouched')
   t.same(readdirSync(join(outside, 'sub')), ['x.txt'])
+})
+
+await t.test('put: writes far ahead of a gap past the window make a hole; bytes already sent cannot be rewritten', async (t) => {
+  const root = t.testdir()
+  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, readOnly: false, stagingDir: join(root, '..', 'st-window'), limits: { windowBytes: MiB, chunkBytes: 256 * 1024 } })
+  t.teardown(() => fs.close())
+  const c = () => ({ requestId: 'w', signal: new AbortController().signal })
+  const head = randomBytes(64 * 1024)
+  const far = randomBytes(2 * MiB)
+  const h = await fs.open(c(), '/f', { read: false, write: true, append: false, create: true, truncate: true, exclusive: false })
+  await h.write(0, head)
+  await h.write(5 * MiB, far) // held past the 1 MiB window: the gap becomes zeros and goes out
+  await h.write(10, Buffer.from('late')).then(
+    () => t.fail('a rewrite of bytes already sent succeeded'),
+    (err: { code?: string }) => t.equal(err.code, 'ENOTSUP', 'a rewrite of bytes already sent: ENOTSUP'),
+  )
+  await h.close()
+  const got = readFileSync(join(root, 'f'))
+  t.equal(got.length, 7 * MiB)
+  t.same(got.subarray(0, head.length), head, 'the head')
+  t.ok(got.subarray(head.length, 5 * MiB).every((b) => b === 0), 'the hole: zeros')
+  t.same(got.subarray(5 * MiB), far, 'the far bytes')
+})
+
+await t.test('setMode never sets set-user-ID, set-group-ID or sticky bits on the server disk', async (t) => {
+  const root = t.testdir({ 'tool.sh': '#!/bin/sh\n' })
+  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, readOnly: false, stagingDir: join(root, '..', 'st-mode') })
+  t.teardown(() => fs.close())
+  await fs.setMode({ requestId: 'm', signal: new AbortController().signal }, '/tool.sh', 0o6755)
+  t.equal(statSync(join(root, 'tool.sh')).mode & 0o7777, 0o755)
+  await fs.setMode({ requestId: 'm', signal: new AbortController().signal }, '/', 0o1777)
+  t.equal(statSync(root).mode & 0o7777, 0o777)
 })

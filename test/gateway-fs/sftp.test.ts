@@ -1,7 +1,8 @@
 /**
  * @module test/gateway-fs/sftp.test
  * The gateway layer over a real worker pool and the sftp backend: a real OpenSSH sshd
- * on 127.0.0.1, each case in a fresh folder of its user's home (the view's root).
+ * on 127.0.0.1, each case in a fresh folder of its user's home (the view's root); writes
+ * that are not a `put` in place (SFTP handles opened without truncation), then through staging.
  */
 import { randomBytes } from 'node:crypto'
 import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
@@ -16,34 +17,42 @@ const sshd = await startSshd(t)
 const pool = new WorkerPool({ workers: 2, tasksPerWorker: 16, maxQueue: 1000 })
 t.teardown(() => pool.close())
 
-await runCases(t, 'gateway fs over sftp', async (t) => {
-  const name = `gw-${randomBytes(6).toString('hex')}`
-  const root = join(sshd.root, name)
-  mkdirSync(root)
-  chownSync(root, sshd.uid, sshd.gid)
-  const staging = t.testdir()
-  const spec = { type: 'sftp' as const, hostname: '127.0.0.1', port: sshd.port, username: sshd.username, password: sshd.password, root: name }
-  const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: staging })
-  const readOnly = await createProtocolFs({ pool, spec, readOnly: true, stagingDir: staging })
-  t.teardown(() => {
-    fs.close()
-    readOnly.close()
+for (const inPlace of [true, false]) {
+  await runCases(t, `gateway fs over sftp, ${inPlace ? 'in place' : 'through staging'}`, async (t) => {
+    const name = `gw-${randomBytes(6).toString('hex')}`
+    const root = join(sshd.root, name)
+    mkdirSync(root)
+    chownSync(root, sshd.uid, sshd.gid)
+    const staging = t.testdir()
+    const spec = { type: 'sftp' as const, hostname: '127.0.0.1', port: sshd.port, username: sshd.username, password: sshd.password, root: name }
+    const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: staging, inPlace })
+    const readOnly = await createProtocolFs({ pool, spec, readOnly: true, stagingDir: staging })
+    t.teardown(() => {
+      fs.close()
+      readOnly.close()
+    })
+    const own = (abs: string) => chownSync(abs, sshd.uid, sshd.gid)
+    return {
+      fs,
+      readOnly,
+      backing: root,
+      inPlace,
+      transfers: () => pool.stats.transfers,
+      staged: () => (existsSync(staging) ? readdirSync(staging) : []),
+      put: (rel, data) => {
+        mkdirSync(dirname(join(root, rel)), { recursive: true })
+        writeFileSync(join(root, rel), data)
+        own(join(root, rel))
+      },
+      mkdir: (rel) => {
+        mkdirSync(join(root, rel), { recursive: true })
+        own(join(root, rel))
+      },
+    }
   })
-  const own = (abs: string) => chownSync(abs, sshd.uid, sshd.gid)
-  return {
-    fs,
-    readOnly,
-    backing: root,
-    transfers: () => pool.stats.transfers,
-    staged: () => (existsSync(staging) ? readdirSync(staging) : []),
-    put: (rel, data) => {
-      mkdirSync(dirname(join(root, rel)), { recursive: true })
-      writeFileSync(join(root, rel), data)
-      own(join(root, rel))
-    },
-    mkdir: (rel) => {
-      mkdirSync(join(root, rel), { recursive: true })
-      own(join(root, rel))
-    },
-  }
+}
+
+await t.test('opening a view logs in to the backend: a wrong password is EAUTH', async (t) => {
+  const spec = { type: 'sftp' as const, hostname: '127.0.0.1', port: sshd.port, username: sshd.username, password: 'not the password', root: '' }
+  await t.rejects(createProtocolFs({ pool, spec, readOnly: false, stagingDir: t.testdir() }), { code: 'EAUTH', name: 'FsError' })
 })

@@ -265,8 +265,9 @@ class LocalDriver implements Driver {
     return this.#pinned(path, {}, (p) => fs.utimes(p.at, new Date(), new Date(mtimeMs)))
   }
 
+  /** Permission bits only: set-user-ID, set-group-ID and sticky bits are never set on the server's disk. */
   async setMode(_ctx: OpContext, path: string, mode: number): Promise<void> {
-    return this.#pinned(path, {}, (p) => fs.chmod(p.at, mode & 0o7777))
+    return this.#pinned(path, {}, (p) => fs.chmod(p.at, mode & 0o777))
   }
 
   async truncate(_ctx: OpContext, path: string, size: number): Promise<void> {
@@ -274,6 +275,25 @@ class LocalDriver implements Driver {
       if ((await p.stat()).isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
       await fs.truncate(p.at, size)
     })
+  }
+
+  async writeAt(_ctx: OpContext, path: string, offset: number, data: Uint8Array): Promise<void> {
+    // Opened through the pin (the file itself, checked inside the root), never created.
+    const fh = await this.#pinned(path, {}, async (p) => {
+      if ((await p.stat()).isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
+      return fs.open(p.at, fsc.O_WRONLY)
+    })
+    try {
+      let done = 0
+      while (done < data.byteLength) {
+        const { bytesWritten } = await fh.write(data, done, data.byteLength - done, offset + done)
+        done += bytesWritten
+      }
+    } catch (err) {
+      throw classify(err, path)
+    } finally {
+      await fh.close()
+    }
   }
 
   /** copy_file_range (or a reflink) into a hidden temporary file, committed like `write`. */

@@ -358,6 +358,25 @@ class S3Driver implements Driver {
     await this.#keepParent(ctx, from)
   }
 
+  /** One object, server-side: CopyObject (UploadPartCopy over 5 GiB); the target appears whole or not at all. */
+  async copy(ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<Entry> {
+    const src = this.#fileLoc(from, 'EISDIR')
+    const dst = this.#fileLoc(to, 'EISDIR')
+    const head = await this.#head(ctx, from, src)
+    if (!head) {
+      if (await this.#dirExists(ctx, from, src)) throw new FsError('EISDIR', `${from}: is a directory`, { path: from })
+      throw new FsError('ENOENT', `${from}: no such file or directory`, { path: from })
+    }
+    const target = await this.stat(ctx, to).catch((err: unknown) => {
+      if (isFsError(err) && err.code === 'ENOENT') return null
+      throw err
+    })
+    if (target?.kind === 'dir') throw new FsError('EISDIR', `${to}: is a directory`, { path: to })
+    if (target && !opts.overwrite) throw new FsError('EEXIST', `${to}: already exists`, { path: to })
+    await this.#copyObject(ctx, to, src.bucket, src.key, dst.bucket, dst.key, head.ContentLength ?? 0)
+    return this.stat(ctx, to)
+  }
+
   /**
    * Removes a file, or a directory and every object under it, with DeleteObjects
    * batches of 1000 keys: the bulk delete workers/ops.ts can use instead of a walk

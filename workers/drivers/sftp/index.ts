@@ -90,6 +90,13 @@ class SftpDriver implements Driver {
     })
   }
 
+  async lstat(ctx: OpContext, path: string): Promise<Entry> {
+    return this.#with(ctx, path, async (s) => {
+      const lst = await call<Stats>((cb) => s.sftp.lstat(remotePath(s.root, path), cb))
+      return lst.isSymbolicLink() ? toEntry(path, lst, true) : toEntry(path, lst)
+    })
+  }
+
   async *list(ctx: OpContext, dir: string): AsyncIterable<readonly Entry[]> {
     const s = await this.#pool.acquire(ctx.signal)
     let failure: FsError | undefined
@@ -217,6 +224,30 @@ class SftpDriver implements Driver {
           : classify(err, path)
       }
       return toEntry(path, await call<Stats>((cb) => s.sftp.stat(abs, cb)))
+    })
+  }
+
+  /** In place: one SFTP handle opened without truncation, the bytes written at their offset. */
+  async writeAt(ctx: OpContext, path: string, offset: number, data: Uint8Array): Promise<void> {
+    return this.#with(ctx, path, async (s) => {
+      const abs = remotePath(s.root, path)
+      const st = await call<Stats>((cb) => s.sftp.stat(abs, cb))
+      if (st.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
+      const h = await call<Buffer>((cb) => s.sftp.open(abs, 'r+', cb))
+      try {
+        const flight = new InFlight()
+        for (let at = 0; at < data.byteLength; at += s.writeLen) {
+          if (ctx.signal.aborted) throw cancelled(path)
+          await flight.below(WRITE_AHEAD)
+          const len = Math.min(s.writeLen, data.byteLength - at)
+          const buf = Buffer.from(data.buffer, data.byteOffset + at, len)
+          const pos = offset + at
+          flight.add(call((cb) => s.sftp.write(h, buf, 0, len, pos, cb)))
+        }
+        await flight.all()
+      } finally {
+        await this.#closeHandle(s, h)
+      }
     })
   }
 
