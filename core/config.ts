@@ -73,6 +73,11 @@ export interface Config {
   readonly metrics: { readonly allow_loopback: boolean; readonly token: string | null }
   /** Resumable uploads (tus, front/tus/): unfinished ones are removed `expiry_seconds` after their creation. */
   readonly tus: { readonly expiry_seconds: number }
+  /**
+   * The SFTP gateway (gateways/sftp/): its own port (0 picks a free one) or "off"; `host`
+   * null listens on the service's `host`.
+   */
+  readonly sftp: { readonly port: number | 'off'; readonly host: string | null }
 }
 
 export const DEFAULTS: Config = {
@@ -98,6 +103,7 @@ export const DEFAULTS: Config = {
   admin_password: null,
   metrics: { allow_loopback: true, token: null },
   tus: { expiry_seconds: 24 * 3600 },
+  sftp: { port: 2222, host: null },
 }
 
 export class ConfigError extends Error {
@@ -182,6 +188,18 @@ export function validateConfig(input: Record<string, unknown>): Config {
     admin_password: m.admin_password as string | null,
     metrics,
     tus: { expiry_seconds: int(tus.expiry_seconds, 'tus.expiry_seconds', 1, 365 * 24 * 3600) },
+    sftp: sftpConfig(m.sftp),
+  }
+}
+
+/** `sftp`: `{"port": 2222 | "off", "host": null | "<address>"}`. */
+function sftpConfig(v: unknown): Config['sftp'] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('sftp must be an object {"port", "host"}')
+  for (const k of Object.keys(v)) if (!(k in DEFAULTS.sftp)) throw new ConfigError(`sftp: unknown key "${k}" (known: port, host)`)
+  const s = { ...DEFAULTS.sftp, ...v } as Record<string, unknown>
+  return {
+    port: s.port === 'off' ? 'off' : int(s.port, 'sftp.port (a port number or "off")', 0, 65535),
+    host: s.host === null ? null : str(s.host, 'sftp.host'),
   }
 }
 

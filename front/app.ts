@@ -32,6 +32,7 @@ import { version } from './version.js'
 import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
+import { createSftpGateway } from '../gateways/sftp/index.js'
 
 export interface Filegate {
   readonly port: number
@@ -39,6 +40,8 @@ export interface Filegate {
   /** The HTTP engine serving (`http_engine`). */
   readonly http: EngineInfo
   readonly config: Config
+  /** The gateways started (the SFTP gateway's `port` tells where it listens). */
+  readonly gateways: readonly Gateway[]
   /**
    * Graceful stop: refuses new requests, lets transfers in flight finish for up to
    * `graceMs` (default: the configured shutdown_grace_seconds), then stops the pool.
@@ -97,7 +100,8 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
   })
 
-  const gateways = [...(opts.gateways ?? []), ...plugins.gateways]
+  const builtIn = config.sftp.port === 'off' ? [] : [createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host })]
+  const gateways = [...builtIn, ...(opts.gateways ?? []), ...plugins.gateways]
   const gatewayRoutes: Record<string, HttpHandler> = {}
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
   const started = Date.now()
@@ -158,7 +162,17 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     storageFor,
     log: (level, msg, fields) => logger.log(level, msg, fields),
   }
-  for (const g of gateways) await g.start(ctx)
+  try {
+    for (const g of gateways) await g.start(ctx)
+  } catch (err) {
+    // A gateway that cannot start (e.g. its port is taken) stops start-up, leaving nothing open.
+    for (const g of gateways) await g.stop().catch(() => {})
+    server.close()
+    tus.close()
+    await pool.close()
+    await state.close()
+    throw err
+  }
   logExposure(config, logger)
   logger.log('info', 'filegate listening', { url: `http://${config.host}:${server.port}`, data_dir: config.data_dir, workers: config.workers })
 
@@ -169,6 +183,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     pool,
     http,
     config,
+    gateways,
     close(graceMs = config.shutdown_grace_seconds * 1000) {
       closing ??= (async () => {
         srv.stopListening()

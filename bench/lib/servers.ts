@@ -128,6 +128,7 @@ export async function startFilegate(
       FILEGATE_SHUTDOWN_GRACE_SECONDS: '2',
       FILEGATE_LOG_LEVEL: 'info',
       FILEGATE_HTTP_ENGINE: engine,
+      FILEGATE_SFTP_PORT: 'off',
       ...extra.env,
     },
   })

@@ -1,0 +1,60 @@
+/**
+ * @module gateways/sftp/connection
+ * One SSH connection: authentication (./auth.ts), then `sftp` subsystem channels
+ * (./session.ts). Everything else a client may ask (shell, exec, pty, env, X11, agent
+ * and TCP forwarding, other subsystems) is refused. The connection's end closes the
+ * user's view, aborting whatever was still open.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Connection, ClientInfo } from 'ssh2'
+import type { GatewayLogin } from '../../core/gateway.js'
+import { type LoggedIn, authenticate } from './auth.js'
+import { serveSftp } from './session.js'
+
+export const ONLY_SFTP = 'filegate: only the sftp subsystem is served\n'
+
+export interface ConnectionOptions {
+  readonly login: GatewayLogin
+  /** Called once the client has logged in. */
+  readonly loggedIn: () => void
+  readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
+}
+
+export function onConnection(client: Connection, info: ClientInfo, opts: ConnectionOptions): void {
+  const connId = `sftp-${randomBytes(6).toString('hex')}`
+  const address = info.ip
+  let who: LoggedIn | null = null
+  client.on('error', (err: Error) => opts.log('debug', 'sftp connection error', { connId, address, err: err.message }))
+  client.once('close', () => {
+    who?.fs.close()
+    if (who) opts.log('info', 'sftp connection closed', { connId, user: who.user })
+  })
+  authenticate(client, { login: opts.login, address, connId, log: opts.log }, (w) => {
+    who = w
+    opts.loggedIn()
+  })
+
+  client.on('session', (accept) => {
+    const session = accept()
+    session.on('sftp', (acceptSftp, rejectSftp) => {
+      if (who === null) return rejectSftp()
+      serveSftp(acceptSftp(), { fs: who.fs, user: who.user, connId, address, log: opts.log })
+    })
+    const refuseCommand = (accept: () => { stderr: { write(s: string): void }; exit(code: number): void; end(): void }) => {
+      const ch = accept()
+      ch.stderr.write(ONLY_SFTP)
+      ch.exit(1)
+      ch.end()
+    }
+    session.on('exec', (acceptExec) => refuseCommand(acceptExec))
+    session.on('shell', (acceptShell) => refuseCommand(acceptShell))
+    session.on('subsystem', (_a, reject) => reject())
+    for (const ev of ['pty', 'env', 'x11', 'auth-agent', 'signal', 'window-change'] as const) {
+      session.on(ev as 'pty', (_accept, reject) => reject?.())
+    }
+  })
+  // TCP and socket forwarding, both directions.
+  client.on('tcpip', (_accept, reject) => reject())
+  client.on('openssh.streamlocal', (_accept, reject) => reject())
+  client.on('request', (_accept, reject) => reject?.())
+}

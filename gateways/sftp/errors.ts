@@ -1,0 +1,39 @@
+/**
+ * @module gateways/sftp/errors
+ * The one table from the storage error vocabulary (core/errors.ts) to SFTP v3 status
+ * codes. SFTP v3 has few codes: everything that is neither "no such file", "permission
+ * denied" nor "unsupported" is FAILURE, with the error's message telling which.
+ */
+import { utils } from './ssh2.js'
+import { type FsErrorCode, isFsError } from '../../core/errors.js'
+
+export const STATUS = utils.sftp.STATUS_CODE
+
+const TABLE: Readonly<Record<FsErrorCode, number>> = {
+  ENOENT: STATUS.NO_SUCH_FILE,
+  EACCES: STATUS.PERMISSION_DENIED,
+  ENOTSUP: STATUS.OP_UNSUPPORTED,
+  EEXIST: STATUS.FAILURE,
+  ENOTDIR: STATUS.FAILURE,
+  EISDIR: STATUS.FAILURE,
+  ENOTEMPTY: STATUS.FAILURE,
+  EINVAL: STATUS.FAILURE,
+  ECANCELED: STATUS.FAILURE,
+  ETIMEDOUT: STATUS.FAILURE,
+  EUNAVAILABLE: STATUS.FAILURE,
+  EAUTH: STATUS.FAILURE,
+  EFBIG: STATUS.FAILURE,
+  EMEDIA: STATUS.FAILURE,
+  EIO: STATUS.FAILURE,
+}
+
+export interface SftpStatus {
+  readonly code: number
+  readonly message: string
+}
+
+/** An error → the status to answer. Anything not an `FsError` is a bug: `internal error`, logged by the caller. */
+export function toStatus(err: unknown): SftpStatus & { readonly bug: boolean } {
+  if (isFsError(err)) return { code: TABLE[err.code], message: err.message, bug: false }
+  return { code: STATUS.FAILURE, message: 'internal error', bug: true }
+}

@@ -1,0 +1,77 @@
+/**
+ * @module gateways/sftp/server
+ * The gateway's SSH listener: a TCP server whose sockets are handed to ssh2's server
+ * (modern algorithms only: no SHA-1, no CBC; the Ed25519 host key), each connection
+ * then to ./connection.ts. The login grace time runs from the TCP accept, so a client
+ * that never even sends its SSH banner is dropped too.
+ */
+import { type Socket, createServer } from 'node:net'
+import type { Algorithms } from 'ssh2'
+import { type ConnectionOptions, onConnection } from './connection.js'
+import { Server } from './ssh2.js'
+
+export const ALGORITHMS: Algorithms = {
+  kex: ['curve25519-sha256', 'curve25519-sha256@libssh.org', 'ecdh-sha2-nistp256'],
+  cipher: ['aes128-gcm@openssh.com', 'aes256-gcm@openssh.com', 'chacha20-poly1305@openssh.com', 'aes128-ctr', 'aes256-ctr'],
+  hmac: ['hmac-sha2-256-etm@openssh.com', 'hmac-sha2-512-etm@openssh.com', 'hmac-sha2-256', 'hmac-sha2-512'],
+  serverHostKey: ['ssh-ed25519'],
+  compress: ['none'],
+}
+
+/** Time a connection gets to log in. */
+export const LOGIN_GRACE_MS = 60_000
+
+export interface SshListener {
+  readonly port: number
+  /** Stops listening and drops every connection. */
+  close(): Promise<void>
+}
+
+export interface ListenOptions extends Omit<ConnectionOptions, 'loggedIn'> {
+  readonly graceMs?: number
+}
+
+/** Listens on host:port; a port in use rejects with an error naming `sftp.port`. */
+export function listenSsh(hostKey: string, host: string, port: number, opts: ListenOptions): Promise<SshListener> {
+  /** Open sockets, by remote address and port, with their grace timers. */
+  const sockets = new Map<string, { socket: Socket; grace: NodeJS.Timeout }>()
+  const ssh = new Server({ hostKeys: [hostKey], algorithms: ALGORITHMS, ident: 'filegate' }, (client, info) => {
+    const key = `${info.ip}:${info.port}`
+    onConnection(client, info, { ...opts, loggedIn: () => clearTimeout(sockets.get(key)?.grace) })
+  })
+  const tcp = createServer((socket) => {
+    const key = `${socket.remoteAddress}:${socket.remotePort}`
+    const grace = setTimeout(() => {
+      opts.log('info', 'sftp login grace time over: connection closed', { address: socket.remoteAddress })
+      socket.destroy()
+    }, opts.graceMs ?? LOGIN_GRACE_MS)
+    sockets.set(key, { socket, grace })
+    socket.once('close', () => {
+      clearTimeout(grace)
+      sockets.delete(key)
+    })
+    ssh.injectSocket(socket)
+  })
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new Error(`sftp.port: port ${port} on ${host} is already in use (set sftp.port / FILEGATE_SFTP_PORT to another port, or "off")`)
+          : new Error(`sftp.port: cannot listen on ${host}:${port}: ${err.message}`),
+      )
+    }
+    tcp.once('error', onError)
+    tcp.listen(port, host, () => {
+      tcp.off('error', onError)
+      tcp.on('error', (err: Error) => opts.log('error', 'sftp listener error', { err: err.message }))
+      resolve({
+        port: (tcp.address() as { port: number }).port,
+        close: () =>
+          new Promise<void>((res) => {
+            tcp.close(() => res())
+            for (const { socket } of sockets.values()) socket.destroy()
+          }),
+      })
+    })
+  })
+}

@@ -1,0 +1,38 @@
+/**
+ * The SFTP gateway's settings: `sftp.port` (a port, 0, or "off") and `sftp.host`, from
+ * the config file or FILEGATE_SFTP_PORT / FILEGATE_SFTP_HOST; filegate starts it unless off.
+ */
+import { connect } from 'node:net'
+import t from 'tap'
+import { ConfigError, DEFAULTS, validateConfig } from '../../../core/config.js'
+import { loadConfig } from '../../../front/config-load.js'
+import { startTestServer } from '../../helpers/filegate.js'
+
+t.test('settings and their validation', async (t) => {
+  t.same(DEFAULTS.sftp, { port: 2222, host: null }, 'on, on port 2222 of the service host, by default')
+  t.same(loadConfig([], { FILEGATE_SFTP_PORT: 'off' }).sftp, { port: 'off', host: null }, 'FILEGATE_SFTP_PORT=off')
+  t.same(loadConfig([], { FILEGATE_SFTP_PORT: '2200', FILEGATE_SFTP_HOST: '0.0.0.0' }).sftp, { port: 2200, host: '0.0.0.0' }, 'a port and a host')
+  t.throws(() => loadConfig([], { FILEGATE_SFTP_PORT: 'of' }), ConfigError, 'a typo in the variable')
+  t.throws(() => validateConfig({ sftp: { port: 70000 } }), { name: 'ConfigError', message: /sftp\.port/ }, 'a port out of range names the setting')
+  t.throws(() => validateConfig({ sftp: { port: 22, user: 'x' } }), { name: 'ConfigError', message: /sftp: unknown key "user"/ }, 'an unknown key')
+  t.throws(() => validateConfig({ sftp: { host: '' } }), { name: 'ConfigError', message: /sftp\.host/ }, 'an empty host')
+})
+
+const accepts = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = connect(port, '127.0.0.1')
+    s.once('data', (b: Buffer) => {
+      s.destroy()
+      resolve(b.toString().startsWith('SSH-2.0-'))
+    })
+    s.once('error', () => resolve(false))
+  })
+
+t.test('filegate starts the gateway on its port, or not at all when off', async (t) => {
+  const on = await startTestServer(t, { sftp: { port: 0 } })
+  const sftp = on.app.gateways.find((g) => g.name === 'sftp')
+  t.ok(sftp && sftp.port! > 0, 'listening on a free port')
+  t.ok(await accepts(sftp!.port!), 'an SSH server answers there')
+  const off = await startTestServer(t, { sftp: { port: 'off' } })
+  t.notOk(off.app.gateways.some((g) => g.name === 'sftp'), 'off: no SFTP gateway')
+})
