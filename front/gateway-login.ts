@@ -42,7 +42,7 @@ import type { ClientIdentity } from '../core/storage.js'
 import type { GatewayUserTargets } from './admin.js'
 import { type PluginStorageTypes, connectionSpec, gatewayTmpSpec, passthroughAllowed, specWithRoot } from './connection-spec.js'
 import type { Logger } from './log.js'
-import { PasswordCache } from './password-cache.js'
+import { type CheckedBy, PasswordCache } from './password-cache.js'
 import { MAX_PASSWORD_LENGTH, failureDelay, hashPassword, verifyPassword } from './passwords.js'
 import { AttemptGate, Throttle } from './throttle.js'
 
@@ -73,8 +73,8 @@ interface Granted {
   readonly readOnly: boolean
   /** For the admin's warning when the storage is not there: the user and its folder. */
   readonly where: Record<string, unknown>
-  /** The password was found among the recent checks (no scrypt run). */
-  readonly cached?: boolean
+  /** For a password login: how the password was checked (front/password-cache.ts). */
+  readonly password?: CheckedBy | undefined
 }
 
 /** Right credentials, but no storage can be built for them now (the configuration changed). */
@@ -144,7 +144,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       return this.#unavailable(msg, { ...fields, ...granted.where, code })
     }
     if (at > 0) this.#throttle.refund(SCOPE, req.address)
-    this.#opts.logger.log('info', 'gateway login', { ...fields, read_only: granted.readOnly, ...(granted.cached ? { password: 'recently checked' } : {}) })
+    this.#opts.logger.log('info', 'gateway login', { ...fields, read_only: granted.readOnly, ...(granted.password ? { password: granted.password } : {}) })
     return { ok: true, user: granted.user, fs }
   }
 
@@ -156,7 +156,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   /** A gateway user's credentials → the grant, or why not (for the log). */
   async #gatewayUser(req: LoginRequest): Promise<Granted | Unservable | string> {
     const user = await this.#opts.state.getGatewayUser(req.user)
-    let cached = false
+    let how: CheckedBy | undefined // a key login: no password
     if (req.publicKey !== undefined) {
       if (req.password !== undefined) return 'both a password and a key'
       if (!user) return 'unknown user'
@@ -164,12 +164,12 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     } else {
       const { password } = req
       const hash = user?.password_hash ?? null
-      cached = user !== null && hash !== null && typeof password === 'string' && password.length <= MAX_PASSWORD_LENGTH && this.#recent.matches(user.name, password, hash)
-      const ok = cached || (await this.#password(password, hash))
+      const check = () => this.#password(password, hash)
+      const wellFormed = typeof password === 'string' && password.length <= MAX_PASSWORD_LENGTH
+      const r = user && hash !== null && wellFormed ? await this.#recent.check(user.name, password, hash, check) : { ok: await check(), how: 'checked' as const }
+      how = r.how
       if (!user) return 'unknown user'
-      if (!ok) return user.password_hash === null ? 'the user has no password' : 'wrong password'
-      // A check passed: `password` is a well-formed string and `hash` the user's.
-      if (!cached) this.#recent.remember(user.name, password as string, hash!)
+      if (!r.ok) return user.password_hash === null ? 'the user has no password' : 'wrong password'
     }
     let spec: BackendSpec
     try {
@@ -179,7 +179,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       if (!(isApiError(err) && err.code === 'INVALID_INPUT')) throw err
       return { unservable: { connection: user.connection, root: user.root, error: err.message } }
     }
-    return { user: user.name, spec, readOnly: user.read_only, where: { connection: user.connection, root: user.root, folder: describe(spec) }, cached }
+    return { user: user.name, spec, readOnly: user.read_only, where: { connection: user.connection, root: user.root, folder: describe(spec) }, password: how }
   }
 
   /** `<name>@<label>`: the user's own account on a connection that leaves credentials to its users. */

@@ -111,16 +111,16 @@ t.test('a success gives no guesses back: an account of its own does not reset th
   t.match(await g.login({ user: 'victim', password: 'guess' }), { reason: 'throttled' }, 'then throttled')
 })
 
-t.test('repeated logins: a password checked a moment ago is not checked again, unless the user changed since; a wrong one is never taken from there', async (t) => {
+t.test('repeated logins: a password checked a moment ago, or being checked, is not checked again, unless the user changed since; a wrong one is never taken from there', async (t) => {
   const g = await gate(t)
   const admin = api(g.url, await adminToken(g.url))
   await g.addUser({ name: 'erin', password: 'first password', connection: 'tmp' })
   await g.addUser({ name: 'frank', password: 'frank password', connection: 'tmp' })
-  const logins = () => g.logs.filter((l) => l.msg === 'gateway login').map((l) => `${String(l.fields.user)}:${String(l.fields.password ?? 'checked')}`)
+  const logins = () => g.logs.filter((l) => l.msg === 'gateway login').map((l) => `${String(l.fields.user)}:${String(l.fields.password)}`)
 
   opened(t, await g.login({ user: 'erin', password: 'first password' }), 'first login')
   opened(t, await g.login({ user: 'erin', password: 'first password' }), 'again')
-  t.same(logins(), ['erin:checked', 'erin:recently checked'], 'the second login takes the recent check')
+  t.same(logins(), ['erin:checked', 'erin:recent'], 'the second login takes the recent check')
 
   for (const password of ['first passwore', 'first password ', 'FIRST PASSWORD', 'frank password', '']) {
     t.match(await g.login({ user: 'erin', password }), { ok: false, reason: 'refused' }, `${JSON.stringify(password)}: refused`)
@@ -133,13 +133,21 @@ t.test('repeated logins: a password checked a moment ago is not checked again, u
   t.match(await g.login({ user: 'erin', password: 'first password' }), { ok: false, reason: 'refused' }, 'the old password is refused at once')
   opened(t, await g.login({ user: 'erin', password: 'second password' }), 'the new one')
   opened(t, await g.login({ user: 'erin', password: 'second password' }), 'the new one again')
-  t.same(logins().slice(2), ['erin:checked', 'erin:recently checked'], 'the new password is checked, then remembered')
+  t.same(logins().slice(2), ['erin:checked', 'erin:recent'], 'the new password is checked, then remembered')
 
   t.equal((await admin('DELETE', '/admin/api/users/erin')).status, 200, 'the admin removes the user')
   t.match(await g.login({ user: 'erin', password: 'second password' }), { ok: false, reason: 'refused' }, 'a removed user is refused')
   await g.addUser({ name: 'erin', password: 'second password', connection: 'tmp' })
   opened(t, await g.login({ user: 'erin', password: 'second password' }), 'a new user of that name')
   t.same(logins().slice(4), ['erin:checked'], "the new user's password is checked anew")
+
+  // Sessions opened together (from another address: this one has used most of its failures): one check, the others wait for it.
+  const together = await Promise.all(Array.from({ length: 4 }, () => g.login({ user: 'frank', password: 'frank password', address: '192.0.2.2' })))
+  together.forEach((r, i) => opened(t, r, `session ${i} opened together`))
+  t.same(logins().slice(5).sort(), ['frank:checked', 'frank:joined', 'frank:joined', 'frank:joined'], 'one scrypt check for four logins at once')
+  const wrong = await Promise.all(Array.from({ length: 2 }, () => g.login({ user: 'frank', password: 'frank passwort', address: '192.0.2.3' })))
+  t.same(wrong.map((r) => r.ok), [false, false], 'a wrong password sent twice at once: both refused')
+  t.equal(logins().length, 9, 'and neither got in')
 })
 
 t.test('public keys: keyAuthorized asks without counting; a verified key logs in; another key is refused', async (t) => {
