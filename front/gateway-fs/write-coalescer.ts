@@ -6,8 +6,8 @@
  *
  * SFTP clients send writes of 32 KiB or so, many in flight. They are joined here into
  * chunks of `chunkBytes` (1 MiB) before they cross to the worker: each write is copied
- * once, into a chunk allocated whole (its own ArrayBuffer, so it is transferred to the
- * worker, not copied again); the caller's buffer is free when `write` returns. Writes that
+ * once, into the chunk's own buffer (which is then moved to the worker, not copied
+ * again), and the caller's buffer is free when `write` returns. Writes that
  * arrive ahead of the next expected offset are held and put in order as the gap fills;
  * when held bytes grow past `windowBytes`, the gap before them is taken as a hole
  * (zeros) and the stream moves on. Holes left at close are zeros too. A write that
@@ -36,6 +36,8 @@ export type StartUpload = (body: AsyncIterable<Uint8Array>) => Promise<Entry>
 type Piece = Uint8Array | { readonly zeros: number }
 
 const ZERO_CHUNK = 1024 * 1024
+/** The first buffer of a file, which doubles up to a chunk. */
+const FIRST_BUFFER = 64 * 1024
 
 export class WriteCoalescer {
   readonly #startUpload: StartUpload
@@ -141,16 +143,27 @@ export class WriteCoalescer {
 
   /** Copies `data` after the current bytes; every chunk that fills goes to the queue. */
   #append(data: Uint8Array): void {
-    const size = this.#opts.chunkBytes
     for (let at = 0; at < data.byteLength; ) {
-      // allocUnsafeSlow: a chunk that owns its ArrayBuffer is moved to the worker, not copied.
-      this.#cur ??= Buffer.allocUnsafeSlow(size)
-      const n = Math.min(size - this.#curBytes, data.byteLength - at)
-      this.#cur.set(data.subarray(at, at + n), this.#curBytes)
+      if (this.#curBytes === (this.#cur?.byteLength ?? 0)) this.#grow(data.byteLength - at)
+      const n = Math.min(this.#cur!.byteLength - this.#curBytes, data.byteLength - at)
+      this.#cur!.set(data.subarray(at, at + n), this.#curBytes)
       this.#curBytes += n
       at += n
-      if (this.#curBytes === size) this.#emit(false)
+      if (this.#curBytes === this.#opts.chunkBytes) this.#emit(false)
     }
+  }
+
+  /**
+   * Room for `want` more bytes: a whole chunk once the file has passed its first one;
+   * before, a buffer that starts at 64 KiB and doubles, so a small file holds no 1 MiB.
+   * allocUnsafeSlow: a chunk that owns its ArrayBuffer is moved to the worker, not copied.
+   */
+  #grow(want: number): void {
+    const size = this.#opts.chunkBytes
+    const next = this.#sent > 0 ? size : Math.min(size, Math.max(FIRST_BUFFER, 2 * this.#curBytes, this.#curBytes + want))
+    const buf = Buffer.allocUnsafeSlow(next)
+    if (this.#curBytes > 0) buf.set(this.#cur!.subarray(0, this.#curBytes))
+    this.#cur = buf
   }
 
   #drainHeld(): void {
