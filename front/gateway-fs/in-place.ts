@@ -2,31 +2,28 @@
  * @module front/gateway-fs/in-place
  * Writes into an existing file, in place, where the backend can (the driver's
  * `writeAt`: local folders): appends, resumed uploads, random writes. Contiguous writes
- * are joined into runs of about `chunkBytes` (1 MiB) before they cross to a worker, one
- * task per run, one run in flight after another; a write resolves once its bytes are
- * taken, later when more than `windowBytes` wait. Each run lands as one positional write:
+ * are joined into runs of up to `chunkBytes` (1 MiB; chunk-buffer.ts: one copy of each
+ * write) before they cross to a worker, one task per run, one run in flight after
+ * another; a write resolves once its bytes are taken, later when more than
+ * `windowBytes` wait. Each run lands as one positional write:
  * atomicity is per run, not per file (a reader may see the file between two runs; an
  * abort keeps the runs already written). An error shows at a later write, a read or close.
  */
 import { FsError } from '../../core/errors.js'
+import { ChunkBuffer } from './chunk-buffer.js'
 import { asFsError } from './errors.js'
 import type { PendingBudget } from './pending.js'
 
 /** Writes one run; `data` may be transferred (detached). */
 export type WriteRun = (offset: number, data: Uint8Array) => Promise<void>
 
-interface Run {
-  readonly offset: number
-  parts: Uint8Array[]
-  bytes: number
-}
-
 export class InPlaceWriter {
   readonly #send: WriteRun
-  readonly #chunkBytes: number
   readonly #windowBytes: number
   readonly #budget: PendingBudget
-  #run: Run | null = null
+  /** The run being joined: its bytes, and the file offset of the first one. */
+  readonly #run: ChunkBuffer
+  #runAt = 0
   /** Runs handed over, in order. */
   #flushing: Promise<void> = Promise.resolve()
   /** Bytes taken and not yet written by a worker. */
@@ -39,7 +36,7 @@ export class InPlaceWriter {
   constructor(send: WriteRun, initialSize: number, opts: { chunkBytes: number; windowBytes: number; budget: PendingBudget }) {
     this.#send = send
     this.#size = initialSize
-    this.#chunkBytes = opts.chunkBytes
+    this.#run = new ChunkBuffer(opts.chunkBytes)
     this.#windowBytes = opts.windowBytes
     this.#budget = opts.budget
   }
@@ -58,20 +55,18 @@ export class InPlaceWriter {
   async write(offset: number, data: Uint8Array): Promise<void> {
     if (this.#error) throw this.#error
     if (data.byteLength === 0) return
-    data = Uint8Array.prototype.slice.call(data) // ours: the caller may reuse its buffer
     this.#dirty = true
     this.#size = Math.max(this.#size, offset + data.byteLength)
-    const run = this.#run
-    if (run && run.offset + run.bytes === offset) {
-      run.parts.push(data)
-      run.bytes += data.byteLength
-    } else {
-      this.#hand()
-      this.#run = { offset, parts: [data], bytes: data.byteLength }
-    }
     this.#waiting += data.byteLength
     this.#budget.add(data.byteLength)
-    if (this.#run!.bytes >= this.#chunkBytes) this.#hand()
+    for (let at = 0; at < data.byteLength; ) {
+      if (this.#run.bytes === 0 || this.#runAt + this.#run.bytes !== offset + at) {
+        this.#hand()
+        this.#runAt = offset + at
+      }
+      at += this.#run.add(data.subarray(at))
+      if (this.#run.full) this.#hand()
+    }
     while ((this.#waiting > this.#windowBytes || !this.#budget.hasRoom()) && !this.#error) await this.#flushing
     if (this.#error) throw this.#error
   }
@@ -89,25 +84,24 @@ export class InPlaceWriter {
 
   abort(err: FsError): void {
     this.#error ??= err
-    if (this.#run) this.#settle(this.#run.bytes)
-    this.#run = null
+    if (this.#run.bytes > 0) this.#settle(this.#run.take().byteLength)
   }
 
   /** Hands the current run to the worker, after the runs before it. */
   #hand(): void {
-    const run = this.#run
-    if (!run) return
-    this.#run = null
+    if (this.#run.bytes === 0) return
+    const offset = this.#runAt
+    const data = this.#run.take()
+    const bytes = data.byteLength
     this.#flushing = this.#flushing.then(async () => {
       try {
         if (this.#error) return
-        const data = run.parts.length === 1 ? run.parts[0]! : Buffer.concat(run.parts)
         this.chunksSent++
-        await this.#send(run.offset, data)
+        await this.#send(offset, data)
       } catch (err) {
         this.#error ??= asFsError(err)
       } finally {
-        this.#settle(run.bytes)
+        this.#settle(bytes)
       }
     })
   }

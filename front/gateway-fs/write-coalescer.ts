@@ -5,9 +5,8 @@
  * renamed over the target at the end; an abort leaves the old file and no debris).
  *
  * SFTP clients send writes of 32 KiB or so, many in flight. They are joined here into
- * chunks of `chunkBytes` (1 MiB) before they cross to the worker: each write is copied
- * once, into the chunk's own buffer (which is then moved to the worker, not copied
- * again), and the caller's buffer is free when `write` returns. Writes that
+ * chunks of `chunkBytes` (1 MiB) before they cross to the worker (chunk-buffer.ts: one
+ * copy of each write). Writes that
  * arrive ahead of the next expected offset are held and put in order as the gap fills;
  * when held bytes grow past `windowBytes`, the gap before them is taken as a hole
  * (zeros) and the stream moves on. Holes left at close are zeros too. A write that
@@ -21,6 +20,7 @@
  */
 import type { Entry } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
+import { ChunkBuffer } from './chunk-buffer.js'
 import { asFsError } from './errors.js'
 import type { PendingBudget } from './pending.js'
 
@@ -36,17 +36,14 @@ export type StartUpload = (body: AsyncIterable<Uint8Array>) => Promise<Entry>
 type Piece = Uint8Array | { readonly zeros: number }
 
 const ZERO_CHUNK = 1024 * 1024
-/** The first buffer of a file, which doubles up to a chunk. */
-const FIRST_BUFFER = 64 * 1024
 
 export class WriteCoalescer {
   readonly #startUpload: StartUpload
   readonly #opts: CoalescerOptions
   /** Offset of the first byte not yet queued (everything before it went to the stream). */
   #sent = 0
-  /** Contiguous bytes from `#sent`, not yet a chunk: the first `#curBytes` of `#cur`. */
-  #cur: Buffer | null = null
-  #curBytes = 0
+  /** Contiguous bytes from `#sent`, not yet a chunk. */
+  #cur: ChunkBuffer
   /** Writes ahead of the contiguous end, by offset. */
   readonly #held = new Map<number, Uint8Array>()
   #heldBytes = 0
@@ -68,6 +65,7 @@ export class WriteCoalescer {
   constructor(startUpload: StartUpload, opts: CoalescerOptions) {
     this.#startUpload = startUpload
     this.#opts = opts
+    this.#cur = new ChunkBuffer(opts.chunkBytes)
   }
 
   get size(): number {
@@ -79,12 +77,12 @@ export class WriteCoalescer {
     if (this.#ended) throw new FsError('EINVAL', 'the file is closed')
     if (data.byteLength === 0) return
     this.#size = Math.max(this.#size, offset + data.byteLength)
-    const end = this.#sent + this.#curBytes
+    const end = this.#sent + this.#cur.bytes
     if (offset < end) {
       if (offset < this.#sent) throw new FsError('ENOTSUP', 'this file is written in order: bytes already sent cannot be rewritten (open it without truncation to write at random)')
       // Rewrites bytes not yet sent: patch them, then go on with the rest.
       const inside = Math.min(data.byteLength, end - offset)
-      this.#cur!.set(data.subarray(0, inside), offset - this.#sent)
+      this.#cur.patch(offset - this.#sent, data.subarray(0, inside))
       if (inside === data.byteLength) return this.#room()
       data = data.subarray(inside)
       offset = end
@@ -110,14 +108,14 @@ export class WriteCoalescer {
     // Whatever is still held: in offset order, gaps as zeros, overlaps cut.
     for (const off of [...this.#held.keys()].sort((a, b) => a - b)) {
       const data = this.#held.get(off)!
-      const end = this.#sent + this.#curBytes
+      const end = this.#sent + this.#cur.bytes
       if (off > end) this.#pushZeros(off - end)
       const from = Math.max(0, end - off)
       if (from < data.byteLength) this.#append(data.subarray(from))
     }
     this.#held.clear()
     this.#heldBytes = 0
-    const end = this.#sent + this.#curBytes
+    const end = this.#sent + this.#cur.bytes
     if (this.#size > end) this.#pushZeros(this.#size - end)
     this.#emit(true)
     this.#ensureUpload()
@@ -135,8 +133,7 @@ export class WriteCoalescer {
     this.#ended = true
     this.#release()
     this.#queue.length = 0
-    this.#cur = null
-    this.#curBytes = 0
+    this.#cur = new ChunkBuffer(this.#opts.chunkBytes)
     this.#held.clear()
     this.#wake()
   }
@@ -144,31 +141,14 @@ export class WriteCoalescer {
   /** Copies `data` after the current bytes; every chunk that fills goes to the queue. */
   #append(data: Uint8Array): void {
     for (let at = 0; at < data.byteLength; ) {
-      if (this.#curBytes === (this.#cur?.byteLength ?? 0)) this.#grow(data.byteLength - at)
-      const n = Math.min(this.#cur!.byteLength - this.#curBytes, data.byteLength - at)
-      this.#cur!.set(data.subarray(at, at + n), this.#curBytes)
-      this.#curBytes += n
-      at += n
-      if (this.#curBytes === this.#opts.chunkBytes) this.#emit(false)
+      at += this.#cur.add(data.subarray(at))
+      if (this.#cur.full) this.#emit(false)
     }
-  }
-
-  /**
-   * Room for `want` more bytes: a whole chunk once the file has passed its first one;
-   * before, a buffer that starts at 64 KiB and doubles, so a small file holds no 1 MiB.
-   * allocUnsafeSlow: a chunk that owns its ArrayBuffer is moved to the worker, not copied.
-   */
-  #grow(want: number): void {
-    const size = this.#opts.chunkBytes
-    const next = this.#sent > 0 ? size : Math.min(size, Math.max(FIRST_BUFFER, 2 * this.#curBytes, this.#curBytes + want))
-    const buf = Buffer.allocUnsafeSlow(next)
-    if (this.#curBytes > 0) buf.set(this.#cur!.subarray(0, this.#curBytes))
-    this.#cur = buf
   }
 
   #drainHeld(): void {
     for (;;) {
-      const end = this.#sent + this.#curBytes
+      const end = this.#sent + this.#cur.bytes
       const next = this.#held.get(end)
       if (!next) return
       this.#held.delete(end)
@@ -180,18 +160,16 @@ export class WriteCoalescer {
   /** Too much held: the gap before the first held write is a hole. */
   #skipHole(): void {
     const first = Math.min(...this.#held.keys())
-    const end = this.#sent + this.#curBytes
+    const end = this.#sent + this.#cur.bytes
     this.#emit(true)
     this.#pushZeros(first - end)
   }
 
   /** Moves the current bytes to the queue when they make a chunk (or always, with `all`). */
   #emit(all: boolean): void {
-    if (this.#curBytes === 0 || (!all && this.#curBytes < this.#opts.chunkBytes)) return
-    const chunk = this.#curBytes === this.#cur!.byteLength ? this.#cur! : this.#cur!.subarray(0, this.#curBytes)
-    this.#cur = null
-    this.#sent += this.#curBytes
-    this.#curBytes = 0
+    if (this.#cur.bytes === 0 || (!all && !this.#cur.full)) return
+    const chunk = this.#cur.take()
+    this.#sent += chunk.byteLength
     this.#push(chunk)
   }
 

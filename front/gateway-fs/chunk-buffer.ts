@@ -1,0 +1,66 @@
+/**
+ * @module front/gateway-fs/chunk-buffer
+ * Where the writes of one handle are joined into a chunk before it crosses to a worker
+ * (write-coalescer.ts, in-place.ts): each write is copied once, into a buffer that
+ * owns its ArrayBuffer, so the full chunk is moved to the worker, not copied again; the
+ * caller's buffer is free as soon as the write is taken. The first buffer of a handle
+ * starts at 64 KiB and doubles up to a chunk, so a small file or a small write holds
+ * no 1 MiB; once a full chunk has been taken, the next ones are allocated whole.
+ */
+
+const FIRST_BUFFER = 64 * 1024
+
+export class ChunkBuffer {
+  readonly #size: number
+  #buf: Buffer | null = null
+  #bytes = 0
+  #whole = false
+
+  constructor(chunkBytes: number) {
+    this.#size = chunkBytes
+  }
+
+  /** Bytes held. */
+  get bytes(): number {
+    return this.#bytes
+  }
+
+  get full(): boolean {
+    return this.#bytes === this.#size
+  }
+
+  /** Copies as much of `data` as fits in this chunk; returns how many bytes it took. */
+  add(data: Uint8Array): number {
+    let at = 0
+    while (at < data.byteLength && !this.full) {
+      if (this.#bytes === (this.#buf?.byteLength ?? 0)) this.#grow(data.byteLength - at)
+      const n = Math.min(this.#buf!.byteLength - this.#bytes, data.byteLength - at)
+      this.#buf!.set(data.subarray(at, at + n), this.#bytes)
+      this.#bytes += n
+      at += n
+    }
+    return at
+  }
+
+  /** Overwrites held bytes from `at` (`at + data.byteLength` must not pass `bytes`). */
+  patch(at: number, data: Uint8Array): void {
+    this.#buf!.set(data, at)
+  }
+
+  /** The bytes held, as one chunk; the buffer starts empty again. */
+  take(): Uint8Array {
+    const buf = this.#buf!
+    const chunk = this.#bytes === buf.byteLength ? buf : buf.subarray(0, this.#bytes)
+    if (this.#bytes === this.#size) this.#whole = true
+    this.#buf = null
+    this.#bytes = 0
+    return chunk
+  }
+
+  #grow(want: number): void {
+    const next = this.#whole ? this.#size : Math.min(this.#size, Math.max(FIRST_BUFFER, 2 * this.#bytes, this.#bytes + want))
+    const buf = Buffer.allocUnsafeSlow(next)
+    if (this.#bytes > 0) buf.set(this.#buf!.subarray(0, this.#bytes))
+    this.#buf = buf
+  }
+}
