@@ -6,10 +6,9 @@
  *
  * SFTP clients send writes of 32 KiB or so, many in flight. They are joined here into
  * chunks of `chunkBytes` (1 MiB) before they cross to the worker (chunk-buffer.ts: one
- * copy of each write). Writes that
- * arrive ahead of the next expected offset are held and put in order as the gap fills;
- * when held bytes grow past `windowBytes`, the gap before them is taken as a hole
- * (zeros) and the stream moves on. Holes left at close are zeros too. A write that
+ * copy of each write). Writes that arrive ahead of the next expected offset are held
+ * and put in order as the gap fills; when held bytes grow past `windowBytes`, the gap
+ * before them is taken as a hole (zeros) and the stream moves on. Holes left at close are zeros too. A write that
  * names bytes already sent to the worker cannot be honoured: ENOTSUP (clients that
  * write at random open files without truncation, which go through staging).
  *

@@ -144,7 +144,9 @@ t.test('repeated logins: a password checked a moment ago, or being checked, is n
   // Sessions opened together (from another address: this one has used most of its failures): one check, the others wait for it.
   const together = await Promise.all(Array.from({ length: 4 }, () => g.login({ user: 'frank', password: 'frank password', address: '192.0.2.2' })))
   together.forEach((r, i) => opened(t, r, `session ${i} opened together`))
-  t.same(logins().slice(5).sort(), ['frank:checked', 'frank:joined', 'frank:joined', 'frank:joined'], 'one scrypt check for four logins at once')
+  const hows = logins().slice(5)
+  t.equal(hows.filter((h) => h === 'frank:checked').length, 1, 'one scrypt check for four logins at once')
+  t.ok(hows.every((h) => ['frank:checked', 'frank:joined', 'frank:recent'].includes(h)), `the others wait for it (or come after it): ${hows.join(', ')}`)
   const wrong = await Promise.all(Array.from({ length: 2 }, () => g.login({ user: 'frank', password: 'frank passwort', address: '192.0.2.3' })))
   t.same(wrong.map((r) => r.ok), [false, false], 'a wrong password sent twice at once: both refused')
   t.equal(logins().length, 9, 'and neither got in')
