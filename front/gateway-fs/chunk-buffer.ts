@@ -3,12 +3,11 @@
  * Where the writes of one handle are joined into a chunk before it crosses to a worker
  * (write-coalescer.ts, in-place.ts): each write is copied once, into a buffer that
  * owns its ArrayBuffer, so the full chunk is moved to the worker, not copied again; the
- * caller's buffer is free as soon as the write is taken. The first buffer of a handle
- * starts at 64 KiB and doubles up to a chunk, so a small file or a small write holds
- * no 1 MiB; once a full chunk has been taken, the next ones are allocated whole.
+ * caller's buffer is free as soon as the write is taken. Until a full chunk has been
+ * taken, a buffer starts at the size of its first write and doubles up to a chunk, so
+ * a small file or a lone write is one buffer of its own size (also moved, not copied)
+ * and holds no 1 MiB; after, chunks are allocated whole.
  */
-
-const FIRST_BUFFER = 64 * 1024
 
 export class ChunkBuffer {
   readonly #size: number
@@ -58,7 +57,7 @@ export class ChunkBuffer {
   }
 
   #grow(want: number): void {
-    const next = this.#whole ? this.#size : Math.min(this.#size, Math.max(FIRST_BUFFER, 2 * this.#bytes, this.#bytes + want))
+    const next = this.#whole ? this.#size : Math.min(this.#size, Math.max(2 * this.#bytes, this.#bytes + want))
     const buf = Buffer.allocUnsafeSlow(next)
     if (this.#bytes > 0) buf.set(this.#buf!.subarray(0, this.#bytes))
     this.#buf = buf
