@@ -13,7 +13,9 @@ import { validateConfig } from '../../../core/config.js'
 import { startFilegate } from '../../../front/app.js'
 import { silentLogger } from '../../../front/log.js'
 import { createSftpGateway } from '../../../gateways/sftp/index.js'
+import { MAX_SESSIONS } from '../../../gateways/sftp/connection.js'
 import { MAX_HANDLES } from '../../../gateways/sftp/session.js'
+import type { SFTPWrapper } from 'ssh2'
 import { call, sftpBatch, sshExec, ssh2Sftp } from './clients.js'
 import { BACKENDS, startGateway } from './fixture.js'
 import { serverDir } from '../../servers/process.js'
@@ -144,6 +146,20 @@ t.test(`a session holds at most ${MAX_HANDLES} handles`, async (t) => {
   await call(sftp.close.bind(sftp), handles.pop())
   t.ok(await call(sftp.open.bind(sftp), 'f.txt', 'r'), 'closing one frees a place')
   await t.rejects(call(sftp.close.bind(sftp), handles[0]!.map((b) => b ^ 0xff)), { code: STATUS.FAILURE }, 'an unknown handle is refused')
+})
+
+t.test(`a connection holds at most ${MAX_SESSIONS} sessions at once`, async (t) => {
+  const { login } = await startGateway(t)
+  const { client } = await ssh2Sftp(t, login)
+  const open = () => new Promise<SFTPWrapper>((resolve, reject) => client.sftp((err, s) => (err ? reject(err) : resolve(s))))
+  const more: SFTPWrapper[] = []
+  for (let i = 1; i < MAX_SESSIONS; i++) more.push(await open())
+  await t.rejects(open(), 'one more is refused')
+  more.pop()!.end()
+  // The close reaches the server asynchronously: retry until it has.
+  let reopened = false
+  for (const deadline = Date.now() + 15_000; !reopened && Date.now() < deadline; ) reopened = await open().then(() => true, () => false)
+  t.ok(reopened, 'closing one frees a place')
 })
 
 t.test('a connection gets 6 login attempts, then it is closed', async (t) => {
