@@ -170,7 +170,29 @@ export function treeCpuSeconds(pid: number): number {
   return total
 }
 
-function childrenOf(pid: number): number[] {
+/**
+ * CPU seconds of a process plus those of its descendants that have exited and been
+ * reaped (cutime + cstime): for a server that forks one process per connection
+ * (sshd), the cost of finished connections, once each has been waited for.
+ */
+export function cpuSecondsWithReaped(pid: number): number {
+  const f = statFields(pid)
+  return f ? (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / clockTicks() : 0
+}
+
+/** Resident memory of a process in bytes (VmRSS), and its peak so far (VmHWM); 0 when it is gone. */
+export function memory(pid: number): { rss: number; peak: number } {
+  try {
+    const s = readFileSync(`/proc/${pid}/status`, 'utf8')
+    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? 0) * 1024
+    return { rss: kb('VmRSS'), peak: kb('VmHWM') }
+  } catch {
+    return { rss: 0, peak: 0 }
+  }
+}
+
+/** The pids whose parent is `pid`. */
+export function childrenOf(pid: number): number[] {
   const out: number[] = []
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue

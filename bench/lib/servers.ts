@@ -43,6 +43,11 @@ export function profileDir(server: string): string {
 /** Every server started, for the failure report. */
 const started: { name: string; child: ChildProcess; output: () => string }[] = []
 
+/** Adds a server started elsewhere (bench/lib/sftp-servers.ts) to the failure report. */
+export function noteStarted(name: string, child: ChildProcess, output: () => string): void {
+  started.push({ name, child, output })
+}
+
 /** The last lines each server printed, and how it ended: printed when a benchmark fails. */
 export function serverReport(): string {
   return started
@@ -100,15 +105,22 @@ function wrap(name: string, child: ChildProcess, url: string, cpu: () => number)
 }
 
 /**
- * filegate from its CLI, as `npm start` runs it, with a fresh data directory.
+ * filegate from its CLI, as `npm start` runs it, with a fresh data directory
+ * (and, in `extra`, a config file and environment variables of its own).
  * Per-request log lines are off unless BENCH_LOG_REQUESTS=1 (the references log nothing).
  * `engine`: its HTTP engine (`http_engine`); the server is named "filegate" on the
  * default one and "filegate-node" when node:http is forced.
  */
-export async function startFilegate(dataDir: string, workers = env.workers, engine: 'auto' | 'node' = 'auto'): Promise<Server> {
+export async function startFilegate(
+  dataDir: string,
+  workers = env.workers,
+  engine: 'auto' | 'node' = 'auto',
+  extra: { readonly config?: string; readonly env?: Readonly<Record<string, string>> } = {},
+): Promise<Server> {
   const name = engine === 'node' ? 'filegate-node' : 'filegate'
   const nodeArgs = env.cpuProf ? ['--cpu-prof', '--cpu-prof-dir', profileDir(name)] : []
-  const child = track(process.execPath, [...nodeArgs, join(distDir(), 'front', 'main.js'), '--port', '0', '--data-dir', dataDir, '--workers', String(workers)], {
+  const configArgs = extra.config ? ['--config', extra.config] : []
+  const child = track(process.execPath, [...nodeArgs, join(distDir(), 'front', 'main.js'), ...configArgs, '--port', '0', '--data-dir', dataDir, '--workers', String(workers)], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -117,6 +129,7 @@ export async function startFilegate(dataDir: string, workers = env.workers, engi
       FILEGATE_LOG_LEVEL: 'info',
       FILEGATE_HTTP_ENGINE: engine,
       FILEGATE_SFTP_PORT: 'off',
+      ...extra.env,
     },
   })
   const url = await waitForLine(name, child, (line) => {
@@ -166,10 +179,10 @@ export function freePort(): Promise<number> {
   })
 }
 
-async function waitForPort(port: number, child: ChildProcess, what: string, ms = 15_000): Promise<void> {
+export async function waitForPort(port: number, child: ChildProcess | null, what: string, ms = 15_000): Promise<void> {
   const deadline = Date.now() + ms
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`${what} exited (${child.exitCode}) before listening`)
+    if (child && child.exitCode !== null) throw new Error(`${what} exited (${child.exitCode}) before listening`)
     const ok = await new Promise<boolean>((r) => {
       const c = createConnection({ host: '127.0.0.1', port }, () => {
         c.destroy()
