@@ -71,7 +71,7 @@ runBenchmark('sftp', async () => {
     await t.settle()
     const cpu0 = t.cpu()
     const client0 = reapedChildrenCpuSeconds()
-    const r = await sftpBatch(t, direction === 'download' ? ['get big.bin /dev/null'] : [`put ${source} up-${t.name}.bin`], work)
+    const r = await sftpBatch(t, key, direction === 'download' ? ['get big.bin /dev/null'] : [`put ${source} up-${t.name}.bin`], work)
     const clientCpu = reapedChildrenCpuSeconds() - client0
     await t.settle()
     const cpu = t.cpu() - cpu0

@@ -28,17 +28,13 @@ export interface ClientKey {
   readonly publicLine: string
 }
 
-export type Credentials = { readonly key: ClientKey } | { readonly password: string }
-
 export interface SftpTarget {
   readonly name: 'filegate' | 'openssh' | 'rclone'
   readonly port: number
   /** The server's main process (sshd: the listener, whose per-session children are reaped into it). */
   readonly pid: number
   readonly user: string
-  /** What `sftpBatch` logs in with. */
-  readonly auth: Credentials
-  /** A password that logs `user` in (session benchmark), when the server has one. */
+  /** A password that logs `user` in (session benchmark), when the server has one; every server takes the client key. */
   readonly password: string | null
   /**
    * CPU seconds used so far: the process's threads, plus its reaped children (sshd's
@@ -76,12 +72,11 @@ function target(
   child: ReturnType<typeof track>,
   port: number,
   user: string,
-  auth: Credentials,
   password: string | null,
   settle: () => Promise<void> = async () => {},
 ): SftpTarget {
   const pid = child.pid!
-  return { name, port, pid, user, auth, password, cpu: () => cpuSecondsWithReaped(pid), settle, memory: () => memory(pid), stop: () => stop(child, 5000) }
+  return { name, port, pid, user, password, cpu: () => cpuSecondsWithReaped(pid), settle, memory: () => memory(pid), stop: () => stop(child, 5000) }
 }
 
 /** OpenSSH sshd + sftp-server over `folder`, key login as root. */
@@ -133,7 +128,7 @@ export async function startOpenSsh(folder: string, key: ClientKey): Promise<Sftp
     const deadline = Date.now() + 10_000
     while (childrenOf(child.pid!).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
   }
-  return target('openssh', child, port, 'root', { key }, null, settle)
+  return target('openssh', child, port, 'root', null, settle)
 }
 
 /** `rclone serve sftp` over `folder` (key login), or why it is left out. */
@@ -154,7 +149,7 @@ export async function startRclone(folder: string, key: ClientKey): Promise<SftpT
     throw new Error(`${err.message}: ${out()}`)
   })
   progress(`rclone serve sftp listening on 127.0.0.1:${port} (pid ${child.pid})`)
-  return target('rclone', child, port, 'bench', { key }, null)
+  return target('rclone', child, port, 'bench', null)
 }
 
 interface Reply {
@@ -174,8 +169,7 @@ async function adminCall(url: string, path: string, body: unknown, token?: strin
 
 /**
  * filegate with its SFTP gateway on a `local` connection over `folder`, and a gateway
- * user "bench" (password and `key`), or why
- * it is left out (a build without gateways/sftp).
+ * user "bench" (password and `key`), or why it is left out (a checkout without gateways/sftp).
  */
 export async function startFilegateSftp(folder: string, key: ClientKey, workers: number): Promise<SftpTarget | { skipped: string }> {
   if (!existsSync(join(ROOT, 'gateways', 'sftp', 'index.ts'))) return { skipped: 'this checkout has no SFTP gateway (gateways/sftp/)' }
@@ -201,15 +195,13 @@ export async function startFilegateSftp(folder: string, key: ClientKey, workers:
   const body = { name: 'bench', password, authorized_keys: [key.publicLine], connection: 'bench', root: '/', read_only: false }
   const user = await adminCall(server.url, '/admin/api/users', body, token)
   if (user.status !== 'ok') throw new Error(`filegate refused the gateway user: ${JSON.stringify(user)}`)
-  // A build whose admin API has no authorized keys yet ignores them: sftp -b then logs in with the password.
-  const withKey = Array.isArray(user.result?.keys) && user.result.keys.length > 0
-  progress(`filegate SFTP gateway listening on 127.0.0.1:${port} (pid ${server.pid}), user "bench" (${withKey ? 'key' : 'password'}) on a local connection over ${folder}`)
+  if (!Array.isArray(user.result?.keys) || user.result.keys.length !== 1) throw new Error(`filegate did not take the user's key: ${JSON.stringify(user)}`)
+  progress(`filegate SFTP gateway listening on 127.0.0.1:${port} (pid ${server.pid}), user "bench" (password and key) on a local connection over ${folder}`)
   return {
     name: 'filegate',
     port,
     pid: server.pid,
     user: 'bench',
-    auth: withKey ? { key } : { password },
     password,
     cpu: () => cpuSecondsWithReaped(server.pid),
     settle: async () => {},
@@ -221,25 +213,17 @@ export async function startFilegateSftp(folder: string, key: ClientKey, workers:
 /** BENCH_SFTP_CLIENT_ARGS: more `sftp` options for every server, e.g. `-B 32768` (request size). */
 const EXTRA_ARGS = (process.env.BENCH_SFTP_CLIENT_ARGS ?? '').split(/\s+/).filter((a) => a !== '')
 
-/** The OpenSSH client options every server gets: one cipher, no compression, no host key checks. */
-function clientArgs(t: SftpTarget, dir: string): { args: string[]; env: NodeJS.ProcessEnv } {
-  const common = [...EXTRA_ARGS, '-c', CIPHER, '-o', 'Compression=no', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-P', String(t.port)]
-  if ('key' in t.auth) return { args: [...common, '-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes', '-i', t.auth.key.privatePath], env: process.env }
-  // A password through SSH_ASKPASS (-b alone would force BatchMode=yes, which refuses passwords).
-  const askpass = join(dir, `askpass-${t.name}`)
-  writeFileSync(askpass, `#!/bin/sh\necho '${t.auth.password}'\n`, { mode: 0o700 })
-  return {
-    args: [...common, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'PreferredAuthentications=password,keyboard-interactive'],
-    env: { ...process.env, SSH_ASKPASS: askpass, SSH_ASKPASS_REQUIRE: 'force', DISPLAY: process.env.DISPLAY ?? ':0' },
-  }
-}
-
-/** Runs OpenSSH's `sftp -b` with `lines` against `t`; fails on a non-zero exit (sftp -b stops at the first failed command). */
-export async function sftpBatch(t: SftpTarget, lines: readonly string[], dir: string): Promise<Finished> {
+/**
+ * Runs OpenSSH's `sftp -b` with `lines` against `t`, logged in with `key`: one cipher, no
+ * compression, no host key checks, the same for every server. Fails on a non-zero exit
+ * (sftp -b stops at the first failed command).
+ */
+export async function sftpBatch(t: SftpTarget, key: ClientKey, lines: readonly string[], dir: string): Promise<Finished> {
   const batch = join(dir, `batch-${t.name}`)
   writeFileSync(batch, `${lines.join('\n')}\n`)
-  const { args, env } = clientArgs(t, dir)
-  const r = await run('sftp', ['-q', '-b', batch, ...args, `${t.user}@127.0.0.1`], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const args = [...EXTRA_ARGS, '-c', CIPHER, '-o', 'Compression=no', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR']
+  args.push('-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes', '-i', key.privatePath, '-P', String(t.port))
+  const r = await run('sftp', ['-q', '-b', batch, ...args, `${t.user}@127.0.0.1`], { stdio: ['ignore', 'pipe', 'pipe'] })
   if (r.code !== 0) throw new Error(`sftp -b against ${t.name} failed (${r.code ?? r.signal}): ${r.stderr.trim().slice(-1500)}`)
   return r
 }

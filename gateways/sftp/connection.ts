@@ -12,6 +12,8 @@ import { type LoggedIn, authenticate } from './auth.js'
 import { serveSftp } from './session.js'
 
 export const ONLY_SFTP = 'filegate: only the sftp subsystem is served\n'
+/** Session channels one connection may hold open at once (as OpenSSH's MaxSessions). */
+export const MAX_SESSIONS = 10
 
 export interface ConnectionOptions {
   readonly login: GatewayLogin
@@ -34,8 +36,12 @@ export function onConnection(client: Connection, info: ClientInfo, opts: Connect
     opts.loggedIn()
   })
 
-  client.on('session', (accept) => {
+  let sessions = 0
+  client.on('session', (accept, reject) => {
+    if (sessions >= MAX_SESSIONS) return reject()
+    sessions++
     const session = accept()
+    session.once('close', () => sessions--)
     session.on('sftp', (acceptSftp, rejectSftp) => {
       if (who === null) return rejectSftp()
       serveSftp(acceptSftp(), { fs: who.fs, user: who.user, connId, address, log: opts.log })

@@ -13,7 +13,9 @@ import { validateConfig } from '../../../core/config.js'
 import { startFilegate } from '../../../front/app.js'
 import { silentLogger } from '../../../front/log.js'
 import { createSftpGateway } from '../../../gateways/sftp/index.js'
+import { MAX_SESSIONS } from '../../../gateways/sftp/connection.js'
 import { MAX_HANDLES } from '../../../gateways/sftp/session.js'
+import type { SFTPWrapper } from 'ssh2'
 import { call, sftpBatch, sshExec, ssh2Sftp } from './clients.js'
 import { BACKENDS, startGateway } from './fixture.js'
 import { serverDir } from '../../servers/process.js'
@@ -117,18 +119,19 @@ for (const backend of BACKENDS) {
   })
 }
 
-t.test('sftp: an append cut before CLOSE goes through a staging copy and commits nothing', async (t) => {
-  const { login, root, put, dataDir } = await startGateway(t, { backend: 'sftp' })
-  put('log.txt', 'line 1\n')
-  const { client, sftp } = await ssh2Sftp(t, login)
-  const h = await call<Buffer>(sftp.open.bind(sftp), 'log.txt', 'a')
+t.test('s3: an append cut before CLOSE goes through a staging copy and commits nothing', async (t) => {
+  const { login, dataDir } = await startGateway(t, { backend: 's3' })
+  const first = await ssh2Sftp(t, login)
+  await call(first.sftp.writeFile.bind(first.sftp), 'log.txt', 'line 1\n')
+  const h = await call<Buffer>(first.sftp.open.bind(first.sftp), 'log.txt', 'a')
   const more = Buffer.from('line 2\n'.repeat(10_000))
-  await call(sftp.write.bind(sftp), h, more, 0, more.length, 7)
-  t.equal(staged(dataDir).length, 1, 'a staging copy while the file is open')
-  ;(client as unknown as { _sock: { destroy(): void } })._sock.destroy()
+  await call(first.sftp.write.bind(first.sftp), h, more, 0, more.length, 7)
+  t.equal(staged(dataDir).length, 1, 'a staging copy while the file is open (S3 cannot write in place)')
+  ;(first.client as unknown as { _sock: { destroy(): void } })._sock.destroy()
   t.ok(await until(() => staged(dataDir).length === 0), 'the staging copy is removed')
-  t.equal(readFileSync(join(root, 'log.txt'), 'utf8'), 'line 1\n', 'the file is as it was')
-  t.same(readdirSync(root), ['log.txt'], 'no debris')
+  const { sftp } = await ssh2Sftp(t, login)
+  t.equal(String(await call<Buffer>(sftp.readFile.bind(sftp), 'log.txt')), 'line 1\n', 'the object is as it was')
+  t.same(((await call(sftp.readdir.bind(sftp), '/')) as { filename: string }[]).map((e) => e.filename), ['log.txt'], 'no debris')
 })
 
 t.test(`a session holds at most ${MAX_HANDLES} handles`, async (t) => {
@@ -143,6 +146,20 @@ t.test(`a session holds at most ${MAX_HANDLES} handles`, async (t) => {
   await call(sftp.close.bind(sftp), handles.pop())
   t.ok(await call(sftp.open.bind(sftp), 'f.txt', 'r'), 'closing one frees a place')
   await t.rejects(call(sftp.close.bind(sftp), handles[0]!.map((b) => b ^ 0xff)), { code: STATUS.FAILURE }, 'an unknown handle is refused')
+})
+
+t.test(`a connection holds at most ${MAX_SESSIONS} sessions at once`, async (t) => {
+  const { login } = await startGateway(t)
+  const { client } = await ssh2Sftp(t, login)
+  const open = () => new Promise<SFTPWrapper>((resolve, reject) => client.sftp((err, s) => (err ? reject(err) : resolve(s))))
+  const more: SFTPWrapper[] = []
+  for (let i = 1; i < MAX_SESSIONS; i++) more.push(await open())
+  await t.rejects(open(), 'one more is refused')
+  more.pop()!.end()
+  // The close reaches the server asynchronously: retry until it has.
+  let reopened = false
+  for (const deadline = Date.now() + 15_000; !reopened && Date.now() < deadline; ) reopened = await open().then(() => true, () => false)
+  t.ok(reopened, 'closing one frees a place')
 })
 
 t.test('a connection gets 6 login attempts, then it is closed', async (t) => {
