@@ -18,8 +18,11 @@ export const ALGORITHMS: Algorithms = {
   compress: ['none'],
 }
 
-/** Time a connection gets to log in. */
-export const LOGIN_GRACE_MS = 60_000
+/**
+ * Time a connection gets to log in: OpenSSH's LoginGraceTime (120 s), which also leaves
+ * room for a burst of password logins queued for the password hash.
+ */
+export const LOGIN_GRACE_MS = 120_000
 
 export interface SshListener {
   readonly port: number
@@ -41,6 +44,9 @@ export function listenSsh(hostKey: string, host: string, port: number, opts: Lis
   })
   const tcp = createServer((socket) => {
     const key = `${socket.remoteAddress}:${socket.remotePort}`
+    // As sshd: small SFTP replies (a WRITE's STATUS) go out at once. With Nagle they wait
+    // for the client's delayed ACK, and an upload crawls.
+    socket.setNoDelay(true)
     const grace = setTimeout(() => {
       opts.log('info', 'sftp login grace time over: connection closed', { address: socket.remoteAddress })
       socket.destroy()
