@@ -56,7 +56,7 @@ export interface WireOptions {
   readonly extensions: Readonly<Record<string, string>>
   /** Called once when the channel is over, whatever ended it. */
   readonly onClose: () => void
-  readonly log: (level: 'debug' | 'info', msg: string, fields?: Record<string, unknown>) => void
+  readonly log: (level: 'debug' | 'info' | 'error', msg: string, fields?: Record<string, unknown>) => void
 }
 
 const VERSION = 3
@@ -98,8 +98,9 @@ export class SftpServer {
       try {
         this.reader.push(chunk, (p) => this.onPacket(p))
       } catch (err) {
-        if (!(err instanceof Malformed)) throw err
-        this.opts.log('info', 'sftp protocol error: channel closed', { err: err.message })
+        // Never thrown out of an event handler: that would take the whole process down.
+        if (err instanceof Malformed) this.opts.log('info', 'sftp protocol error: channel closed', { err: err.message })
+        else this.opts.log('error', 'sftp session failed: channel closed', { err: String((err as Error)?.stack ?? err) })
         this.end()
       }
     })
