@@ -17,18 +17,17 @@ import { ADVERTISED, handleExtended } from './extensions.js'
 import { HandleTable } from './handles.js'
 import { MAX_HANDLES, MAX_PACKET, MAX_READ } from './limits.js'
 import { type Attrs, OPEN_MODE, STATUS } from './wire/codec.js'
-import { SftpServer } from './wire/server.js'
+import { type SftpChannel, SftpServer } from './wire/server.js'
 /** Entries fetched from the storage per listing page, and sent per READDIR answer. */
 const LIST_PAGE = 1000
 const NAMES_PER_READDIR = 100
 
-type Settable = Attrs
 
 interface FileState {
   readonly kind: 'file'
   readonly file: FileHandle
   /** FSETSTAT on a handle open for writing: applied once CLOSE has committed the file. */
-  after?: Settable
+  after?: Attrs
 }
 
 interface DirState {
@@ -65,7 +64,7 @@ export function flagsOf(pflags: number): OpenFlags {
 }
 
 /** Serves SFTP on `channel` (an accepted `sftp` subsystem) until it ends. */
-export function serveSftp(channel: ConstructorParameters<typeof SftpServer>[0], opts: SessionOptions): void {
+export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
   const { fs } = opts
   const life = new AbortController()
   const sftp = new SftpServer(channel, {
@@ -126,13 +125,13 @@ export function serveSftp(channel: ConstructorParameters<typeof SftpServer>[0], 
    * SETSTAT and FSETSTAT: everything asked is checked against what the storage can do
    * before anything changes, so a refused request changes nothing.
    */
-  const checkSettable = (a: Settable): void => {
+  const checkSettable = (a: Attrs): void => {
     if (fs.readOnly) throw new FsError('EACCES', 'read-only: nothing can be changed')
     if (a.uid !== undefined || a.gid !== undefined) throw new FsError('ENOTSUP', 'file owners cannot be changed on this server')
     if (a.mode !== undefined && !fs.abilities.modes) throw new FsError('ENOTSUP', 'this storage keeps no permission bits')
     if (a.mtime !== undefined && !fs.abilities.setTimes) throw new FsError('ENOTSUP', 'this storage does not let modification times be set')
   }
-  const applySettable = async (p: string, a: Settable): Promise<void> => {
+  const applySettable = async (p: string, a: Attrs): Promise<void> => {
     if (a.size !== undefined) await fs.truncate(ctx(), p, a.size)
     if (a.mode !== undefined) await fs.setMode(ctx(), p, a.mode & 0o7777)
     if (a.mtime !== undefined) {
@@ -227,7 +226,7 @@ export function serveSftp(channel: ConstructorParameters<typeof SftpServer>[0], 
 
   sftp.on('SETSTAT', (reqid, raw, attrs) => {
     run(reqid, 'SETSTAT', async () => {
-      const a = attrs as Settable
+      const a = attrs
       checkSettable(a)
       await applySettable(path(raw), a)
       ok(reqid)
@@ -238,7 +237,7 @@ export function serveSftp(channel: ConstructorParameters<typeof SftpServer>[0], 
     run(reqid, 'FSETSTAT', async () => {
       const h = handles.get(id)
       if (h === undefined) throw new FsError('EINVAL', 'no such handle')
-      const a = attrs as Settable
+      const a = attrs
       checkSettable(a)
       if (h.kind === 'dir') return void (await applySettable(h.path, a), ok(reqid))
       if (!h.file.flags.write) return void (await applySettable(h.file.path, a), ok(reqid))

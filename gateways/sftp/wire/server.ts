@@ -18,6 +18,9 @@ import type { Duplex } from 'node:stream'
 import { type Attrs, Fields, Malformed, Out, PACKET, STATUS, sizeOf } from './codec.js'
 import { PacketReader } from './framing.js'
 
+/** The accepted subsystem channel (ssh2's `ServerChannel`). */
+export type SftpChannel = Duplex & { close(): void }
+
 export interface NameEntry {
   readonly filename: string
   readonly longname: string
@@ -89,7 +92,7 @@ export class SftpServer {
   private flushScheduled = false
 
   constructor(
-    private readonly channel: Duplex & { close(): void },
+    private readonly channel: SftpChannel,
     private readonly opts: WireOptions,
   ) {
     this.reader = new PacketReader(opts.maxPacket)
