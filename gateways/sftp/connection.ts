@@ -17,6 +17,8 @@ export interface ConnectionOptions {
   readonly login: GatewayLogin
   /** Called once the client has logged in. */
   readonly loggedIn: () => void
+  /** The connection's TCP socket: corked while a session writes, so ssh2's packets leave together. */
+  readonly socket?: { cork(): void; uncork(): void }
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 }
 
@@ -40,7 +42,7 @@ export function onConnection(client: Connection, info: ClientInfo, opts: Connect
     // (./wire/), ssh2 the SSH beneath.
     session.on('subsystem', (acceptSub, reject, info) => {
       if (who === null || info.name !== 'sftp') return reject()
-      serveSftp(acceptSub(), { fs: who.fs, user: who.user, connId, address, log: opts.log })
+      serveSftp(acceptSub(), { fs: who.fs, user: who.user, connId, address, log: opts.log, ...(opts.socket ? { socket: opts.socket } : {}) })
     })
     const refuseCommand = (accept: () => { stderr: { write(s: string): void }; exit(code: number): void; end(): void }) => {
       const ch = accept()

@@ -30,7 +30,7 @@ export interface SshListener {
   close(): Promise<void>
 }
 
-export interface ListenOptions extends Omit<ConnectionOptions, 'loggedIn'> {
+export interface ListenOptions extends Omit<ConnectionOptions, 'loggedIn' | 'socket'> {
   readonly graceMs?: number
 }
 
@@ -40,7 +40,8 @@ export function listenSsh(hostKey: string, host: string, port: number, opts: Lis
   const sockets = new Map<string, { socket: Socket; grace: NodeJS.Timeout }>()
   const ssh = new Server({ hostKeys: [hostKey], algorithms: ALGORITHMS, ident: 'filegate' }, (client, info) => {
     const key = `${info.ip}:${info.port}`
-    onConnection(client, info, { ...opts, loggedIn: () => clearTimeout(sockets.get(key)?.grace) })
+    const socket = sockets.get(key)?.socket
+    onConnection(client, info, { ...opts, loggedIn: () => clearTimeout(sockets.get(key)?.grace), ...(socket ? { socket } : {}) })
   })
   const tcp = createServer((socket) => {
     const key = `${socket.remoteAddress}:${socket.remotePort}`

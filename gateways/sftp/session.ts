@@ -48,6 +48,7 @@ export interface SessionOptions {
   readonly connId: string
   readonly address: string
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
+  readonly socket?: { cork(): void; uncork(): void }
 }
 
 export function flagsOf(pflags: number): OpenFlags {
@@ -71,6 +72,7 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
     maxPacket: MAX_PACKET,
     extensions: ADVERTISED,
     onClose: () => end(),
+    ...(opts.socket ? { socket: opts.socket } : {}),
     log: (level, msg, fields) => opts.log(level, msg, { connId: opts.connId, ...fields }),
   })
   // Every open handle, and every request in flight, listens to the session's end.
