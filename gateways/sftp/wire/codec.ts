@@ -64,7 +64,9 @@ export interface Attrs {
 }
 
 /** A packet that does not parse: the session cannot go on (its requests' ids are unknown). */
-export class Malformed extends Error {}
+export class Malformed extends Error {
+  override readonly name = 'Malformed'
+}
 
 const TWO_32 = 2 ** 32
 
