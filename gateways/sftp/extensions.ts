@@ -81,14 +81,12 @@ async function copyData(data: Buffer, x: ExtensionContext): Promise<void> {
   const dst = x.file(req.to)
   if (!src.flags.read) throw new FsError('EACCES', 'the source was not opened for reading')
   if (!dst.flags.write) throw new FsError('EACCES', 'the target was not opened for writing')
-  if (src === dst) {
-    const end = req.length === 0 ? Infinity : req.readAt + req.length
-    if (req.writeAt < end && req.readAt < req.writeAt + (req.length === 0 ? Infinity : req.length)) {
-      throw new FsError('EINVAL', 'copy-data: overlapping ranges of one file')
-    }
+  const span = req.length === 0 ? Infinity : req.length
+  if (src === dst && req.readAt < req.writeAt + span && req.writeAt < req.readAt + span) {
+    throw new FsError('EINVAL', 'copy-data: overlapping ranges of one file')
   }
   const { signal } = x.ctx()
-  let left = req.length === 0 ? Infinity : req.length
+  let left = span
   let readAt = req.readAt
   let writeAt = req.writeAt
   while (left > 0) {
