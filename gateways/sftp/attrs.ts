@@ -3,8 +3,8 @@
  * Entries as SFTP v3 attributes, and the `ls -l` style long names READDIR carries
  * (OpenSSH's `sftp` prints them as they are for `ls -l`).
  */
-import type { Attributes } from 'ssh2'
 import type { FsEntry } from '../../core/protocol-fs.js'
+import type { Attrs } from './wire/codec.js'
 
 const S_IFDIR = 0o040000
 const S_IFREG = 0o100000
@@ -17,8 +17,8 @@ export function modeOf(e: FsEntry): number {
 }
 
 /** No uid/gid: the storages behind a view have no owners to tell. Times only when known. */
-export function toAttrs(e: FsEntry): Attributes {
-  const base = { mode: modeOf(e), size: e.size } as Attributes
+export function toAttrs(e: FsEntry): Attrs {
+  const base = { mode: modeOf(e), size: e.size }
   if (e.mtimeMs === null) return base
   // SFTP v3 times are unsigned 32-bit seconds: times outside 1970..2106 are clamped.
   const t = Math.min(0xffffffff, Math.max(0, Math.floor(e.mtimeMs / 1000)))

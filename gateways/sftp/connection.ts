@@ -19,6 +19,8 @@ export interface ConnectionOptions {
   readonly login: GatewayLogin
   /** Called once the client has logged in. */
   readonly loggedIn: () => void
+  /** The connection's TCP socket: corked while a session writes, so ssh2's packets leave together. */
+  readonly socket?: { cork(): void; uncork(): void }
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 }
 
@@ -42,9 +44,11 @@ export function onConnection(client: Connection, info: ClientInfo, opts: Connect
     sessions++
     const session = accept()
     session.once('close', () => sessions--)
-    session.on('sftp', (acceptSftp, rejectSftp) => {
-      if (who === null) return rejectSftp()
-      serveSftp(acceptSftp(), { fs: who.fs, user: who.user, connId, address, log: opts.log })
+    // The `sftp` subsystem is taken as a plain channel: the gateway speaks SFTP itself
+    // (./wire/), ssh2 the SSH beneath.
+    session.on('subsystem', (acceptSub, reject, info) => {
+      if (who === null || info.name !== 'sftp') return reject()
+      serveSftp(acceptSub(), { fs: who.fs, user: who.user, connId, address, log: opts.log, ...(opts.socket ? { socket: opts.socket } : {}) })
     })
     const refuseCommand = (accept: () => { stderr: { write(s: string): void }; exit(code: number): void; end(): void }) => {
       const ch = accept()
@@ -54,7 +58,6 @@ export function onConnection(client: Connection, info: ClientInfo, opts: Connect
     }
     session.on('exec', (acceptExec) => refuseCommand(acceptExec))
     session.on('shell', (acceptShell) => refuseCommand(acceptShell))
-    session.on('subsystem', (_a, reject) => reject())
     for (const ev of ['pty', 'env', 'x11', 'auth-agent', 'signal', 'window-change'] as const) {
       session.on(ev as 'pty', (_accept, reject) => reject?.())
     }

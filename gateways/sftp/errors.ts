@@ -4,10 +4,8 @@
  * codes. SFTP v3 has few codes: everything that is neither "no such file", "permission
  * denied" nor "unsupported" is FAILURE, with the error's message telling which.
  */
-import { utils } from './ssh2.js'
 import { type FsErrorCode, isFsError } from '../../core/errors.js'
-
-export const STATUS = utils.sftp.STATUS_CODE
+import { STATUS } from './wire/codec.js'
 
 const TABLE: Readonly<Record<FsErrorCode, number>> = {
   ENOENT: STATUS.NO_SUCH_FILE,

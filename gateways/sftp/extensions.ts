@@ -1,51 +1,101 @@
 /**
  * @module gateways/sftp/extensions
- * SFTP extended requests. ssh2 1.17's server sends a fixed VERSION packet (no
- * extension list) and has no public way to send an EXTENDED_REPLY, so: no extension
- * is advertised (OpenSSH's `sftp` and rclone then do without), and only extensions
- * whose answer is a plain status are served to clients that send them anyway
- * (paramiko's `posix_rename`). Those needing a reply (statvfs@openssh.com,
- * limits@openssh.com) are OP_UNSUPPORTED. See docs/gateways.md, "SFTP gateway".
+ * SFTP extended requests: those advertised in VERSION (`ADVERTISED`), and
+ * posix-rename@openssh.com's reply. Not advertised, and refused: fsync@openssh.com
+ * (nothing written is durable before CLOSE commits it, so answering OK would claim what
+ * is not true), statvfs@openssh.com (the storages' free space is not known to the
+ * gateway), hardlink@openssh.com (no links are served). See docs/sftp-gateway.md.
  */
 import { FsError } from '../../core/errors.js'
-import type { ProtocolFs } from '../../core/protocol-fs.js'
+import type { FileHandle, ProtocolFs } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
+import { MAX_HANDLES, MAX_PACKET, MAX_READ, MAX_WRITE } from './limits.js'
+import { Fields, Malformed } from './wire/codec.js'
+
+/** name → version, as VERSION lists them. */
+export const ADVERTISED: Readonly<Record<string, string>> = {
+  'posix-rename@openssh.com': '1',
+  'limits@openssh.com': '1',
+  'copy-data': '1',
+}
 
 export interface ExtensionContext {
   readonly fs: ProtocolFs
   ctx(): RequestContext
   /** A raw protocol path → canonical (throws EINVAL). */
   path(raw: string): string
+  /** An open file of this session, by handle (throws EINVAL, EISDIR). */
+  file(handle: Buffer): FileHandle
   ok(): void
+  reply(data: Buffer): void
 }
 
-/** The SSH `string`s at the start of an extension's data. */
-function strings(data: Buffer | undefined, count: number): string[] {
-  const out: string[] = []
-  let p = 0
-  for (let i = 0; i < count; i++) {
-    if (data === undefined || p + 4 > data.length) throw new FsError('EINVAL', 'malformed extended request')
-    const len = data.readUInt32BE(p)
-    if (p + 4 + len > data.length) throw new FsError('EINVAL', 'malformed extended request')
-    out.push(data.toString('utf8', p + 4, p + 4 + len))
-    p += 4 + len
+/** copy-data moves this much at a time: one read in memory per copy. */
+const COPY_CHUNK = MAX_READ
+
+/** max-packet-length, max-read-length, max-write-length, max-open-handles: uint64 each. */
+function limitsReply(): Buffer {
+  const b = Buffer.alloc(32)
+  for (const [i, v] of [MAX_PACKET, MAX_READ, MAX_WRITE, MAX_HANDLES].entries()) b.writeBigUInt64BE(BigInt(v), i * 8)
+  return b
+}
+
+/** Reads an extension's fields; a malformed one is this request's error, not the session's. */
+function fields<T>(data: Buffer, read: (f: Fields) => T): T {
+  try {
+    return read(new Fields(data))
+  } catch (err) {
+    if (err instanceof Malformed) throw new FsError('EINVAL', 'malformed extended request')
+    throw err
   }
-  return out
 }
 
-export async function handleExtended(name: string, data: Buffer | undefined, x: ExtensionContext): Promise<void> {
+export async function handleExtended(name: string, data: Buffer, x: ExtensionContext): Promise<void> {
   switch (name) {
     case 'posix-rename@openssh.com': {
       // Unlike SFTP v3's RENAME, replaces an existing file target.
-      const [from, to] = strings(data, 2)
-      await x.fs.rename(x.ctx(), x.path(from!), x.path(to!), { overwrite: true })
+      const [from, to] = fields(data, (f) => [f.string(), f.string()] as const)
+      await x.fs.rename(x.ctx(), x.path(from), x.path(to), { overwrite: true })
       return x.ok()
     }
+    case 'limits@openssh.com':
+      return x.reply(limitsReply())
+    case 'copy-data':
+      await copyData(data, x)
+      return x.ok()
     case 'fsync@openssh.com':
-      // Nothing written is durable before CLOSE commits it (uploads are atomic):
-      // answering OK here would claim what is not true.
       throw new FsError('ENOTSUP', 'written data is committed when the file is closed')
     default:
       throw new FsError('ENOTSUP', `${name} is not supported`)
+  }
+}
+
+/**
+ * copy-data (draft-ietf-secsh-filexfer-extensions): from one open handle to another, as
+ * a series of READs and WRITEs would, through the storage's own handles (so it is right
+ * on every backend), one chunk in memory at a time. A length of 0 copies to the end.
+ */
+async function copyData(data: Buffer, x: ExtensionContext): Promise<void> {
+  const req = fields(data, (f) => ({ from: f.bytes(), readAt: f.u64(), length: f.u64(), to: f.bytes(), writeAt: f.u64() }))
+  const src = x.file(req.from)
+  const dst = x.file(req.to)
+  if (!src.flags.read) throw new FsError('EACCES', 'the source was not opened for reading')
+  if (!dst.flags.write) throw new FsError('EACCES', 'the target was not opened for writing')
+  const span = req.length === 0 ? Infinity : req.length
+  if (src === dst && req.readAt < req.writeAt + span && req.writeAt < req.readAt + span) {
+    throw new FsError('EINVAL', 'copy-data: overlapping ranges of one file')
+  }
+  const { signal } = x.ctx()
+  let left = span
+  let readAt = req.readAt
+  let writeAt = req.writeAt
+  while (left > 0) {
+    const chunk = await src.read(readAt, Math.min(COPY_CHUNK, left))
+    if (chunk.byteLength === 0) break
+    if (signal.aborted) throw new FsError('ECANCELED', 'the session ended')
+    await dst.write(writeAt, chunk)
+    readAt += chunk.byteLength
+    writeAt += chunk.byteLength
+    left -= chunk.byteLength
   }
 }

@@ -12,7 +12,7 @@ export interface SftpGatewayOptions {
   /** 0 picks a free port (the gateway's `port` tells which). */
   readonly port: number
   readonly host: string
-  /** Time a connection gets to log in (default 60 s). */
+  /** Time a connection gets to log in (default 120 s). */
   readonly loginGraceMs?: number
 }
 

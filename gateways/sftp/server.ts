@@ -18,8 +18,11 @@ export const ALGORITHMS: Algorithms = {
   compress: ['none'],
 }
 
-/** Time a connection gets to log in. */
-export const LOGIN_GRACE_MS = 60_000
+/**
+ * Time a connection gets to log in: OpenSSH's LoginGraceTime (120 s), which also leaves
+ * room for a burst of password logins queued for the password hash.
+ */
+export const LOGIN_GRACE_MS = 120_000
 
 export interface SshListener {
   readonly port: number
@@ -27,7 +30,7 @@ export interface SshListener {
   close(): Promise<void>
 }
 
-export interface ListenOptions extends Omit<ConnectionOptions, 'loggedIn'> {
+export interface ListenOptions extends Omit<ConnectionOptions, 'loggedIn' | 'socket'> {
   readonly graceMs?: number
 }
 
@@ -37,10 +40,14 @@ export function listenSsh(hostKey: string, host: string, port: number, opts: Lis
   const sockets = new Map<string, { socket: Socket; grace: NodeJS.Timeout }>()
   const ssh = new Server({ hostKeys: [hostKey], algorithms: ALGORITHMS, ident: 'filegate' }, (client, info) => {
     const key = `${info.ip}:${info.port}`
-    onConnection(client, info, { ...opts, loggedIn: () => clearTimeout(sockets.get(key)?.grace) })
+    const socket = sockets.get(key)?.socket
+    onConnection(client, info, { ...opts, loggedIn: () => clearTimeout(sockets.get(key)?.grace), ...(socket ? { socket } : {}) })
   })
   const tcp = createServer((socket) => {
     const key = `${socket.remoteAddress}:${socket.remotePort}`
+    // As sshd: small SFTP replies (a WRITE's STATUS) go out at once. With Nagle they wait
+    // for the client's delayed ACK, and an upload crawls.
+    socket.setNoDelay(true)
     const grace = setTimeout(() => {
       opts.log('info', 'sftp login grace time over: connection closed', { address: socket.remoteAddress })
       socket.destroy()

@@ -7,34 +7,27 @@
  * every handle still open, so a transfer cut before CLOSE commits nothing.
  */
 import { setMaxListeners } from 'node:events'
-import type { Attributes, SFTPWrapper } from 'ssh2'
-import { utils } from './ssh2.js'
 import { FsError } from '../../core/errors.js'
 import { resolveProtocolPath } from '../../core/paths.js'
 import type { FileHandle, FsEntry, OpenFlags, ProtocolFs } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
 import { longName, toAttrs } from './attrs.js'
-import { STATUS, toStatus } from './errors.js'
-import { handleExtended } from './extensions.js'
+import { toStatus } from './errors.js'
+import { ADVERTISED, handleExtended } from './extensions.js'
 import { HandleTable } from './handles.js'
-
-const OPEN_MODE = utils.sftp.OPEN_MODE
-
-/** Open handles one session may hold. */
-export const MAX_HANDLES = 256
-/** The most bytes one READ answers (a client asking more gets a short read and asks again). */
-export const MAX_READ = 255 * 1024
+import { MAX_HANDLES, MAX_PACKET, MAX_READ } from './limits.js'
+import { type Attrs, OPEN_MODE, STATUS } from './wire/codec.js'
+import { type SftpChannel, SftpServer } from './wire/server.js'
 /** Entries fetched from the storage per listing page, and sent per READDIR answer. */
 const LIST_PAGE = 1000
 const NAMES_PER_READDIR = 100
 
-type Settable = Partial<Pick<Attributes, 'mode' | 'uid' | 'gid' | 'size' | 'atime' | 'mtime'>>
 
 interface FileState {
   readonly kind: 'file'
   readonly file: FileHandle
   /** FSETSTAT on a handle open for writing: applied once CLOSE has committed the file. */
-  after?: Settable
+  after?: Attrs
 }
 
 interface DirState {
@@ -55,6 +48,7 @@ export interface SessionOptions {
   readonly connId: string
   readonly address: string
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
+  readonly socket?: { cork(): void; uncork(): void }
 }
 
 export function flagsOf(pflags: number): OpenFlags {
@@ -70,10 +64,17 @@ export function flagsOf(pflags: number): OpenFlags {
   }
 }
 
-/** Serves SFTP requests on `sftp` until the channel ends. */
-export function serveSftp(sftp: SFTPWrapper, opts: SessionOptions): void {
+/** Serves SFTP on `channel` (an accepted `sftp` subsystem) until it ends. */
+export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
   const { fs } = opts
   const life = new AbortController()
+  const sftp = new SftpServer(channel, {
+    maxPacket: MAX_PACKET,
+    extensions: ADVERTISED,
+    onClose: () => end(),
+    ...(opts.socket ? { socket: opts.socket } : {}),
+    log: (level, msg, fields) => opts.log(level, msg, { connId: opts.connId, ...fields }),
+  })
   // Every open handle, and every request in flight, listens to the session's end.
   setMaxListeners(MAX_HANDLES + 1024, life.signal)
   const handles = new HandleTable<Open>(MAX_HANDLES)
@@ -98,6 +99,11 @@ export function serveSftp(sftp: SFTPWrapper, opts: SessionOptions): void {
     })()
   }
   const ok = (reqid: number) => sftp.status(reqid, STATUS.OK)
+  const end = (): void => {
+    if (life.signal.aborted) return
+    life.abort()
+    for (const h of handles.drain()) if (h.kind === 'file') h.file.abort()
+  }
 
   const fileOf = (id: Buffer): FileState => {
     const h = handles.get(id)
@@ -121,13 +127,13 @@ export function serveSftp(sftp: SFTPWrapper, opts: SessionOptions): void {
    * SETSTAT and FSETSTAT: everything asked is checked against what the storage can do
    * before anything changes, so a refused request changes nothing.
    */
-  const checkSettable = (a: Settable): void => {
+  const checkSettable = (a: Attrs): void => {
     if (fs.readOnly) throw new FsError('EACCES', 'read-only: nothing can be changed')
     if (a.uid !== undefined || a.gid !== undefined) throw new FsError('ENOTSUP', 'file owners cannot be changed on this server')
     if (a.mode !== undefined && !fs.abilities.modes) throw new FsError('ENOTSUP', 'this storage keeps no permission bits')
     if (a.mtime !== undefined && !fs.abilities.setTimes) throw new FsError('ENOTSUP', 'this storage does not let modification times be set')
   }
-  const applySettable = async (p: string, a: Settable): Promise<void> => {
+  const applySettable = async (p: string, a: Attrs): Promise<void> => {
     if (a.size !== undefined) await fs.truncate(ctx(), p, a.size)
     if (a.mode !== undefined) await fs.setMode(ctx(), p, a.mode & 0o7777)
     if (a.mtime !== undefined) {
@@ -157,7 +163,7 @@ export function serveSftp(sftp: SFTPWrapper, opts: SessionOptions): void {
       if (!file.flags.read) throw new FsError('EACCES', 'the file was not opened for reading')
       const data = await file.read(offset, Math.min(len, MAX_READ))
       if (data.byteLength === 0 && len > 0) return void sftp.status(reqid, STATUS.EOF)
-      sftp.data(reqid, Buffer.from(data.buffer, data.byteOffset, data.byteLength))
+      sftp.data(reqid, data)
     })
   })
 
@@ -222,7 +228,7 @@ export function serveSftp(sftp: SFTPWrapper, opts: SessionOptions): void {
 
   sftp.on('SETSTAT', (reqid, raw, attrs) => {
     run(reqid, 'SETSTAT', async () => {
-      const a = attrs as Settable
+      const a = attrs
       checkSettable(a)
       await applySettable(path(raw), a)
       ok(reqid)
@@ -233,7 +239,7 @@ export function serveSftp(sftp: SFTPWrapper, opts: SessionOptions): void {
     run(reqid, 'FSETSTAT', async () => {
       const h = handles.get(id)
       if (h === undefined) throw new FsError('EINVAL', 'no such handle')
-      const a = attrs as Settable
+      const a = attrs
       checkSettable(a)
       if (h.kind === 'dir') return void (await applySettable(h.path, a), ok(reqid))
       if (!h.file.flags.write) return void (await applySettable(h.file.path, a), ok(reqid))
@@ -257,31 +263,23 @@ export function serveSftp(sftp: SFTPWrapper, opts: SessionOptions): void {
   sftp.on('REALPATH', (reqid, raw) => {
     run(reqid, 'REALPATH', () => {
       const p = path(raw === '' ? '.' : raw)
-      sftp.name(reqid, [{ filename: p, longname: p, attrs: {} as Attributes }])
+      sftp.name(reqid, [{ filename: p, longname: p, attrs: {} }])
     })
   })
   const noLinks = (reqid: number) => sftp.status(reqid, STATUS.OP_UNSUPPORTED, 'symbolic links are not served')
   sftp.on('READLINK', noLinks)
   sftp.on('SYMLINK', noLinks)
 
-  // ssh2 types do not list the server's EXTENDED event.
-  ;(sftp as unknown as NodeJS.EventEmitter).on('EXTENDED', (reqid: number, name: string, data: Buffer | undefined) => {
-    run(reqid, name, () => handleExtended(name, data, { fs, ctx, path, ok: () => ok(reqid) }))
-  })
-
-  const end = (): void => {
-    if (life.signal.aborted) return
-    life.abort()
-    for (const h of handles.drain()) if (h.kind === 'file') h.file.abort()
-  }
-  sftp.on('end', () => {
-    // The client is done (EOF): close our side too, or it waits for us.
-    end()
-    sftp.end()
-  })
-  sftp.on('close', end)
-  sftp.on('error', (err: Error) => {
-    opts.log('debug', 'sftp channel error', { connId: opts.connId, err: err.message })
-    end()
+  sftp.on('EXTENDED', (reqid, name, data) => {
+    run(reqid, name, () =>
+      handleExtended(name, data, {
+        fs,
+        ctx,
+        path,
+        file: (id) => fileOf(id).file,
+        ok: () => ok(reqid),
+        reply: (bytes) => sftp.extendedReply(reqid, bytes),
+      }),
+    )
   })
 }

@@ -70,13 +70,11 @@ for (const backend of BACKENDS) {
   t.test(`${backend}: sftp -b: errors are reported, and the batch stops at the first`, async (t) => {
     const { login, root, put, mkdir } = await startGateway(t, { backend })
     put('a.txt', 'a')
-    put('b.txt', 'b')
     mkdir('full')
     put('full/x', 'x')
     for (const [cmd, msg] of [
       ['get nothing-here.txt', /not found|No such file/i],
       ['rmdir full', /Failure|not empty/i],
-      ['rename a.txt b.txt', /Failure|exists/i],
       ['mkdir full', /Failure|exists/i],
       ['ls /../../etc/passwd', /not found/i],
     ] as const) {
@@ -84,7 +82,7 @@ for (const backend of BACKENDS) {
       t.not(r.code, 0, `${cmd}: the batch fails`)
       t.match(r.stderr, msg, `${cmd}: ${r.stderr.trim()}`)
     }
-    t.equal(readFileSync(join(root, 'b.txt'), 'utf8'), 'b', 'RENAME did not replace an existing target')
+    t.equal(readFileSync(join(root, 'a.txt'), 'utf8'), 'a', 'nothing changed')
   })
 
   t.test(`${backend}: read-only users: every write is PERMISSION_DENIED, reads work`, async (t) => {
