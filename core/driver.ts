@@ -40,6 +40,20 @@ export interface Entry {
   readonly mode?: number
 }
 
+/** A file system's size and free space (statvfs), in bytes and files. */
+export interface Space {
+  /** Block size the figures below count in (f_frsize). */
+  readonly blockSize: number
+  readonly totalBytes: number
+  readonly freeBytes: number
+  /** Free for an unprivileged user. */
+  readonly availableBytes: number
+  readonly totalFiles: number
+  readonly freeFiles: number
+  /** Longest name, in bytes. */
+  readonly maxNameBytes: number
+}
+
 /** Static traits of a backend. */
 export interface Features {
   /** An empty directory exists on its own (false for prefix stores like S3). */
@@ -148,6 +162,12 @@ export interface Driver {
    * Missing: they go through a staging copy. @throws FsError ENOENT | EISDIR
    */
   writeAt?(ctx: OpContext, path: string, offset: number, data: Uint8Array): Promise<void>
+
+  /**
+   * Size and free space of the file system holding `path` (what `df` shows). Missing: the
+   * backend does not tell (ENOTSUP). @throws FsError ENOENT
+   */
+  space?(ctx: OpContext, path: string): Promise<Space>
 
   /**
    * Copies one file inside the backend (the bytes never leave it), atomically as `write`.

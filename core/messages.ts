@@ -17,7 +17,7 @@
  */
 import type { MessagePort } from 'node:worker_threads'
 import type { BackendSpec } from './backend.js'
-import type { ByteRange, Entry } from './driver.js'
+import type { ByteRange, Entry, Space } from './driver.js'
 import type { WireError } from './errors.js'
 import type { FsAbilities } from './protocol-fs.js'
 
@@ -90,6 +90,8 @@ export type RequestBody =
   | { readonly op: 'writeAt'; readonly path: string; readonly offset: number; readonly data: Uint8Array }
   /** What the backend can do (reply: `BackendAbilities`); also checks that it can be reached. */
   | { readonly op: 'abilities' }
+  /** Size and free space of the file system holding `path` (reply: `Space`); ENOTSUP where the backend does not tell. */
+  | { readonly op: 'space'; readonly path: string }
   /** Creates an empty file (parents as needed); an existing file is left alone. */
   | { readonly op: 'touch'; readonly path: string }
   /** Reply value: `ZipStart`; then the archive bytes on its port. */
@@ -115,6 +117,7 @@ export interface ReplyValues {
   copy: Entry
   writeAt: null
   abilities: BackendAbilities
+  space: Space
   touch: null
   zip: ZipStart
 }

@@ -15,7 +15,7 @@
  * (core/errors.ts): each gateway maps its codes to its protocol in one table of its own.
  * A read-only view answers EACCES to every write, before anything reaches a worker.
  */
-import type { Entry } from './driver.js'
+import type { Entry, Space } from './driver.js'
 import type { RequestContext } from './storage.js'
 
 /** An entry, with its permission bits where the backend keeps them. */
@@ -126,6 +126,8 @@ export interface ProtocolFs {
    * @throws ENOENT (no file, no `create`) | EEXIST (`exclusive`) | EISDIR | EACCES
    */
   open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle>
+  /** Size and free space of the storage holding `path` (SFTP's statvfs, `df`). @throws ENOTSUP where the backend does not tell */
+  space(ctx: RequestContext, path: string): Promise<Space>
   /** Ends the view (the session closed): every handle still open is aborted. */
   close(): void
 }

@@ -15,7 +15,7 @@
  */
 import type { Transferable } from 'node:worker_threads'
 import type { BackendSpec } from '../core/backend.js'
-import type { Entry } from '../core/driver.js'
+import type { Entry, Space } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
 import { isCanonical, parentOf } from '../core/paths.js'
 import type { BackendAbilities } from '../core/messages.js'
@@ -206,6 +206,10 @@ class GatewayFs implements ProtocolFs {
 
   copy(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<FsEntry> {
     return this.#write([from, to], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'copy', from, to, overwrite: opts.overwrite })))
+  }
+
+  space(ctx: RequestContext, path: string): Promise<Space> {
+    return this.#call([path], () => this.#ch.call<Space>(ctx, { op: 'space', path }))
   }
 
   open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle> {

@@ -11,7 +11,7 @@
  */
 import { MessageChannel, type MessagePort, type Transferable } from 'node:worker_threads'
 import { type BackendSpec, backendKey } from '../core/backend.js'
-import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../core/driver.js'
+import type { ByteRange, Driver, Entry, Features, OpContext, Space, WriteOptions } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
 import { PROTOCOL_VERSION, type RangeSpec, type ReadHead, type ReadStart, type Request, type RequestBody, type TransformRequest, type ZipCompression, type ZipHead, type ZipStart } from '../core/messages.js'
 import { PortReader, PortWriter } from '../core/port-stream.js'
@@ -197,6 +197,9 @@ export class RemoteDriver implements Driver {
   }
   copy(ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<Entry> {
     return this.#ch.call(ctx, { op: 'copy', from, to, overwrite: opts.overwrite })
+  }
+  space(ctx: OpContext, path: string): Promise<Space> {
+    return this.#ch.call(ctx, { op: 'space', path })
   }
   writeAt(ctx: OpContext, path: string, offset: number, data: Uint8Array): Promise<void> {
     return this.#ch.call(ctx, { op: 'writeAt', path, offset, data })

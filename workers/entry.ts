@@ -125,6 +125,9 @@ async function run(d: Driver, msg: Request, ctx: OpContext, transfer: Transferab
       return d.writeAt(ctx, msg.path, msg.offset, msg.data).then(() => null)
     case 'abilities':
       return abilitiesOf(d)
+    case 'space':
+      if (!d.space) throw new FsError('ENOTSUP', 'this storage does not tell its size and free space', { path: msg.path })
+      return d.space(ctx, msg.path)
     case 'remove':
       if (msg.kind) return removeOne(ctx, d, msg.path, msg.kind).then(() => null)
       return (msg.recursive ? removeTree(ctx, d, msg.path) : d.remove(ctx, msg.path)).then(() => null)

@@ -1,11 +1,13 @@
 /**
  * @module gateways/sftp/extensions
  * SFTP extended requests: those advertised in VERSION (`ADVERTISED`), and
- * posix-rename@openssh.com's reply. Not advertised, and refused: fsync@openssh.com
- * (nothing written is durable before CLOSE commits it, so answering OK would claim what
- * is not true), statvfs@openssh.com (the storages' free space is not known to the
- * gateway), hardlink@openssh.com (no links are served). See docs/sftp-gateway.md.
+ * posix-rename@openssh.com's reply. statvfs@openssh.com and fstatvfs@openssh.com answer
+ * where the storage tells its size and free space (local folders, tmp), else
+ * OP_UNSUPPORTED. Not advertised, and refused: fsync@openssh.com (nothing written is
+ * durable before CLOSE commits it, so answering OK would claim what is not true),
+ * hardlink@openssh.com (no links are served). See docs/sftp-gateway.md.
  */
+import type { Space } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
 import type { FileHandle, ProtocolFs } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
@@ -17,6 +19,8 @@ export const ADVERTISED: Readonly<Record<string, string>> = {
   'posix-rename@openssh.com': '1',
   'limits@openssh.com': '1',
   'copy-data': '1',
+  'statvfs@openssh.com': '2',
+  'fstatvfs@openssh.com': '2',
 }
 
 export interface ExtensionContext {
@@ -37,6 +41,20 @@ const COPY_CHUNK = MAX_READ
 function limitsReply(): Buffer {
   const b = Buffer.alloc(32)
   for (const [i, v] of [MAX_PACKET, MAX_READ, MAX_WRITE, MAX_HANDLES].entries()) b.writeBigUInt64BE(BigInt(v), i * 8)
+  return b
+}
+
+/** statvfs's f_flag bits. */
+const ST_RDONLY = 1
+const ST_NOSUID = 2
+
+/** statvfs@openssh.com's reply: eleven uint64 (bsize, frsize, blocks, bfree, bavail, files, ffree, favail, fsid, flag, namemax). */
+function statvfsReply(s: Space, readOnly: boolean): Buffer {
+  const frsize = Math.max(1, s.blockSize)
+  const blocks = (n: number) => Math.floor(n / frsize)
+  const values = [frsize, frsize, blocks(s.totalBytes), blocks(s.freeBytes), blocks(readOnly ? 0 : s.availableBytes), s.totalFiles, s.freeFiles, s.freeFiles, 0, ST_NOSUID | (readOnly ? ST_RDONLY : 0), s.maxNameBytes]
+  const b = Buffer.alloc(values.length * 8)
+  for (const [i, v] of values.entries()) b.writeBigUInt64BE(BigInt(Math.max(0, Math.floor(v))), i * 8)
   return b
 }
 
@@ -63,6 +81,14 @@ export async function handleExtended(name: string, data: Buffer, x: ExtensionCon
     case 'copy-data':
       await copyData(data, x)
       return x.ok()
+    case 'statvfs@openssh.com': {
+      const raw = fields(data, (f) => f.string())
+      return x.reply(statvfsReply(await x.fs.space(x.ctx(), x.path(raw)), x.fs.readOnly))
+    }
+    case 'fstatvfs@openssh.com': {
+      const handle = fields(data, (f) => f.bytes())
+      return x.reply(statvfsReply(await x.fs.space(x.ctx(), x.file(handle).path), x.fs.readOnly))
+    }
     case 'fsync@openssh.com':
       throw new FsError('ENOTSUP', 'written data is committed when the file is closed')
     default:

@@ -26,7 +26,7 @@
 import { constants as fsc, type Stats } from 'node:fs'
 import * as fs from 'node:fs/promises'
 import * as nodePath from 'node:path'
-import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../core/driver.js'
+import type { ByteRange, Driver, Entry, Features, OpContext, Space, WriteOptions } from '../../core/driver.js'
 import { FsError, type FsErrorCode, isFsError } from '../../core/errors.js'
 import { baseName } from '../../core/paths.js'
 import { createPathPinner, createPinner, type Pin, type PinOptions, type Pinner } from './local/pin.js'
@@ -263,6 +263,21 @@ class LocalDriver implements Driver {
 
   async setMtime(_ctx: OpContext, path: string, mtimeMs: number): Promise<void> {
     return this.#pinned(path, {}, (p) => fs.utimes(p.at, new Date(), new Date(mtimeMs)))
+  }
+
+  async space(_ctx: OpContext, path: string): Promise<Space> {
+    return this.#pinned(path, {}, async (p) => {
+      const s = await fs.statfs(p.at)
+      return {
+        blockSize: s.bsize,
+        totalBytes: s.blocks * s.bsize,
+        freeBytes: s.bfree * s.bsize,
+        availableBytes: s.bavail * s.bsize,
+        totalFiles: s.files,
+        freeFiles: s.ffree,
+        maxNameBytes: 255,
+      }
+    })
   }
 
   /** Permission bits only: set-user-ID, set-group-ID and sticky bits are never set on the server's disk. */

@@ -5,7 +5,7 @@
  * bad packets gets (the channel closed, the server still serving).
  */
 import { randomBytes } from 'node:crypto'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, statfsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import ssh2 from 'ssh2'
@@ -22,10 +22,10 @@ t.test('OpenSSH sftp sees the extensions and moves 255 KiB per request', async (
   put('down.bin', payload)
   const r = await sftpBatch(t, login, [`lcd ${local}`, 'put up.bin', 'get down.bin back.bin', ''].join('\n'), ['-vvv'])
   t.equal(r.code, 0, r.code === 0 ? "the batch succeeds" : r.stderr.slice(-2000))
-  for (const ext of ['limits@openssh.com', 'posix-rename@openssh.com', 'copy-data']) {
+  for (const ext of ['limits@openssh.com', 'posix-rename@openssh.com', 'copy-data', 'statvfs@openssh.com', 'fstatvfs@openssh.com']) {
     t.match(r.stderr, `Server supports extension "${ext}"`, `advertised: ${ext}`)
   }
-  t.notMatch(r.stderr, /extension "(fsync@openssh.com|hardlink@openssh.com|statvfs@openssh.com)"/, 'nothing advertised that is not served')
+  t.notMatch(r.stderr, /extension "(fsync@openssh.com|hardlink@openssh.com)"/, 'nothing advertised that is not served')
   t.match(r.stderr, /using 261120 \/ 261120/, 'the client uses 255 KiB reads and writes')
   // 16 MiB in 255 KiB requests: 65 each way (in 32 KiB ones: 512).
   const writes = r.stderr.match(/Sent message SSH2_FXP_WRITE/g)?.length ?? 0
@@ -47,6 +47,26 @@ t.test('sftp cp is served by copy-data; rename by posix-rename replaces, as agai
   t.same(readFileSync(join(root, 'copy.bin')), big, 'copied whole')
   t.same(readFileSync(join(root, 'a.bin')), big, 'the source is unchanged')
   t.equal(readFileSync(join(root, 'y.txt'), 'utf8'), 'new', 'rename replaced the target')
+})
+
+t.test("sftp df shows the size and free space of a local folder's file system; a storage that does not tell refuses clearly", async (t) => {
+  const { login, root } = await startGateway(t)
+  const r = await sftpBatch(t, login, 'df\n')
+  t.equal(r.code, 0, `df succeeds: ${r.stderr}`)
+  // "Size Used Avail (root) %Capacity", then the figures in KiB.
+  const figures = /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\d+%/m.exec(r.stdout)
+  t.ok(figures, `df prints its figures: ${r.stdout}`)
+  const s = statfsSync(root)
+  t.equal(Number(figures![1]), Math.floor((s.blocks * s.bsize) / 1024), 'Size is the size of the file system holding the folder')
+  const onSftp = await startGateway(t, { backend: 'sftp' })
+  const refused = await sftpBatch(t, onSftp.login, 'df\n')
+  t.not(refused.code, 0, 'over the sftp backend df fails')
+  const { sftp } = await ssh2Sftp(t, onSftp.login)
+  await t.rejects(
+    call((sftp as unknown as { ext_openssh_statvfs: (...a: never[]) => void }).ext_openssh_statvfs.bind(sftp), '/'),
+    { message: /does not tell its size and free space/ },
+    'with a clear message (ssh2 client)',
+  )
 })
 
 // --- A raw SFTP client: bytes on the `sftp` subsystem channel. ---
