@@ -17,6 +17,7 @@ import type { LoginRequest, PublicKey } from '../../core/gateway.js'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
 import { gate } from '../helpers/gateway.js'
 import { sshKeygen } from '../helpers/ssh-keys.js'
+import { sftpBatch } from '../gateways/sftp/clients.js'
 import { ADMIN_PASSWORD, createShare, viaShare } from '../helpers/share.js'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -163,5 +164,34 @@ t.test("a gateway user's keys and password, managed in the page, are what its ga
   const shot = join(t.testdirName, 'admin-console-keys.png')
   await page.screenshot({ path: shot, fullPage: true })
   if (process.env.FILEGATE_SCREENSHOT) writeFileSync(process.env.FILEGATE_SCREENSHOT.replace(/(\.png)?$/, '-keys.png'), readFileSync(shot))
+  t.same(failed, [], 'no page errors or failed requests')
+})
+
+t.test('a user created in the console page logs in with OpenSSH sftp on the SFTP gateway', { skip }, async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'filegate-console-sftp-'))
+  t.teardown(() => rmSync(root, { recursive: true, force: true }))
+  writeFileSync(join(root, 'hello.txt'), 'hello from the gateway')
+  const { app, url } = await startTestServer(t, { admin_password: ADMIN_PASSWORD, sftp: { port: 0 }, connections: [{ label: 'disk', type: 'local', path: root }] })
+  const { page, failed } = await launch(t)
+  await page.goto(`${url}/admin`)
+  await page.fill('#password', ADMIN_PASSWORD)
+  await page.click('#login-form button[type=submit]')
+  await page.waitForSelector('#app-view:not([hidden])')
+  await page.fill('#user-name', 'erin')
+  await page.fill('#user-password', 'erin password 1')
+  await page.selectOption('#user-connection', 'disk')
+  await page.fill('#user-root', '/')
+  await page.click('#user-form button[type=submit]')
+  await page.waitForSelector('#users td:text("erin")')
+
+  const port = app.gateways.find((g) => g.name === 'sftp')!.port!
+  const local = mkdtempSync(join(tmpdir(), 'filegate-console-get-'))
+  t.teardown(() => rmSync(local, { recursive: true, force: true }))
+  const r = await sftpBatch(t, { port, user: 'erin', password: 'erin password 1' }, `ls -l\nget hello.txt ${join(local, 'got.txt')}\n`)
+  t.equal(r.code, 0, `sftp -P ${port} erin@127.0.0.1 logs in and runs its batch: ${r.stderr}`)
+  t.match(r.stdout, /hello\.txt/, 'ls shows the top of the user\'s root')
+  t.equal(readFileSync(join(local, 'got.txt'), 'utf8'), 'hello from the gateway', 'and the file is fetched')
+  const wrong = await sftpBatch(t, { port, user: 'erin', password: 'not her password' }, 'ls\n')
+  t.not(wrong.code, 0, 'a wrong password is refused')
   t.same(failed, [], 'no page errors or failed requests')
 })
