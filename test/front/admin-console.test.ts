@@ -144,7 +144,8 @@ t.test("a gateway user's keys and password, managed in the page, are what its ga
   await page.waitForSelector('tr.detail .key-form')
   await page.fill('tr.detail .key-form input', 'ssh-rsa AAAAnot-a-key')
   await page.click('tr.detail .key-form button')
-  await page.waitForSelector('#flash:not([hidden])')
+  // The flash may still show the message before ("user added"): wait for this one.
+  await page.waitForSelector('#flash:not([hidden]):has-text("not an SSH public key")', { timeout: 10_000 }).catch(() => {})
   t.match(await page.textContent('#flash'), /not an SSH public key/, 'a bad key: the reason is shown')
   await page.fill('tr.detail .key-form input', second.pub)
   await page.click('tr.detail .key-form button')
