@@ -207,7 +207,8 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       await writeLikeSftp(h2, randomBytes(2 * MiB))
       ac.abort() // the connection is lost
       await rejects(t, h2.close(), 'ECANCELED', 'close after the connection went')
-      await waitFor(() => names(f.backing).length === 1)
+      // The workers' side of both uploads is over (their temporary files removed), then look.
+      await waitFor(() => f.transfers() === 0 && names(f.backing).length === 1)
       t.equal(readFileSync(join(f.backing, 'keep'), 'utf8'), 'old bytes', 'old content kept')
       t.same(names(f.backing), ['keep'], 'no new file, no temporary file')
     })
