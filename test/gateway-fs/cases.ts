@@ -6,11 +6,13 @@
  * machine (`backing`) to check what really landed, and that nothing else did.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import type { Test } from 'tap'
 import type { FileHandle, OpenFlags, ProtocolFs } from '../../core/protocol-fs.js'
-import type { GatewayFsStats } from '../../front/gateway-fs.js'
+import type { BackendSpec } from '../../core/backend.js'
+import { type GatewayFsStats, createProtocolFs } from '../../front/gateway-fs.js'
+import type { WorkerPool } from '../../workers/pool.js'
 import { HOSTILE_NAMES } from '../drivers/suite.js'
 import type { RequestContext } from '../../core/storage.js'
 
@@ -549,3 +551,38 @@ export async function waitFor(cond: () => boolean, ms = 20_000): Promise<void> {
 }
 
 export { writeFileSync }
+
+/**
+ * The fixture over one backend whose root is the folder `root` on this machine: a
+ * writable and a read-only view, files seeded straight into the folder (`own` makes
+ * them the backend's, e.g. the sshd user's).
+ */
+export async function viewsOver(
+  t: Test,
+  o: { pool: WorkerPool; spec: BackendSpec; root: string; staging: string; inPlace: boolean; own?: (abs: string) => void },
+): Promise<Fixture> {
+  const own = o.own ?? (() => {})
+  const fs = await createProtocolFs({ pool: o.pool, spec: o.spec, readOnly: false, stagingDir: o.staging, inPlace: o.inPlace })
+  const readOnly = await createProtocolFs({ pool: o.pool, spec: o.spec, readOnly: true, stagingDir: o.staging })
+  t.teardown(() => {
+    fs.close()
+    readOnly.close()
+  })
+  return {
+    fs,
+    readOnly,
+    backing: o.root,
+    inPlace: o.inPlace,
+    transfers: () => o.pool.stats.transfers,
+    staged: () => (existsSync(o.staging) ? readdirSync(o.staging) : []),
+    put: (rel, data) => {
+      mkdirSync(dirname(join(o.root, rel)), { recursive: true })
+      writeFileSync(join(o.root, rel), data)
+      own(join(o.root, rel))
+    },
+    mkdir: (rel) => {
+      mkdirSync(join(o.root, rel), { recursive: true })
+      own(join(o.root, rel))
+    },
+  }
+}

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path'
 import t from 'tap'
 import { createProtocolFs } from '../../front/gateway-fs.js'
 import { WorkerPool } from '../../workers/pool.js'
-import { MiB, runCases } from './cases.js'
+import { MiB, runCases, viewsOver } from './cases.js'
 
 const pool = new WorkerPool({ workers: 2, tasksPerWorker: 16, maxQueue: 1000 })
 t.teardown(() => pool.close())
@@ -17,26 +17,7 @@ for (const inPlace of [true, false]) {
   await runCases(t, `gateway fs over local, ${inPlace ? 'in place' : 'through staging'}`, async (t) => {
     const root = t.testdir()
     const staging = join(t.testdirName + '-staging')
-    const spec = { type: 'local' as const, root }
-    const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: staging, inPlace })
-    const readOnly = await createProtocolFs({ pool, spec, readOnly: true, stagingDir: staging })
-    t.teardown(() => {
-      fs.close()
-      readOnly.close()
-    })
-    return {
-      fs,
-      readOnly,
-      backing: root,
-      inPlace,
-      transfers: () => pool.stats.transfers,
-      staged: () => (existsSync(staging) ? readdirSync(staging) : []),
-      put: (rel, data) => {
-        mkdirSync(dirname(join(root, rel)), { recursive: true })
-        writeFileSync(join(root, rel), data)
-      },
-      mkdir: (rel) => mkdirSync(join(root, rel), { recursive: true }),
-    }
+    return viewsOver(t, { pool, spec: { type: 'local', root }, root, staging, inPlace })
   })
 }
 

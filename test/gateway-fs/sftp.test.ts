@@ -11,7 +11,7 @@ import t from 'tap'
 import { createProtocolFs } from '../../front/gateway-fs.js'
 import { WorkerPool } from '../../workers/pool.js'
 import { startSshd } from '../servers/sshd.js'
-import { runCases } from './cases.js'
+import { runCases, viewsOver } from './cases.js'
 
 const sshd = await startSshd(t)
 const pool = new WorkerPool({ workers: 2, tasksPerWorker: 16, maxQueue: 1000 })
@@ -25,30 +25,7 @@ for (const inPlace of [true, false]) {
     chownSync(root, sshd.uid, sshd.gid)
     const staging = t.testdir()
     const spec = { type: 'sftp' as const, hostname: '127.0.0.1', port: sshd.port, username: sshd.username, password: sshd.password, root: name }
-    const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: staging, inPlace })
-    const readOnly = await createProtocolFs({ pool, spec, readOnly: true, stagingDir: staging })
-    t.teardown(() => {
-      fs.close()
-      readOnly.close()
-    })
-    const own = (abs: string) => chownSync(abs, sshd.uid, sshd.gid)
-    return {
-      fs,
-      readOnly,
-      backing: root,
-      inPlace,
-      transfers: () => pool.stats.transfers,
-      staged: () => (existsSync(staging) ? readdirSync(staging) : []),
-      put: (rel, data) => {
-        mkdirSync(dirname(join(root, rel)), { recursive: true })
-        writeFileSync(join(root, rel), data)
-        own(join(root, rel))
-      },
-      mkdir: (rel) => {
-        mkdirSync(join(root, rel), { recursive: true })
-        own(join(root, rel))
-      },
-    }
+    return viewsOver(t, { pool, spec, root, staging, inPlace, own: (abs) => chownSync(abs, sshd.uid, sshd.gid) })
   })
 }
 
