@@ -3,8 +3,8 @@
  * The gateway layer over a real worker pool and the local driver (tmp folders).
  */
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import t from 'tap'
 import { createProtocolFs } from '../../front/gateway-fs.js'
 import { WorkerPool } from '../../workers/pool.js'

@@ -5,8 +5,8 @@
  * that are not a `put` in place (SFTP handles opened without truncation), then through staging.
  */
 import { randomBytes } from 'node:crypto'
-import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { chownSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import t from 'tap'
 import { createProtocolFs } from '../../front/gateway-fs.js'
 import { WorkerPool } from '../../workers/pool.js'
