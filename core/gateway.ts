@@ -65,8 +65,29 @@ export interface GatewayLogin {
   keyAuthorized(user: string, key: PublicKey): Promise<boolean>
 }
 
+/** An HTTP listener of a gateway's own (e.g. the S3 endpoint's port). */
+export interface HttpListenOptions {
+  readonly host: string
+  /** 0: any free port. */
+  readonly port: number
+  readonly handler: HttpHandler
+  /** Largest request body the engine lets through (null: no limit); larger ones are refused before the handler reads them. */
+  readonly maxBodyBytes: number | null
+}
+
+export interface HttpListener {
+  readonly port: number
+  /** Stops accepting, waits up to `graceMs` for requests in flight, then closes every connection. */
+  close(graceMs: number): Promise<void>
+}
+
 export interface GatewayContext {
   readonly login: GatewayLogin
+  /**
+   * Serves `handler` on a port of the gateway's own, with the same HTTP engine (and the
+   * same request checks and request log) as the HTTP API: gateways never import an engine.
+   */
+  listenHttp(opts: HttpListenOptions): Promise<HttpListener>
   /** The state store (gateway users, keys, ...), shared by every node. */
   readonly state: StateStore
   /** The service's data directory (absolute): a gateway keeps its own files under `<data_dir>/<gateway name>/`. */

@@ -161,6 +161,24 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
     storageFor,
     log: (level, msg, fields) => logger.log(level, msg, fields),
+    listenHttp: async (o) => {
+      const own = await listenWith(http, o.host, o.port, {
+        handler: o.handler,
+        maxBodyBytes: o.maxBodyBytes,
+        onRequestDone: (r) => {
+          // Gateways' paths can carry credentials (presigned URLs keep them in the query, never logged).
+          if (config.log.requests) logger.log(r.status >= 500 ? 'warn' : 'info', 'request', { ...r, port: own.port })
+        },
+      })
+      return {
+        port: own.port,
+        close: async (graceMs) => {
+          own.stopListening()
+          await own.drain(graceMs)
+          own.close()
+        },
+      }
+    },
   }
   try {
     for (const g of gateways) await g.start(ctx)
