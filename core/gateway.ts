@@ -32,13 +32,20 @@ export interface LoginRequest {
   readonly user: string
   /** The client's network address, for the throttle and the logs. */
   readonly address: string
-  /** Exactly one of `password` and `publicKey`. */
+  /** Exactly one of `password`, `publicKey` and `signature`. */
   readonly password?: string
   /**
    * A public key whose signature the protocol library has already verified: the login
    * only checks that the key is one of the user's authorized keys.
    */
   readonly publicKey?: PublicKey
+  /**
+   * A request signed with a shared secret (S3's Signature V4): `user` is then the access
+   * key id; the login looks the key up, unseals its secret and asks `verify` whether the
+   * request's signature was made with it. A wrong signature is a failed login (delayed,
+   * throttled) like a wrong password.
+   */
+  readonly signature?: { readonly verify: (secret: string) => boolean }
   /** A request id for the logs (e.g. the connection's id). */
   readonly requestId: string
 }
@@ -65,6 +72,40 @@ export interface GatewayLogin {
   keyAuthorized(user: string, key: PublicKey): Promise<boolean>
 }
 
+/**
+ * What a bearer credential presented to an HTTP gateway (MCP) grants: a filegate
+ * session token, or an access token issued by filegate's OAuth authorization server
+ * for `resource`. Resolved by front/ exactly as the HTTP API resolves it (same root,
+ * same rights).
+ */
+export type BearerResult =
+  | {
+      readonly ok: true
+      /** Who acts, for the logs (never a credential). */
+      readonly subject: string
+      readonly fs: ProtocolFs
+      /** Makes a share link to `path` where the credential may (absent: it may not). */
+      readonly share?: (path: string, opts: ShareRequest) => Promise<ShareLink>
+    }
+  /** `invalid`: unknown, malformed, revoked; `expired`; `audience`: issued for another resource; `unavailable`: the storage cannot be reached now. */
+  | { readonly ok: false; readonly reason: 'invalid' | 'expired' | 'audience' | 'unavailable'; readonly message: string }
+
+/** A share link's options, as the HTTP API's `POST /api/shares` takes them (docs/api.md). */
+export interface ShareRequest {
+  readonly can_read?: boolean
+  readonly can_upload?: boolean
+  readonly can_write?: boolean
+  readonly password?: string
+  /** Epoch ms. */
+  readonly expire?: number
+}
+
+/** A share as made: used with `?share=<id>` on any file endpoint of the HTTP API (docs/api.md, "Shares"). */
+export interface ShareLink {
+  readonly id: string
+  readonly kind: 'file' | 'directory'
+}
+
 /** An HTTP listener of a gateway's own (e.g. the S3 endpoint's port). */
 export interface HttpListenOptions {
   readonly host: string
@@ -88,6 +129,12 @@ export interface GatewayContext {
    * same request checks and request log) as the HTTP API: gateways never import an engine.
    */
   listenHttp(opts: HttpListenOptions): Promise<HttpListener>
+  /**
+   * Resolves `Authorization: Bearer <token>` for an HTTP gateway's request; `resource`
+   * is the canonical URL of the resource asked (e.g. `http://127.0.0.1:8334/mcp`), which
+   * an OAuth access token must have been issued for (RFC 8707).
+   */
+  bearer(token: string, req: { readonly resource: string; readonly address: string; readonly requestId: string }): Promise<BearerResult>
   /** The state store (gateway users, keys, ...), shared by every node. */
   readonly state: StateStore
   /** The service's data directory (absolute): a gateway keeps its own files under `<data_dir>/<gateway name>/`. */

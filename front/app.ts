@@ -23,6 +23,7 @@ import { logExposure } from './exposure.js'
 import { openSqliteState } from './state/sqlite-state.js'
 import { AdminService } from './admin.js'
 import { GatewayLoginService } from './gateway-login.js'
+import { chainBearers, sessionBearer } from './gateway-bearer.js'
 import { createProtocolFs, sweepStaging } from './gateway-fs.js'
 import { ApiKeyService } from './api-keys.js'
 import { ShareService } from './shares.js'
@@ -161,6 +162,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
     storageFor,
     log: (level, msg, fields) => logger.log(level, msg, fields),
+    bearer: chainBearers([
+      sessionBearer({ sessions, shares, storageFor, openFs: (spec) => createProtocolFs({ pool, spec, readOnly: false, stagingDir }) }),
+    ]),
     listenHttp: async (o) => {
       const own = await listenWith(http, o.host, o.port, {
         handler: o.handler,

@@ -1,0 +1,73 @@
+/**
+ * @module front/gateway-bearer
+ * `GatewayContext.bearer`: what a bearer credential sent to an HTTP gateway (MCP)
+ * grants. Resolvers are tried in turn; each answers for the tokens it recognises and
+ * passes (undefined) on the others:
+ * - a filegate session token (`POST /api/session`): the session's storage and root,
+ *   exactly as the HTTP API serves it, and share links as `POST /api/share` makes them;
+ * - access tokens of filegate's OAuth authorization server are added by their own
+ *   resolver (bound to the resource they were issued for).
+ * The caller closes the returned `fs` when its request is over.
+ */
+import type { BearerResult, ShareRequest } from '../core/gateway.js'
+import { ApiError } from '../core/api-error.js'
+import type { ProtocolFs } from '../core/protocol-fs.js'
+import type { BackendSpec } from '../core/backend.js'
+import type { Storage } from '../core/storage.js'
+import type { Session, SessionService } from './sessions.js'
+import type { ShareService } from './shares.js'
+
+export interface BearerRequest {
+  readonly resource: string
+  readonly address: string
+  readonly requestId: string
+}
+
+/** Answers for the tokens it recognises; undefined: not one of mine. */
+export type BearerResolver = (token: string, req: BearerRequest) => Promise<BearerResult | undefined>
+
+export function chainBearers(resolvers: readonly BearerResolver[]): (token: string, req: BearerRequest) => Promise<BearerResult> {
+  return async (token, req) => {
+    for (const r of resolvers) {
+      const res = await r(token, req)
+      if (res) return res
+    }
+    return { ok: false, reason: 'invalid', message: 'the bearer token is not one filegate issued' }
+  }
+}
+
+export interface SessionBearerDeps {
+  readonly sessions: SessionService
+  readonly shares: ShareService
+  readonly storageFor: (spec: BackendSpec, key?: string) => Storage
+  readonly openFs: (spec: BackendSpec) => Promise<ProtocolFs>
+}
+
+/** A session's view and share maker (also used by the OAuth resolver, whose grants are sessions). */
+export async function sessionGrant(session: Session, deps: SessionBearerDeps, req: BearerRequest): Promise<BearerResult> {
+  return {
+    ok: true,
+    subject: session.backendID,
+    fs: await deps.openFs(session.spec),
+    share: async (path: string, o: ShareRequest) => {
+      const view = await deps.shares.create(session, deps.storageFor(session.spec, session.key), { ...o, path }, req.requestId, new AbortController().signal)
+      return { id: view.id, kind: view.type }
+    },
+  }
+}
+
+/** Filegate session tokens. Any token that is not one (a malformed or foreign seal) is passed on. */
+export function sessionBearer(deps: SessionBearerDeps): BearerResolver {
+  return async (token, req) => {
+    let session: Session
+    try {
+      session = await deps.sessions.authenticate(`Bearer ${token}`)
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err
+      if (/expired/.test(err.message)) return { ok: false, reason: 'expired', message: err.message }
+      if (/revoked/.test(err.message)) return { ok: false, reason: 'invalid', message: err.message }
+      return undefined
+    }
+    return sessionGrant(session, deps, req)
+  }
+}
