@@ -78,6 +78,12 @@ export interface Config {
    * null listens on the service's `host`.
    */
   readonly sftp: { readonly port: number | 'off'; readonly host: string | null }
+  /**
+   * The HTTP API's address as clients reach it (`scheme://host[:port]`, no path): the
+   * issuer and resource URLs of OAuth (MCP) and the links filegate hands out. null:
+   * `http://<host>:<port>` as listened (fine on loopback; set it behind a proxy).
+   */
+  readonly public_url: string | null
 }
 
 export const DEFAULTS: Config = {
@@ -104,6 +110,7 @@ export const DEFAULTS: Config = {
   metrics: { allow_loopback: true, token: null },
   tus: { expiry_seconds: 24 * 3600 },
   sftp: { port: 2222, host: null },
+  public_url: null,
 }
 
 export class ConfigError extends Error {
@@ -189,7 +196,23 @@ export function validateConfig(input: Record<string, unknown>): Config {
     metrics,
     tus: { expiry_seconds: int(tus.expiry_seconds, 'tus.expiry_seconds', 1, 365 * 24 * 3600) },
     sftp: sftpConfig(m.sftp),
+    public_url: m.public_url === null ? null : publicUrl(m.public_url),
   }
+}
+
+/** `public_url`: an origin, `http(s)://host[:port]`, nothing after it. */
+function publicUrl(v: unknown): string {
+  const s = str(v, 'public_url')
+  let u: URL | undefined
+  try {
+    u = new URL(s)
+  } catch {
+    u = undefined
+  }
+  if (!u || !/^https?:$/.test(u.protocol) || u.origin !== s.replace(/\/$/, '') || u.username || u.password) {
+    throw new ConfigError(`public_url must be an origin like "https://files.example.com" (scheme, host, optional port; no path; got ${JSON.stringify(s)})`)
+  }
+  return u.origin
 }
 
 /** `sftp`: `{"port": 2222 | "off", "host": null | "<address>"}`. */
