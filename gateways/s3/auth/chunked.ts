@@ -31,6 +31,8 @@ const SIZE = /^([0-9a-fA-F]{1,13})(?:;chunk-signature=([0-9a-f]{64}))?$/
 
 export const framingError = (detail: string) => new S3Error('IncompleteBody', `The request body is not well-formed aws-chunked data: ${detail}`, 400)
 
+export const malformedTrailer = () => new S3Error('MalformedTrailerError', 'The request contained trailing data that was not well-formed or did not conform to our published schema.', 400)
+
 type State = 'size' | 'data' | 'data-end' | 'final-end' | 'trailer' | 'done'
 
 /** The payload inside an aws-chunked body; throws S3Error (or the sink's errors) as soon as something is wrong. */
@@ -59,7 +61,11 @@ export async function* decodeAwsChunked(src: AsyncIterable<Uint8Array>, sink: Ch
       const part = buf.subarray(i, end)
       i = end
       pending = pending ? Buffer.concat([pending, part]) : Buffer.from(part)
-      if (pending.byteLength > MAX_LINE) throw framingError('a line is too long')
+      if (pending.byteLength > MAX_LINE) {
+        if (state === 'size') throw new S3Error('InvalidChunkSizeError', `A chunk header of the request body is longer than ${MAX_LINE} bytes.`, 400)
+        if (state === 'trailer') throw malformedTrailer()
+        throw framingError('a line is too long')
+      }
       if (nl < 0) break
       const line = pending
       pending = null
@@ -98,7 +104,7 @@ export async function* decodeAwsChunked(src: AsyncIterable<Uint8Array>, sink: Ch
             break
           }
           const colon = text.indexOf(':')
-          if (colon <= 0 || fields.length >= MAX_TRAILER_LINES) throw new S3Error('MalformedTrailerError', 'The request contained trailing data that was not well-formed or did not conform to our published schema.', 400)
+          if (colon <= 0 || fields.length >= MAX_TRAILER_LINES) throw malformedTrailer()
           fields.push([text.slice(0, colon).trim().toLowerCase(), text.slice(colon + 1).trim()])
           break
         }

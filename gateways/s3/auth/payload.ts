@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto'
 import type { HttpRequest } from '../../../core/http.js'
 import { S3Error } from '../errors.js'
 import { CHECKSUMS, CHECKSUM_BYTES, type ChecksumName, type RunningChecksum, UNSUPPORTED_CHECKSUMS, runningChecksum } from './checksums.js'
-import { type ChunkSink, decodeAwsChunked } from './chunked.js'
+import { type ChunkSink, decodeAwsChunked, malformedTrailer } from './chunked.js'
 import { EMPTY_SHA256, UNSIGNED_PAYLOAD, sha256Hex, signatureMatches } from './sigv4.js'
 
 export type Streaming = 'signed' | 'signed-trailer' | 'unsigned-trailer'
@@ -134,7 +134,7 @@ export async function* checkedPayload(src: AsyncIterable<Uint8Array>, plan: Payl
   if (md5 && plan.md5 !== null && md5.digest('base64') !== plan.md5) throw new S3Error('BadDigest', 'The Content-MD5 you specified did not match what we received.', 400)
   if (sum && plan.checksum) {
     const want = plan.checksum.expected ?? trailerValue
-    if (want === null) throw new S3Error('MalformedTrailerError', `The trailer does not carry x-amz-checksum-${plan.checksum.name}.`, 400)
+    if (want === null) throw malformedTrailer()
     if (sum.digest() !== want) throw new S3Error('BadDigest', `The ${NAME_OF[plan.checksum.name]} you specified did not match the calculated checksum.`, 400)
   }
 }
@@ -187,8 +187,7 @@ class Chunks implements ChunkSink {
     const name = `x-amz-checksum-${this.#plan.checksum!.name}`
     const sums = fields.filter(([k]) => k === name)
     const sigs = fields.filter(([k]) => k === 'x-amz-trailer-signature')
-    const malformed = () => new S3Error('MalformedTrailerError', 'The request contained trailing data that was not well-formed or did not conform to our published schema.', 400)
-    if (sums.length !== 1 || sigs.length !== (this.signed ? 1 : 0) || fields.length !== sums.length + sigs.length) throw malformed()
+    if (sums.length !== 1 || sigs.length !== (this.signed ? 1 : 0) || fields.length !== sums.length + sigs.length) throw malformedTrailer()
     if (this.signed) {
       const { longDate, scope, key } = this.#signing
       const toSign = ['AWS4-HMAC-SHA256-TRAILER', longDate, scope, this.#prev, sha256Hex(`${name}:${sums[0]![1]}\n`)].join('\n')
