@@ -80,14 +80,16 @@ t.test('the AWS SDK v3: default checksums (aws-chunked, CRC32 trailer), signed p
   echo.skewMs = 0
 })
 
+const bytes = (d: string | ArrayBuffer | ArrayBufferView) => (typeof d === 'string' ? d : d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength))
+
 /** smithy's hash interface on node:crypto, for the client-side signer. */
 class Sha256 {
   readonly #h
-  constructor(secret?: string | Uint8Array) {
-    this.#h = secret === undefined ? createHash('sha256') : createHmac('sha256', secret)
+  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
+    this.#h = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret))
   }
-  update(d: string | Uint8Array) {
-    this.#h.update(d)
+  update(d: string | ArrayBuffer | ArrayBufferView) {
+    this.#h.update(bytes(d))
   }
   async digest() {
     return new Uint8Array(this.#h.digest())
@@ -116,7 +118,7 @@ async function sign(echo: S3Echo, creds: { accessKeyId: string; secretAccessKey:
 async function send(echo: S3Echo, r: Req): Promise<{ status: number; code: string; text: string }> {
   const qs = new URLSearchParams(r.query ?? {}).toString().replace(/\+/g, '%20')
   const headers = Object.fromEntries(Object.entries(r.headers ?? {}).filter(([k]) => k !== 'host'))
-  const res = await fetch(`${echo.endpoint}${r.path}${qs ? `?${qs}` : ''}`, { method: r.method, headers, body: r.body ?? null })
+  const res = await fetch(`${echo.endpoint}${r.path}${qs ? `?${qs}` : ''}`, { method: r.method, headers, body: r.body ? new Uint8Array(r.body) : null })
   const text = await res.text()
   return { status: res.status, code: /<Code>([^<]+)<\/Code>/.exec(text)?.[1] ?? 'ok', text }
 }
