@@ -327,4 +327,7 @@ t.test('a revoked key is refused at once; ten failures from one address and ever
   for (let i = 0; i < 9; i++) t.match(await send(echo, await sign(echo, wrong, { method: 'GET', path: '/b/k' })), { code: 'SignatureDoesNotMatch' })
   const slowed = await send(echo, await sign(echo, fresh, { method: 'GET', path: '/b/k' }))
   t.match(slowed, { status: 503, code: 'SlowDown' }, 'then even the right secret is refused from that address')
+  const log = JSON.stringify(echo.gate.logs)
+  t.ok(log.includes(fresh.accessKeyId), 'logins are logged with their access key id')
+  t.notOk(log.includes(fresh.secretAccessKey) || log.includes(creds.secretAccessKey), 'never with a secret')
 })
