@@ -79,6 +79,12 @@ export interface Config {
    */
   readonly sftp: { readonly port: number | 'off'; readonly host: string | null }
   /**
+   * The S3 gateway (gateways/s3/): its own port (0 picks a free one) or "off"; `host` null
+   * listens on the service's `host`; `region` is the one clients sign for; `base_domain`
+   * turns on virtual-hosted style (`<bucket>.<base_domain>`), null: path-style only.
+   */
+  readonly s3: { readonly port: number | 'off'; readonly host: string | null; readonly region: string; readonly base_domain: string | null }
+  /**
    * The HTTP API's address as clients reach it (`scheme://host[:port]`, no path): the
    * issuer and resource URLs of OAuth (MCP) and the links filegate hands out. null:
    * `http://<host>:<port>` as listened (fine on loopback; set it behind a proxy).
@@ -110,6 +116,7 @@ export const DEFAULTS: Config = {
   metrics: { allow_loopback: true, token: null },
   tus: { expiry_seconds: 24 * 3600 },
   sftp: { port: 2222, host: null },
+  s3: { port: 8335, host: null, region: 'us-east-1', base_domain: null },
   public_url: null,
 }
 
@@ -196,6 +203,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     metrics,
     tus: { expiry_seconds: int(tus.expiry_seconds, 'tus.expiry_seconds', 1, 365 * 24 * 3600) },
     sftp: sftpConfig(m.sftp),
+    s3: s3Config(m.s3),
     public_url: m.public_url === null ? null : publicUrl(m.public_url),
   }
 }
@@ -223,6 +231,26 @@ function sftpConfig(v: unknown): Config['sftp'] {
   return {
     port: s.port === 'off' ? 'off' : int(s.port, 'sftp.port (a port number or "off")', 0, 65535),
     host: s.host === null ? null : str(s.host, 'sftp.host'),
+  }
+}
+
+/** `s3`: `{"port": 8335 | "off", "host": null | "<address>", "region": "us-east-1", "base_domain": null | "<domain>"}`. */
+function s3Config(v: unknown): Config['s3'] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('s3 must be an object {"port", "host", "region", "base_domain"}')
+  const known = Object.keys(DEFAULTS.s3)
+  for (const k of Object.keys(v)) if (!known.includes(k)) throw new ConfigError(`s3: unknown key "${k}" (known: ${known.join(', ')})`)
+  const s = { ...DEFAULTS.s3, ...v } as Record<string, unknown>
+  const region = str(s.region, 's3.region')
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new ConfigError(`s3.region must be a region name like "us-east-1" (got ${JSON.stringify(region)})`)
+  const domain = s.base_domain === null ? null : str(s.base_domain, 's3.base_domain').toLowerCase()
+  if (domain !== null && !/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(domain)) {
+    throw new ConfigError(`s3.base_domain must be a domain name like "s3.example.com" (got ${JSON.stringify(domain)})`)
+  }
+  return {
+    port: s.port === 'off' ? 'off' : int(s.port, 's3.port (a port number or "off")', 0, 65535),
+    host: s.host === null ? null : str(s.host, 's3.host'),
+    region,
+    base_domain: domain,
   }
 }
 
