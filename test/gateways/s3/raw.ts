@@ -4,6 +4,7 @@
  * hostile paths sent byte for byte).
  */
 import { createHash, createHmac } from 'node:crypto'
+import { request } from 'node:http'
 import { SignatureV4 } from '@smithy/signature-v4'
 import type { Key } from './fixture.js'
 
@@ -47,6 +48,19 @@ export async function rawS3(endpoint: string, key: Key, method: string, path: st
     ...(body === undefined ? {} : { body }),
   })
   const qs = new URLSearchParams(opts.query ?? {}).toString()
-  const res = await fetch(`${endpoint}${path}${qs ? `?${qs}` : ''}`, { method, headers: signed.headers as Record<string, string>, ...(body === undefined ? {} : { body }) })
-  return { status: res.status, headers: res.headers, text: await res.text() }
+  // node:http, not fetch: a URL parser would resolve `..` and `%2e%2e` before sending.
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: Number(u.port), method, path: `${path}${qs ? `?${qs}` : ''}`, headers: signed.headers }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => {
+        const headers = new Headers()
+        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v)
+        resolve({ status: res.statusCode ?? 0, headers, text: Buffer.concat(chunks).toString('utf8') })
+      })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
 }
