@@ -7,7 +7,8 @@
  * records are plain data, and nothing here names a database type.
  *
  * Secrets never reach the store in clear: passwords are scrypt hashes, API keys
- * sha256 hashes, a share's backend credentials are sealed under the server secret.
+ * sha256 hashes, a share's backend credentials and S3 secret keys are sealed under
+ * the server secret.
  */
 
 /** A share link (docs/api.md, "Shares"). */
@@ -72,6 +73,22 @@ export interface GatewayUserRecord {
   readonly created: number
 }
 
+/**
+ * An S3 access key of a gateway user (docs/s3-keys.md): the id is public, the secret
+ * is kept sealed under the server secret (S3's signatures need it in clear to be
+ * checked) and never returned after its creation.
+ */
+export interface S3KeyRecord {
+  /** The access key id: 20 characters of A-Z and 0-9, unique. */
+  readonly id: string
+  /** The gateway user it acts as. */
+  readonly user: string
+  /** The secret access key, sealed under the server secret. */
+  readonly sealed: string
+  readonly created: number
+  readonly last_used: number | null
+}
+
 export interface StateStore {
   /** Remembers a revoked token id until `untilMs` (its expiry): it is refused until then. */
   revokeToken(id: string, untilMs: number): Promise<void>
@@ -96,7 +113,7 @@ export interface StateStore {
   addGatewayUser(user: GatewayUserRecord): Promise<boolean>
   getGatewayUser(name: string): Promise<GatewayUserRecord | null>
   listGatewayUsers(): Promise<GatewayUserRecord[]>
-  /** @returns false when there was no such user */
+  /** Removes the user with its authorized keys and S3 keys. @returns false when there was no such user */
   deleteGatewayUser(name: string): Promise<boolean>
   /** Sets (or, with null, removes) a user's password hash. @returns false when there was no such user */
   setGatewayUserPassword(name: string, hash: string | null): Promise<boolean>
@@ -104,6 +121,16 @@ export interface StateStore {
   addGatewayUserKey(name: string, key: AuthorizedKeyRecord): Promise<'added' | 'duplicate' | 'no-user'>
   /** @returns false when the user has no key of that fingerprint */
   deleteGatewayUserKey(name: string, fingerprint: string): Promise<boolean>
+
+  /** @returns 'no-user' when there is no such gateway user (nothing stored) */
+  addS3Key(key: S3KeyRecord): Promise<'added' | 'no-user'>
+  getS3Key(id: string): Promise<S3KeyRecord | null>
+  /** A user's S3 keys, oldest first. */
+  listS3Keys(user: string): Promise<S3KeyRecord[]>
+  /** Records a use (best effort; stores may coarsen it). */
+  touchS3Key(id: string, atMs: number): Promise<void>
+  /** @returns false when `user` has no key `id` */
+  deleteS3Key(user: string, id: string): Promise<boolean>
 
   close(): Promise<void>
 }

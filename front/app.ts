@@ -26,6 +26,7 @@ import { GatewayLoginService } from './gateway-login.js'
 import { chainBearers, sessionBearer } from './gateway-bearer.js'
 import { createProtocolFs, sweepStaging } from './gateway-fs.js'
 import { ApiKeyService } from './api-keys.js'
+import { S3Keys } from './s3-keys.js'
 import { ShareService } from './shares.js'
 import { TusUploads } from './tus/uploads.js'
 import { TransferLimits } from './transfer-limits.js'
@@ -83,9 +84,11 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   // Gateways' private staging files (front/gateway-fs/staging.ts): what a crash left is debris.
   const stagingDir = join(config.data_dir, 'gateway-staging')
   await sweepStaging(stagingDir)
+  const s3Keys = new S3Keys(state, secret)
   const gatewayLogin = await GatewayLoginService.open({
     config,
     state,
+    s3Keys,
     plugins,
     logger,
     openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, stagingDir }),
@@ -124,6 +127,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
       keys,
       state,
       users: gatewayLogin,
+      s3Keys,
       status: () => ({
         version,
         uptime_ms: Date.now() - started,
@@ -189,6 +193,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   } catch (err) {
     // A gateway that cannot start (e.g. its port is taken) stops start-up, leaving nothing open.
     for (const g of gateways) await g.stop().catch(() => {})
+    gatewayLogin.close()
     server.close()
     tus.close()
     await pool.close()
@@ -212,6 +217,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
         await srv.drain(graceMs)
         if (srv.inFlight > 0) logger.log('warn', 'shutdown deadline reached: cutting transfers off', { in_flight: srv.inFlight })
         for (const g of gateways) await g.stop().catch(() => {})
+        gatewayLogin.close()
         srv.close()
         tus.close()
         await pool.close()

@@ -12,7 +12,7 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import type { ApiKeyRecord, AuthorizedKeyRecord, GatewayUserRecord, ShareRecord, StateStore } from '../../core/state.js'
+import type { ApiKeyRecord, AuthorizedKeyRecord, GatewayUserRecord, S3KeyRecord, ShareRecord, StateStore } from '../../core/state.js'
 
 const MIGRATIONS: readonly string[] = [
   // 1: revoked tokens, shares, API keys, gateway users.
@@ -39,6 +39,10 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE gateway_user_keys (
      user TEXT NOT NULL, fingerprint TEXT NOT NULL, type TEXT NOT NULL, blob TEXT NOT NULL,
      comment TEXT NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY (user, fingerprint));`,
+  // 3: gateway users' S3 access keys (the secret sealed under the server secret).
+  `CREATE TABLE s3_keys (
+     id TEXT PRIMARY KEY, user TEXT NOT NULL, sealed TEXT NOT NULL, created_ms INTEGER NOT NULL, last_used_ms INTEGER);
+   CREATE INDEX s3_keys_user ON s3_keys (user);`,
 ]
 
 interface ShareRow {
@@ -78,6 +82,13 @@ interface UserKeyRow {
   comment: string
   created_ms: number
 }
+interface S3KeyRow {
+  id: string
+  user: string
+  sealed: string
+  created_ms: number
+  last_used_ms: number | null
+}
 
 const toShare = (r: ShareRow): ShareRecord => ({
   id: r.id,
@@ -110,6 +121,7 @@ const toUser = (r: UserRow, keys: readonly UserKeyRow[]): GatewayUserRecord => (
   read_only: r.read_only === 1,
   created: r.created_ms,
 })
+const toS3Key = (r: S3KeyRow): S3KeyRecord => ({ id: r.id, user: r.user, sealed: r.sealed, created: r.created_ms, last_used: r.last_used_ms })
 
 /** The schema version this build knows. */
 export const SCHEMA_VERSION = MIGRATIONS.length
@@ -163,6 +175,12 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     allUserKeys: db.prepare<[], UserKeyRow>('SELECT * FROM gateway_user_keys ORDER BY created_ms, rowid'),
     deleteUserKey: db.prepare('DELETE FROM gateway_user_keys WHERE user = ? AND fingerprint = ?'),
     deleteUserKeys: db.prepare('DELETE FROM gateway_user_keys WHERE user = ?'),
+    addS3Key: db.prepare('INSERT INTO s3_keys (id, user, sealed, created_ms, last_used_ms) VALUES (@id, @user, @sealed, @created_ms, @last_used_ms)'),
+    getS3Key: db.prepare<[string], S3KeyRow>('SELECT * FROM s3_keys WHERE id = ?'),
+    userS3Keys: db.prepare<[string], S3KeyRow>('SELECT * FROM s3_keys WHERE user = ? ORDER BY created_ms, rowid'),
+    touchS3Key: db.prepare('UPDATE s3_keys SET last_used_ms = ? WHERE id = ?'),
+    deleteS3Key: db.prepare('DELETE FROM s3_keys WHERE user = ? AND id = ?'),
+    deleteUserS3Keys: db.prepare('DELETE FROM s3_keys WHERE user = ?'),
   }
   const keyRow = (user: string, k: AuthorizedKeyRecord): UserKeyRow => ({ user, fingerprint: k.fingerprint, type: k.type, blob: k.blob, comment: k.comment, created_ms: k.created })
   const addUser = db.transaction((u: GatewayUserRecord): boolean => {
@@ -180,11 +198,17 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
   })
   const deleteUser = db.transaction((name: string): boolean => {
     q.deleteUserKeys.run(name)
+    q.deleteUserS3Keys.run(name)
     return q.deleteUser.run(name).changes > 0
   })
   const addUserKey = db.transaction((name: string, k: AuthorizedKeyRecord): 'added' | 'duplicate' | 'no-user' => {
     if (q.getUser.get(name) === undefined) return 'no-user'
     return q.addUserKey.run(keyRow(name, k)).changes > 0 ? 'added' : 'duplicate'
+  })
+  const addS3Key = db.transaction((k: S3KeyRecord): 'added' | 'no-user' => {
+    if (q.getUser.get(k.user) === undefined) return 'no-user'
+    q.addS3Key.run({ id: k.id, user: k.user, sealed: k.sealed, created_ms: k.created, last_used_ms: k.last_used })
+    return 'added'
   })
   q.purge.run(Date.now())
   let open = true
@@ -264,6 +288,22 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     },
     async deleteGatewayUserKey(name, fingerprint) {
       return q.deleteUserKey.run(name, fingerprint).changes > 0
+    },
+    async addS3Key(key) {
+      return addS3Key(key)
+    },
+    async getS3Key(id) {
+      const r = q.getS3Key.get(id)
+      return r ? toS3Key(r) : null
+    },
+    async listS3Keys(user) {
+      return q.userS3Keys.all(user).map(toS3Key)
+    },
+    async touchS3Key(id, atMs) {
+      q.touchS3Key.run(atMs, id)
+    },
+    async deleteS3Key(user, id) {
+      return q.deleteS3Key.run(user, id).changes > 0
     },
     async close() {
       if (open) db.close()
