@@ -22,10 +22,11 @@ const PUT = { read: false, write: true, append: false, create: true, truncate: t
 const md5 = (b: Uint8Array) => createHash('md5').update(b).digest('hex')
 
 async function fixture(t: Test) {
-  const root = t.testdir()
-  const state = await openSqliteState(t.testdirName + '-state')
+  const base = t.testdir({ root: {} })
+  const root = join(base, 'root')
+  const state = await openSqliteState(join(base, 'state'))
   t.teardown(() => state.close())
-  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, readOnly: false, stagingDir: t.testdirName + '-staging' })
+  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, readOnly: false, stagingDir: join(base, 'staging') })
   t.teardown(() => fs.close())
   return { root, state, fs, meta: new ObjectMeta(state) }
 }
@@ -44,14 +45,14 @@ async function putHashed(fs: Awaited<ReturnType<typeof fixture>>['fs'], path: st
 }
 
 t.test('an object written through the gateway: its ETag is the MD5 of its bytes, with its metadata', async (t) => {
-  const { fs, meta } = await fixture(t)
+  const { root, fs, meta } = await fixture(t)
   const chunks = [randomBytes(300_000), randomBytes(1), randomBytes(2 * 1024 * 1024 + 7)]
   const { etag, entry } = await putHashed(fs, '/obj.bin', chunks)
   t.equal(etag, md5(Buffer.concat(chunks)), 'the streamed MD5 is the MD5 of the whole content')
   await meta.put(fs, '/obj.bin', entry, { etag, contentType: 'image/png', userMeta: { colour: 'blau', 'über': 'ja' } })
   t.same(await meta.get(fs, '/obj.bin', await fs.stat(ctx(), '/obj.bin')), { etag, contentType: 'image/png', userMeta: { colour: 'blau', 'über': 'ja' } })
   // Another view of the same folder (another login of the same storage) sees the same.
-  const other = await createProtocolFs({ pool, spec: { type: 'local', root: t.testdirName }, readOnly: true, stagingDir: t.testdirName + '-staging2' })
+  const other = await createProtocolFs({ pool, spec: { type: 'local', root }, readOnly: true, stagingDir: join(root, '..', 'staging2') })
   t.teardown(() => other.close())
   t.equal(other.identity, fs.identity, 'same storage and root: same identity')
   t.equal((await meta.get(other, '/obj.bin', await other.stat(ctx(), '/obj.bin'))).etag, etag)
