@@ -84,6 +84,11 @@ export interface Config {
    * `http://<host>:<port>` as listened (fine on loopback; set it behind a proxy).
    */
   readonly public_url: string | null
+  /**
+   * The S3 gateway (gateways/s3/): multipart uploads not completed within
+   * `multipart_expiry_hours` of their creation are removed, parts and all.
+   */
+  readonly s3: { readonly multipart_expiry_hours: number }
 }
 
 export const DEFAULTS: Config = {
@@ -111,6 +116,7 @@ export const DEFAULTS: Config = {
   tus: { expiry_seconds: 24 * 3600 },
   sftp: { port: 2222, host: null },
   public_url: null,
+  s3: { multipart_expiry_hours: 24 },
 }
 
 export class ConfigError extends Error {
@@ -197,7 +203,16 @@ export function validateConfig(input: Record<string, unknown>): Config {
     tus: { expiry_seconds: int(tus.expiry_seconds, 'tus.expiry_seconds', 1, 365 * 24 * 3600) },
     sftp: sftpConfig(m.sftp),
     public_url: m.public_url === null ? null : publicUrl(m.public_url),
+    s3: s3Config(m.s3),
   }
+}
+
+/** `s3`: `{"multipart_expiry_hours": 24}`. */
+function s3Config(v: unknown): Config['s3'] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('s3 must be an object {"multipart_expiry_hours"}')
+  for (const k of Object.keys(v)) if (!(k in DEFAULTS.s3)) throw new ConfigError(`s3: unknown key "${k}" (known: ${Object.keys(DEFAULTS.s3).join(', ')})`)
+  const s = { ...DEFAULTS.s3, ...v } as Record<string, unknown>
+  return { multipart_expiry_hours: int(s.multipart_expiry_hours, 's3.multipart_expiry_hours', 1, 24 * 365) }
 }
 
 /** `public_url`: an origin, `http(s)://host[:port]`, nothing after it. */
