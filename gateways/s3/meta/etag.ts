@@ -8,8 +8,12 @@
 import { createHash } from 'node:crypto'
 import type { FsEntry } from '../../../core/protocol-fs.js'
 
-/** `identity`: the view's (ProtocolFs.identity). Unquoted. */
+/** The MD5 of nothing: the true ETag of every empty object, whoever wrote it. */
+export const EMPTY_MD5 = 'd41d8cd98f00b204e9800998ecf8427e'
+
+/** `identity`: the view's (ProtocolFs.identity). Unquoted. An empty file gets its true MD5. */
 export function stableEtag(identity: string, path: string, entry: Pick<FsEntry, 'size' | 'mtimeMs'>): string {
+  if (entry.size === 0) return EMPTY_MD5
   const hex = createHash('md5').update(`filegate-etag\0${identity}\0${path}\0${entry.size}\0${entry.mtimeMs ?? 'none'}`).digest('hex')
   return `${hex}-1`
 }

@@ -9,7 +9,8 @@
  *   path, together with the file's size and modification time when written;
  * - the record holds while the file keeps that size and time. A file written or changed
  *   by another door (HTTP API, SFTP, the disk itself) gets the stable ETag of etag.ts,
- *   which no client takes for an MD5, and no metadata. A storage that keeps no times
+ *   which no client takes for an MD5, and no metadata (an empty file gets the MD5 of
+ *   nothing, which is true whoever wrote it). A storage that keeps no times
  *   keeps no records: its objects always get the stable ETag.
  *
  * Used by the object operations (PutObject, CopyObject, GetObject, HeadObject, listings)
@@ -21,7 +22,7 @@ import { S3Error } from '../errors.js'
 import { stableEtag } from './etag.js'
 
 export { md5While, multipartEtag, type HashingBody } from './md5.js'
-export { quoteEtag, stableEtag, unquoteEtag } from './etag.js'
+export { EMPTY_MD5, quoteEtag, stableEtag, unquoteEtag } from './etag.js'
 
 /** What S3 tells of an object beyond its bytes. */
 export interface ObjectMetaValue {

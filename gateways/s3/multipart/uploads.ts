@@ -48,7 +48,8 @@ export interface MultipartOptions {
   readonly state: StateStore
   /** `<data_dir>/s3-multipart`. */
   readonly stagingDir: string
-  readonly meta: ObjectMeta
+  /** Where the object's ETag and metadata are recorded at Complete (gateways/s3/meta/). */
+  readonly meta: Pick<ObjectMeta, 'put'>
   /** Uploads not completed this long after their creation are removed (`s3.multipart_expiry_hours`). */
   readonly expiryMs: number
   /** Smallest part but the last (default 5 MiB, S3's). */
@@ -105,14 +106,14 @@ export class MultipartUploads {
     this.#minPart = opts.minPartBytes ?? MIN_PART_BYTES
   }
 
-  /** Sweeps now, then every quarter of the expiry time (at most hourly). */
+  /** Sweeps now, then every quarter of the expiry time (at most hourly), until `stop`. */
   async start(): Promise<void> {
-    await this.sweep({ startup: true })
     const every = Math.max(1000, Math.min(this.#o.expiryMs / 4, 3_600_000))
     this.#timer = setInterval(() => {
       this.sweep({ startup: false }).catch((err: unknown) => this.#o.log?.('warn', 's3 multipart sweep failed', { error: String(err) }))
     }, every)
     this.#timer.unref()
+    await this.sweep({ startup: true })
   }
 
   stop(): void {

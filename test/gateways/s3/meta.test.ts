@@ -78,8 +78,14 @@ t.test('a file written or changed by another door: a stable ETag that no client 
   // A file never written through the gateway.
   writeFileSync(join(root, 'plain.txt'), 'plain')
   t.match((await meta.get(fs, '/plain.txt', await fs.stat(ctx(), '/plain.txt'))).etag, /^[0-9a-f]{32}-1$/)
-  // After forget, nothing recorded.
-  await meta.forget(fs, '/f.txt')
+  // An empty file: the MD5 of nothing is true whoever wrote it.
+  writeFileSync(join(root, 'empty'), '')
+  t.equal((await meta.get(fs, '/empty', await fs.stat(ctx(), '/empty'))).etag, md5(Buffer.alloc(0)), 'an empty file: its true MD5')
+  // After forget, the record is gone (the written MD5 is no longer served).
+  const { etag: e2, entry: en2 } = await putHashed(fs, '/g.txt', [Buffer.from('gg')])
+  await meta.put(fs, '/g.txt', en2, { etag: e2, userMeta: {} })
+  await meta.forget(fs, '/g.txt')
+  t.match((await meta.get(fs, '/g.txt', en2)).etag, /-1$/, 'forgotten: the stable ETag')
 })
 
 t.test('multipart ETag: md5 of the binary part MD5s, -N', async (t) => {
