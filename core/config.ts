@@ -81,9 +81,17 @@ export interface Config {
   /**
    * The S3 gateway (gateways/s3/): its own port (0 picks a free one) or "off"; `host` null
    * listens on the service's `host`; `region` is the one clients sign for; `base_domain`
-   * turns on virtual-hosted style (`<bucket>.<base_domain>`), null: path-style only.
+   * turns on virtual-hosted style (`<bucket>.<base_domain>`), null: path-style only;
+   * multipart uploads not completed within `multipart_expiry_hours` of their creation are
+   * removed, parts and all.
    */
-  readonly s3: { readonly port: number | 'off'; readonly host: string | null; readonly region: string; readonly base_domain: string | null }
+  readonly s3: {
+    readonly port: number | 'off'
+    readonly host: string | null
+    readonly region: string
+    readonly base_domain: string | null
+    readonly multipart_expiry_hours: number
+  }
   /**
    * The HTTP API's address as clients reach it (`scheme://host[:port]`, no path): the
    * issuer and resource URLs of OAuth (MCP) and the links filegate hands out. null:
@@ -116,7 +124,7 @@ export const DEFAULTS: Config = {
   metrics: { allow_loopback: true, token: null },
   tus: { expiry_seconds: 24 * 3600 },
   sftp: { port: 2222, host: null },
-  s3: { port: 8335, host: null, region: 'us-east-1', base_domain: null },
+  s3: { port: 8335, host: null, region: 'us-east-1', base_domain: null, multipart_expiry_hours: 24 },
   public_url: null,
 }
 
@@ -234,9 +242,9 @@ function sftpConfig(v: unknown): Config['sftp'] {
   }
 }
 
-/** `s3`: `{"port": 8335 | "off", "host": null | "<address>", "region": "us-east-1", "base_domain": null | "<domain>"}`. */
+/** `s3`: `{"port": 8335 | "off", "host": null | "<address>", "region": "us-east-1", "base_domain": null | "<domain>", "multipart_expiry_hours": 24}`. */
 function s3Config(v: unknown): Config['s3'] {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('s3 must be an object {"port", "host", "region", "base_domain"}')
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('s3 must be an object {"port", "host", "region", "base_domain", "multipart_expiry_hours"}')
   const known = Object.keys(DEFAULTS.s3)
   for (const k of Object.keys(v)) if (!known.includes(k)) throw new ConfigError(`s3: unknown key "${k}" (known: ${known.join(', ')})`)
   const s = { ...DEFAULTS.s3, ...v } as Record<string, unknown>
@@ -251,6 +259,7 @@ function s3Config(v: unknown): Config['s3'] {
     host: s.host === null ? null : str(s.host, 's3.host'),
     region,
     base_domain: domain,
+    multipart_expiry_hours: int(s.multipart_expiry_hours, 's3.multipart_expiry_hours', 1, 24 * 365),
   }
 }
 

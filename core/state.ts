@@ -89,6 +89,52 @@ export interface S3KeyRecord {
   readonly last_used: number | null
 }
 
+/**
+ * What the S3 gateway keeps of an object written through it, where the storage cannot
+ * keep it itself (gateways/s3/meta/): valid while the file still has `size` and `mtime_ms`.
+ */
+export interface ObjectMetaRecord {
+  /** A hash of the storage's identity (never a credential) and the view's root. */
+  readonly storage: string
+  /** Canonical path inside that view. */
+  readonly path: string
+  readonly size: number
+  readonly mtime_ms: number | null
+  /** S3's ETag without quotes: hex MD5, or md5-of-md5s `-N`. */
+  readonly etag: string
+  readonly content_type: string | null
+  /** `x-amz-meta-*` without the prefix, lower-case names. */
+  readonly user_meta: Readonly<Record<string, string>>
+}
+
+/** An S3 multipart upload in progress, or completed a short while ago (gateways/s3/multipart/). */
+export interface MultipartUploadRecord {
+  /** Random, unguessable; also the name of its staging folder. */
+  readonly id: string
+  /** The gateway user that created it: only that user's keys see it. */
+  readonly user: string
+  readonly bucket: string
+  readonly key: string
+  readonly created: number
+  readonly content_type: string | null
+  readonly user_meta: Readonly<Record<string, string>>
+  /** Set once completed: the object's ETag (a repeated Complete answers it again). */
+  readonly completed_etag: string | null
+}
+
+/** One staged part of a multipart upload. */
+export interface MultipartPartRecord {
+  readonly upload_id: string
+  /** 1..10000. */
+  readonly number: number
+  readonly size: number
+  /** Hex MD5 of the part. */
+  readonly etag: string
+  /** The part's staging file name inside the upload's folder. */
+  readonly file: string
+  readonly modified: number
+}
+
 export interface StateStore {
   /** Remembers a revoked token id until `untilMs` (its expiry): it is refused until then. */
   revokeToken(id: string, untilMs: number): Promise<void>
@@ -131,6 +177,28 @@ export interface StateStore {
   touchS3Key(id: string, atMs: number): Promise<void>
   /** @returns false when `user` has no key `id` */
   deleteS3Key(user: string, id: string): Promise<boolean>
+  /** Replaces the record of (storage, path). */
+  putObjectMeta(meta: ObjectMetaRecord): Promise<void>
+  getObjectMeta(storage: string, path: string): Promise<ObjectMetaRecord | null>
+  deleteObjectMeta(storage: string, path: string): Promise<void>
+
+  putMultipartUpload(upload: MultipartUploadRecord): Promise<void>
+  getMultipartUpload(id: string): Promise<MultipartUploadRecord | null>
+  /** A user's uploads not completed in `bucket`, by key then creation then id. */
+  listMultipartUploads(user: string, bucket: string): Promise<MultipartUploadRecord[]>
+  /** Uploads (completed or not) created before `beforeMs`, oldest first. */
+  expiredMultipartUploads(beforeMs: number): Promise<MultipartUploadRecord[]>
+  /** Marks an upload completed with its ETag; its parts' records go. @returns false when there was no such upload */
+  completeMultipartUpload(id: string, etag: string): Promise<boolean>
+  /** The upload and its parts' records. @returns false when there was no such upload */
+  deleteMultipartUpload(id: string): Promise<boolean>
+  /**
+   * Records a part, replacing one of the same number.
+   * @returns the file of the part replaced (to remove), null when none; 'no-upload' when the upload is gone or completed (nothing recorded)
+   */
+  putMultipartPart(part: MultipartPartRecord): Promise<string | null | 'no-upload'>
+  /** An upload's parts by number. */
+  listMultipartParts(id: string): Promise<MultipartPartRecord[]>
 
   close(): Promise<void>
 }
