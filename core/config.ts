@@ -84,6 +84,11 @@ export interface Config {
    * `http://<host>:<port>` as listened (fine on loopback; set it behind a proxy).
    */
   readonly public_url: string | null
+  /**
+   * The MCP gateway (gateways/mcp/) on the HTTP port: `/mcp` and `/sse`. Sessions end after
+   * `session_idle_seconds` without a message; at most `max_sessions` are open at once.
+   */
+  readonly mcp: { readonly enabled: boolean; readonly session_idle_seconds: number; readonly max_sessions: number }
 }
 
 export const DEFAULTS: Config = {
@@ -111,6 +116,7 @@ export const DEFAULTS: Config = {
   tus: { expiry_seconds: 24 * 3600 },
   sftp: { port: 2222, host: null },
   public_url: null,
+  mcp: { enabled: true, session_idle_seconds: 1800, max_sessions: 1000 },
 }
 
 export class ConfigError extends Error {
@@ -197,6 +203,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     tus: { expiry_seconds: int(tus.expiry_seconds, 'tus.expiry_seconds', 1, 365 * 24 * 3600) },
     sftp: sftpConfig(m.sftp),
     public_url: m.public_url === null ? null : publicUrl(m.public_url),
+    mcp: mcpConfig(m.mcp),
   }
 }
 
@@ -223,6 +230,18 @@ function sftpConfig(v: unknown): Config['sftp'] {
   return {
     port: s.port === 'off' ? 'off' : int(s.port, 'sftp.port (a port number or "off")', 0, 65535),
     host: s.host === null ? null : str(s.host, 'sftp.host'),
+  }
+}
+
+/** `mcp`: `{"enabled", "session_idle_seconds", "max_sessions"}`. */
+function mcpConfig(v: unknown): Config['mcp'] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('mcp must be an object {"enabled", "session_idle_seconds", "max_sessions"}')
+  for (const k of Object.keys(v)) if (!(k in DEFAULTS.mcp)) throw new ConfigError(`mcp: unknown key "${k}" (known: enabled, session_idle_seconds, max_sessions)`)
+  const m = { ...DEFAULTS.mcp, ...v } as Record<string, unknown>
+  return {
+    enabled: bool(m.enabled, 'mcp.enabled'),
+    session_idle_seconds: int(m.session_idle_seconds, 'mcp.session_idle_seconds', 1, 7 * 24 * 3600),
+    max_sessions: int(m.max_sessions, 'mcp.max_sessions', 1, 1_000_000),
   }
 }
 
