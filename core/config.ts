@@ -98,6 +98,11 @@ export interface Config {
    * `http://<host>:<port>` as listened (fine on loopback; set it behind a proxy).
    */
   readonly public_url: string | null
+  /**
+   * The MCP gateway (gateways/mcp/) on the HTTP port: `/mcp` and `/sse`. Sessions end after
+   * `session_idle_seconds` without a message; at most `max_sessions` are open at once.
+   */
+  readonly mcp: { readonly enabled: boolean; readonly session_idle_seconds: number; readonly max_sessions: number }
 }
 
 export const DEFAULTS: Config = {
@@ -126,6 +131,7 @@ export const DEFAULTS: Config = {
   sftp: { port: 2222, host: null },
   s3: { port: 8335, host: null, region: 'us-east-1', base_domain: null, multipart_expiry_hours: 24 },
   public_url: null,
+  mcp: { enabled: true, session_idle_seconds: 1800, max_sessions: 1000 },
 }
 
 export class ConfigError extends Error {
@@ -213,6 +219,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     sftp: sftpConfig(m.sftp),
     s3: s3Config(m.s3),
     public_url: m.public_url === null ? null : publicUrl(m.public_url),
+    mcp: mcpConfig(m.mcp),
   }
 }
 
@@ -260,6 +267,18 @@ function s3Config(v: unknown): Config['s3'] {
     region,
     base_domain: domain,
     multipart_expiry_hours: int(s.multipart_expiry_hours, 's3.multipart_expiry_hours', 1, 24 * 365),
+  }
+}
+
+/** `mcp`: `{"enabled", "session_idle_seconds", "max_sessions"}`. */
+function mcpConfig(v: unknown): Config['mcp'] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('mcp must be an object {"enabled", "session_idle_seconds", "max_sessions"}')
+  for (const k of Object.keys(v)) if (!(k in DEFAULTS.mcp)) throw new ConfigError(`mcp: unknown key "${k}" (known: enabled, session_idle_seconds, max_sessions)`)
+  const m = { ...DEFAULTS.mcp, ...v } as Record<string, unknown>
+  return {
+    enabled: bool(m.enabled, 'mcp.enabled'),
+    session_idle_seconds: int(m.session_idle_seconds, 'mcp.session_idle_seconds', 1, 7 * 24 * 3600),
+    max_sessions: int(m.max_sessions, 'mcp.max_sessions', 1, 1_000_000),
   }
 }
 

@@ -35,6 +35,7 @@ import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
 import { createSftpGateway } from '../gateways/sftp/index.js'
+import { createMcpGateway } from '../gateways/mcp/index.js'
 
 export interface Filegate {
   readonly port: number
@@ -104,7 +105,14 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
   })
 
-  const builtIn = config.sftp.port === 'off' ? [] : [createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host })]
+  const builtIn: Gateway[] = config.sftp.port === 'off' ? [] : [createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host })]
+  // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
+  const publicUrl = () => config.public_url ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server?.port ?? config.port}`
+  if (config.mcp.enabled) {
+    builtIn.push(
+      createMcpGateway({ publicUrl, corsOrigins: config.cors.origins, idleSeconds: config.mcp.session_idle_seconds, maxSessions: config.mcp.max_sessions, version }),
+    )
+  }
   const gateways = [...builtIn, ...(opts.gateways ?? []), ...plugins.gateways]
   const gatewayRoutes: Record<string, HttpHandler> = {}
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
