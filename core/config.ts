@@ -94,6 +94,8 @@ export interface OAuthConfig {
   readonly clients: readonly { readonly client_id: string; readonly redirect_uris: readonly string[]; readonly name: string }[]
   /** Dynamic client registration (RFC 7591) at /register. */
   readonly dynamic_registration: boolean
+  /** How long an authorization code may wait for its exchange. */
+  readonly code_seconds: number
   readonly access_token_seconds: number
   /** How long a login's refresh tokens live (never past the filegate session it holds). */
   readonly refresh_token_seconds: number
@@ -124,7 +126,7 @@ export const DEFAULTS: Config = {
   tus: { expiry_seconds: 24 * 3600 },
   sftp: { port: 2222, host: null },
   public_url: null,
-  oauth: { clients: [], dynamic_registration: true, access_token_seconds: 3600, refresh_token_seconds: 30 * 24 * 3600 },
+  oauth: { clients: [], dynamic_registration: true, code_seconds: 60, access_token_seconds: 3600, refresh_token_seconds: 30 * 24 * 3600 },
 }
 
 export class ConfigError extends Error {
@@ -257,7 +259,8 @@ function oauthConfig(v: unknown): OAuthConfig {
   return {
     clients,
     dynamic_registration: bool(o.dynamic_registration, 'oauth.dynamic_registration'),
-    access_token_seconds: int(o.access_token_seconds, 'oauth.access_token_seconds', 60, 24 * 3600),
+    code_seconds: int(o.code_seconds, 'oauth.code_seconds', 1, 600),
+    access_token_seconds: int(o.access_token_seconds, 'oauth.access_token_seconds', 1, 24 * 3600),
     refresh_token_seconds: int(o.refresh_token_seconds, 'oauth.refresh_token_seconds', 60, 365 * 24 * 3600),
   }
 }
