@@ -32,7 +32,7 @@ function redirectSource(uri: string): string {
 
 function reply(status: number, title: string, body: string, opts: { redirect?: string; cookie?: string } = {}): HttpReply {
   const formAction = ["'self'", ...(opts.redirect ? [redirectSource(opts.redirect)] : [])].join(' ')
-  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${escapeHtml(title)} – filegate</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`
+  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="same-origin"><title>${escapeHtml(title)} – filegate</title><style>${STYLE}</style></head><body><main>${body}</main></body></html>`
   return {
     status,
     headers: {
@@ -40,7 +40,7 @@ function reply(status: number, title: string, body: string, opts: { redirect?: s
       'cache-control': 'no-store',
       'x-frame-options': 'DENY',
       'x-content-type-options': 'nosniff',
-      'referrer-policy': 'no-referrer',
+      'referrer-policy': 'same-origin', // no-referrer would make the browser send "Origin: null" with the forms
       'content-security-policy': `default-src 'none'; style-src 'sha256-${STYLE_HASH}'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
       ...(opts.cookie ? { 'set-cookie': opts.cookie } : {}),
     },
