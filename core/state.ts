@@ -89,6 +89,17 @@ export interface S3KeyRecord {
   readonly last_used: number | null
 }
 
+/** An OAuth client (docs/mcp-auth.md): registered dynamically (RFC 7591). Public clients only: no secret. */
+export interface OAuthClientRecord {
+  readonly client_id: string
+  /** Client-supplied: shown escaped, never trusted. */
+  readonly name: string
+  readonly redirect_uris: readonly string[]
+  readonly created: number
+  /** When a token was last issued to it; null: never (such clients are purged after a day). */
+  readonly last_used: number | null
+}
+
 /**
  * What the S3 gateway keeps of an object written through it, where the storage cannot
  * keep it itself (gateways/s3/meta/): valid while the file still has `size` and `mtime_ms`.
@@ -133,6 +144,26 @@ export interface MultipartPartRecord {
   /** The part's staging file name inside the upload's folder. */
   readonly file: string
   readonly modified: number
+}
+
+/**
+ * An OAuth refresh token (docs/mcp-auth.md). The token itself is never stored, only
+ * its hash. Every refresh token of one login is in one `family`: a rotated token
+ * used again revokes the family.
+ */
+export interface OAuthRefreshRecord {
+  /** Hex sha256 of the token. */
+  readonly hash: string
+  readonly family: string
+  readonly client_id: string
+  /** The resource (RFC 8707) its access tokens are for. */
+  readonly resource: string
+  /** What the login granted, sealed under the server secret. */
+  readonly grant: string
+  /** Epoch ms: the end of the family (refreshing does not extend it). */
+  readonly expires: number
+  /** When it was exchanged for a new pair; null: not yet. */
+  readonly used: number | null
 }
 
 export interface StateStore {
@@ -199,6 +230,23 @@ export interface StateStore {
   putMultipartPart(part: MultipartPartRecord): Promise<string | null | 'no-upload'>
   /** An upload's parts by number. */
   listMultipartParts(id: string): Promise<MultipartPartRecord[]>
+  putOAuthClient(client: OAuthClientRecord): Promise<void>
+  getOAuthClient(id: string): Promise<OAuthClientRecord | null>
+  countOAuthClients(): Promise<number>
+  /** Records that a token was issued to the client. */
+  touchOAuthClient(id: string, atMs: number): Promise<void>
+  /** Removes clients never used that were registered before `beforeMs`. @returns how many */
+  purgeOAuthClients(beforeMs: number): Promise<number>
+
+  putOAuthRefresh(token: OAuthRefreshRecord): Promise<void>
+  getOAuthRefresh(hash: string): Promise<OAuthRefreshRecord | null>
+  /**
+   * Marks a refresh token used, atomically. @returns the record as it was before
+   * (`used` null the first time), or null when there is no such token
+   */
+  useOAuthRefresh(hash: string, atMs: number): Promise<OAuthRefreshRecord | null>
+  /** Removes every refresh token of a family (and expired ones of any family). */
+  deleteOAuthFamily(family: string): Promise<void>
 
   close(): Promise<void>
 }

@@ -34,6 +34,8 @@ import { version } from './version.js'
 import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
+import { createOAuth } from './oauth/index.js'
+import { publicOrigin } from './oauth/urls.js'
 import { createSftpGateway } from '../gateways/sftp/index.js'
 import { createMcpGateway } from '../gateways/mcp/index.js'
 
@@ -118,6 +120,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
   const started = Date.now()
   const shares = new ShareService({ state, secret, storageFor })
+  const openFs = (spec: BackendSpec) => createProtocolFs({ pool, spec, readOnly: false, stagingDir })
+  const issuer = () => publicOrigin(config, server?.port ?? config.port)
+  const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer, sessions, shares, storageFor, openFs })
   const tus = await TusUploads.open({ dir: join(config.data_dir, 'tus'), expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
   const handler = createHandler({
     sessions,
@@ -130,6 +135,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     corsOrigins: config.cors.origins,
     metrics: { meter: new Metrics({ pool: () => pool.stats, sessionsIssued: () => sessions.issued, inFlight: () => server?.inFlight ?? 0 }), access: config.metrics },
     tus,
+    oauth,
     admin: {
       admin,
       keys,
@@ -175,7 +181,8 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     storageFor,
     log: (level, msg, fields) => logger.log(level, msg, fields),
     bearer: chainBearers([
-      sessionBearer({ sessions, shares, storageFor, openFs: (spec) => createProtocolFs({ pool, spec, readOnly: false, stagingDir }) }),
+      sessionBearer({ sessions, shares, storageFor, openFs }),
+      oauth.bearer,
     ]),
     listenHttp: async (o) => {
       const own = await listenWith(http, o.host, o.port, {
