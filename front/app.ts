@@ -35,6 +35,7 @@ import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
 import { createSftpGateway } from '../gateways/sftp/index.js'
+import { createS3Gateway } from '../gateways/s3/index.js'
 
 export interface Filegate {
   readonly port: number
@@ -104,7 +105,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
   })
 
-  const builtIn = config.sftp.port === 'off' ? [] : [createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host })]
+  const builtIn: Gateway[] = []
+  if (config.sftp.port !== 'off') builtIn.push(createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host }))
+  if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain }))
   const gateways = [...builtIn, ...(opts.gateways ?? []), ...plugins.gateways]
   const gatewayRoutes: Record<string, HttpHandler> = {}
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
