@@ -49,6 +49,8 @@ export interface S3GwOptions {
   readonly backend?: Backend
   readonly readOnly?: boolean
   readonly logger?: Logger
+  /** `s3.base_domain` (virtual-hosted style). */
+  readonly baseDomain?: string
 }
 
 export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S3Gw> {
@@ -73,7 +75,7 @@ export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S
   }
   const { app, url } = await startTestServer(
     t,
-    { s3: { port: 0 }, admin_password: ADMIN_PASSWORD, data_dir: join(base, 'data'), shutdown_grace_seconds: 1, connections: [connection] },
+    { s3: { port: 0, ...(opts.baseDomain ? { base_domain: opts.baseDomain } : {}) }, admin_password: ADMIN_PASSWORD, data_dir: join(base, 'data'), shutdown_grace_seconds: 1, connections: [connection] },
     opts.logger ?? silentLogger,
   )
   const gateway = app.gateways.find((g) => g.name === 's3')!
