@@ -93,6 +93,7 @@ runBenchmark('s3-auth', async () => {
     path: '/bucket/some/key.txt',
     query: new URLSearchParams(),
     header: (n) => headers.get(n),
+    headers: () => headers.entries(),
     remoteAddress: '127.0.0.1',
     requestId: 'bench',
     signal: new AbortController().signal,
