@@ -169,6 +169,10 @@ t.test('signed requests changed in transit, and payloads that do not match what 
   t.match(await send(echo, { ...put, headers: { ...put.headers, 'x-amz-meta-color': 'red' } }), { status: 403, code: 'SignatureDoesNotMatch' }, 'a signed header changed')
   t.match(await send(echo, { ...put, path: '/b/other' }), { status: 403, code: 'SignatureDoesNotMatch' }, 'the path changed')
   t.match(await send(echo, { ...put, body: Buffer.from('hello, worle') }), { status: 400, code: 'XAmzContentSHA256Mismatch' }, 'the body changed')
+  const added = await send(echo, { ...put, headers: { ...put.headers, 'x-amz-copy-source': '/other/secret.txt' } })
+  t.match(added, { status: 403, code: 'AccessDenied' }, 'an x-amz-* header added that was not signed')
+  t.match(added.text, '<HeadersNotSigned>x-amz-copy-source</HeadersNotSigned>')
+  t.match(await send(echo, { ...put, headers: { ...put.headers, 'x-amz-meta-__proto__': 'x' } }), { status: 403, code: 'AccessDenied' }, 'one named __proto__')
 
   const list = await sign(echo, creds, { method: 'GET', path: '/b', query: { 'list-type': '2', prefix: 'a b/' } })
   t.match(await send(echo, list), { status: 200 }, 'a query as signed')
