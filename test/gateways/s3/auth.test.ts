@@ -22,6 +22,8 @@ import { type S3Echo, s3Echo } from '../../helpers/s3-echo.js'
 
 const run = promisify(execFile)
 const sha = (d: Uint8Array | string) => createHash('sha256').update(d).digest('hex')
+/** The secret with its last character changed (always to another one). */
+const otherSecret = (s: string) => `${s.slice(0, -1)}${s.endsWith('X') ? 'Y' : 'X'}`
 
 function client(echo: S3Echo, creds: { accessKeyId: string; secretAccessKey: string }, extra: Record<string, unknown> = {}) {
   const c = new S3Client({ endpoint: echo.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: creds, maxAttempts: 1, ...extra })
@@ -69,7 +71,7 @@ t.test('the AWS SDK v3: default checksums (aws-chunked, CRC32 trailer), signed p
   await reader.send(new GetObjectCommand({ Bucket: 'b', Key: 'k' }))
   t.match(echo.seen.at(-1), { user: 'reader', readOnly: true }, "a read-only user's key gets a read-only view")
 
-  const wrong = client(echo, { ...creds, secretAccessKey: `${creds.secretAccessKey.slice(0, -1)}X` })
+  const wrong = client(echo, { ...creds, secretAccessKey: otherSecret(creds.secretAccessKey) })
   t.teardown(() => wrong.destroy())
   t.equal(await failure(wrong.send(new GetObjectCommand({ Bucket: 'b', Key: 'k' }))), 'SignatureDoesNotMatch', 'a wrong secret')
   const unknown = client(echo, { accessKeyId: 'FGAAAAAAAAAAAAAAAAAA', secretAccessKey: creds.secretAccessKey })
@@ -218,7 +220,7 @@ t.test('aws-chunked payloads: chunk signatures chained, trailers checked, hostil
   const a = good.indexOf('\r\n') + 2
   const swapped = Buffer.concat([good.subarray(0, a), Buffer.alloc(8192, 'b'), good.subarray(a + 8192)])
   t.match(await send(echo, { ...s.r, body: swapped }), { status: 403, code: 'SignatureDoesNotMatch' }, "a chunk's data replaced")
-  t.match(await send(echo, { ...s.r, body: awsChunked(parts, { ...s, key: chunkKey(`${creds.secretAccessKey}x`, s.date.slice(0, 8)) }) }), { status: 403, code: 'SignatureDoesNotMatch' }, 'chunks signed with another secret')
+  t.match(await send(echo, { ...s.r, body: awsChunked(parts, { ...s, key: chunkKey(otherSecret(creds.secretAccessKey), s.date.slice(0, 8)) }) }), { status: 403, code: 'SignatureDoesNotMatch' }, 'chunks signed with another secret')
 
   const st = await streaming('STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER', { 'x-amz-trailer': 'x-amz-checksum-crc32' })
   t.match(await send(echo, { ...st.r, body: awsChunked(parts, { ...st, trailer: `x-amz-checksum-crc32:${crc32(data)}` }) }), { status: 200 }, 'signed chunks and a signed CRC32 trailer')
@@ -308,7 +310,7 @@ t.test('the aws CLI: s3api put-object and get-object', async (t) => {
     (err: { stderr: string }) => err.stderr,
   )
   t.ok(bad === 'no error', 'control')
-  env.AWS_SECRET_ACCESS_KEY = `${creds.secretAccessKey.slice(0, -1)}Z`
+  env.AWS_SECRET_ACCESS_KEY = otherSecret(creds.secretAccessKey)
   const refused = await aws('s3api', 'get-object', '--bucket', 'b', '--key', 'k', join(dir, 'out3.json')).then(
     () => 'no error',
     (err: { stderr: string }) => err.stderr,
@@ -326,7 +328,7 @@ t.test('a revoked key is refused at once; ten failures from one address and ever
   t.equal((await echo.admin('DELETE', `/admin/api/users/alice/s3-keys/${creds.accessKeyId}`)).status, 200)
   t.match(await get(), { status: 403, code: 'InvalidAccessKeyId' }, 'the next request after the DELETE')
   const fresh = await echo.key('alice')
-  const wrong = { ...fresh, secretAccessKey: `${fresh.secretAccessKey.slice(0, -1)}Z` }
+  const wrong = { ...fresh, secretAccessKey: otherSecret(fresh.secretAccessKey) }
   // Nine more failures (the revoked key's was the first).
   for (let i = 0; i < 9; i++) t.match(await send(echo, await sign(echo, wrong, { method: 'GET', path: '/b/k' })), { code: 'SignatureDoesNotMatch' })
   const slowed = await send(echo, await sign(echo, fresh, { method: 'GET', path: '/b/k' }))
