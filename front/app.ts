@@ -34,7 +34,10 @@ import { version } from './version.js'
 import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
+import { createOAuth } from './oauth/index.js'
+import { publicOrigin } from './oauth/urls.js'
 import { createSftpGateway } from '../gateways/sftp/index.js'
+import { createMcpGateway } from '../gateways/mcp/index.js'
 import { createS3Gateway } from '../gateways/s3/index.js'
 
 export interface Filegate {
@@ -108,11 +111,20 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const builtIn: Gateway[] = []
   if (config.sftp.port !== 'off') builtIn.push(createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host }))
   if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain }))
+  // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
+  const publicUrl = () => publicOrigin(config, server?.port ?? config.port)
+  if (config.mcp.enabled) {
+    builtIn.push(
+      createMcpGateway({ publicUrl, corsOrigins: config.cors.origins, idleSeconds: config.mcp.session_idle_seconds, maxSessions: config.mcp.max_sessions, version }),
+    )
+  }
   const gateways = [...builtIn, ...(opts.gateways ?? []), ...plugins.gateways]
   const gatewayRoutes: Record<string, HttpHandler> = {}
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
   const started = Date.now()
   const shares = new ShareService({ state, secret, storageFor })
+  const openFs = (spec: BackendSpec) => createProtocolFs({ pool, spec, readOnly: false, stagingDir })
+  const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
   const tus = await TusUploads.open({ dir: join(config.data_dir, 'tus'), expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
   const handler = createHandler({
     sessions,
@@ -125,6 +137,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     corsOrigins: config.cors.origins,
     metrics: { meter: new Metrics({ pool: () => pool.stats, sessionsIssued: () => sessions.issued, inFlight: () => server?.inFlight ?? 0 }), access: config.metrics },
     tus,
+    oauth,
     admin: {
       admin,
       keys,
@@ -170,7 +183,8 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     storageFor,
     log: (level, msg, fields) => logger.log(level, msg, fields),
     bearer: chainBearers([
-      sessionBearer({ sessions, shares, storageFor, openFs: (spec) => createProtocolFs({ pool, spec, readOnly: false, stagingDir }) }),
+      sessionBearer({ sessions, shares, storageFor, openFs }),
+      oauth.bearer,
     ]),
     listenHttp: async (o) => {
       const own = await listenWith(http, o.host, o.port, {

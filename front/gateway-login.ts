@@ -179,6 +179,16 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     this.#views.close()
   }
 
+  /**
+   * A gateway user's view opened again for a credential issued at its login (an OAuth
+   * grant, front/oauth/): null when the user is gone or was made anew since (`created`).
+   */
+  async reopen(name: string, created: number, client: ClientIdentity): Promise<ProtocolFs | null> {
+    const user = await this.#opts.state.getGatewayUser(name)
+    if (!user || user.created !== created) return null
+    return this.#opts.openFs(this.userSpec(user), { readOnly: user.read_only, client })
+  }
+
   async keyAuthorized(user: string, key: PublicKey): Promise<boolean> {
     const u = user.includes('@') ? null : await this.#opts.state.getGatewayUser(user)
     return keyMatches(u?.keys.map((k) => k.blob) ?? [], key)

@@ -83,6 +83,7 @@ export class SharedViews {
 class Lease implements ProtocolFs {
   readonly readOnly: boolean
   readonly abilities: ProtocolFs['abilities']
+  readonly identity: string
   readonly #view: ProtocolFs
   readonly #release: () => void
   readonly #handles = new Set<FileHandle>()
@@ -93,6 +94,7 @@ class Lease implements ProtocolFs {
     this.#release = release
     this.readOnly = view.readOnly
     this.abilities = view.abilities
+    this.identity = view.identity
   }
 
   stat: ProtocolFs['stat'] = (ctx, path) => this.#view.stat(ctx, path)
