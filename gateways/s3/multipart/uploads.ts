@@ -226,8 +226,10 @@ export class MultipartUploads {
           })
         }
       })
+      const etag = multipartEtag(chosen.map((p) => p.etag))
+      const metadata = { userMeta: up.user_meta, ...(up.content_type === null ? {} : { contentType: up.content_type }) }
       await ensureParents(ctx, caller.fs, path)
-      const h = await caller.fs.open(ctx, path, FILE_WRITE)
+      const h = await caller.fs.open(ctx, path, FILE_WRITE, { metadata })
       try {
         let off = 0
         for (const p of chosen) {
@@ -242,9 +244,8 @@ export class MultipartUploads {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !isFsError(err)) throw noSuchUpload(id) // aborted or swept meanwhile
         throw err
       }
-      const etag = multipartEtag(chosen.map((p) => p.etag))
       const entry = await caller.fs.stat(ctx, path)
-      await this.#o.meta.put(caller.fs, path, entry, { etag, userMeta: up.user_meta, ...(up.content_type === null ? {} : { contentType: up.content_type }) })
+      await this.#o.meta.put(caller.fs, path, entry, { etag, ...metadata }, ctx)
       await this.#o.state.completeMultipartUpload(id, etag)
       await this.#staging.remove(id)
       return etag

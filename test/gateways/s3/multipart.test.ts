@@ -19,6 +19,7 @@ import { S3Error } from '../../../gateways/s3/errors.js'
 import { ObjectMeta } from '../../../gateways/s3/meta/index.js'
 import { MultipartUploads, multipartRoute } from '../../../gateways/s3/multipart/index.js'
 import { WorkerPool } from '../../../workers/pool.js'
+import { startS3rver } from '../../servers/s3rver.js'
 
 const pool = new WorkerPool({ workers: 1, tasksPerWorker: 16, maxQueue: 1000 })
 t.teardown(() => pool.close())
@@ -322,4 +323,41 @@ t.test('expiry and crash debris: swept at start and periodically, nothing left',
   t.equal(await f.state.getMultipartUpload(old), null, 'no record left')
   t.same(await f.state.listMultipartParts(old), [])
   t.equal(await s3code(f.part(f.alice, 'big.bin', old, 2, Buffer.from('late'))), 'NoSuchUpload')
+})
+
+t.test('over an S3 backend: Complete writes the object with its Content-Type and metadata on the object itself', async (t) => {
+  const s3 = await startS3rver(t)
+  const base = t.testdir()
+  const state = await openSqliteState(join(base, 'state'))
+  t.teardown(() => state.close())
+  const meta = new ObjectMeta(state)
+  const uploads = new MultipartUploads({ state, stagingDir: join(base, 'mp'), meta, expiryMs: 3_600_000 })
+  t.teardown(() => uploads.stop())
+  const spec = { type: 's3' as const, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, root: '' }
+  const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: join(base, 'gw') })
+  t.teardown(() => fs.close())
+  const bucket = await s3.bucket()
+  const c = { requestId: 'mp-s3', signal: new AbortController().signal }
+  const caller = (body: Uint8Array) => ({ user: 'alice', fs, body: once(body), contentLength: body.byteLength })
+  const id = await uploads.create(c, caller(new Uint8Array(0)), bucket, 'deep/er/obj.bin', 'application/x-mp', { who: 'me' })
+  const parts = [randomBytes(5 * MiB), randomBytes(123)]
+  const etags = []
+  for (const [i, p] of parts.entries()) etags.push(await uploads.uploadPart(caller(p), bucket, 'deep/er/obj.bin', id, String(i + 1), undefined))
+  const etag = await uploads.complete(c, caller(new Uint8Array(0)), bucket, 'deep/er/obj.bin', id, etags.map((e, i) => ({ number: i + 1, etag: e })))
+  t.equal(etag, md5OfMd5s(parts))
+  const path = `/${bucket}/deep/er/obj.bin`
+  const kept = await fs.metadata(c, path)
+  t.equal(kept.contentType, 'application/x-mp', 'Content-Type on the S3 object itself')
+  t.same(kept.userMeta, { who: 'me' }, 'metadata on the S3 object itself')
+  const h = await fs.open(c, path, { read: true, write: false, append: false, create: false, truncate: false, exclusive: false })
+  const got: Buffer[] = []
+  for (let off = 0; ; ) {
+    const b = await h.read(off, MiB)
+    if (b.byteLength === 0) break
+    got.push(Buffer.from(b))
+    off += b.byteLength
+  }
+  await h.close()
+  t.equal(md5(Buffer.concat(got)), md5(Buffer.concat(parts)), 'the object on S3 is the parts in order')
+  t.equal((await meta.get(fs, path, await fs.stat(c, path), c)).etag, etag, 'HEAD answers the ETag Complete gave')
 })
