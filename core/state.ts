@@ -7,7 +7,8 @@
  * records are plain data, and nothing here names a database type.
  *
  * Secrets never reach the store in clear: passwords are scrypt hashes, API keys
- * sha256 hashes, a share's backend credentials are sealed under the server secret.
+ * sha256 hashes, a share's backend credentials and S3 secret keys are sealed under
+ * the server secret.
  */
 
 /** A share link (docs/api.md, "Shares"). */
@@ -73,6 +74,33 @@ export interface GatewayUserRecord {
 }
 
 /**
+ * An S3 access key of a gateway user (docs/s3-keys.md): the id is public, the secret
+ * is kept sealed under the server secret (S3's signatures need it in clear to be
+ * checked) and never returned after its creation.
+ */
+export interface S3KeyRecord {
+  /** The access key id: 20 characters of A-Z and 0-9, unique. */
+  readonly id: string
+  /** The gateway user it acts as. */
+  readonly user: string
+  /** The secret access key, sealed under the server secret. */
+  readonly sealed: string
+  readonly created: number
+  readonly last_used: number | null
+}
+
+/** An OAuth client (docs/mcp-auth.md): registered dynamically (RFC 7591). Public clients only: no secret. */
+export interface OAuthClientRecord {
+  readonly client_id: string
+  /** Client-supplied: shown escaped, never trusted. */
+  readonly name: string
+  readonly redirect_uris: readonly string[]
+  readonly created: number
+  /** When a token was last issued to it; null: never (such clients are purged after a day). */
+  readonly last_used: number | null
+}
+
+/**
  * What the S3 gateway keeps of an object written through it, where the storage cannot
  * keep it itself (gateways/s3/meta/): valid while the file still has `size` and `mtime_ms`.
  */
@@ -118,6 +146,26 @@ export interface MultipartPartRecord {
   readonly modified: number
 }
 
+/**
+ * An OAuth refresh token (docs/mcp-auth.md). The token itself is never stored, only
+ * its hash. Every refresh token of one login is in one `family`: a rotated token
+ * used again revokes the family.
+ */
+export interface OAuthRefreshRecord {
+  /** Hex sha256 of the token. */
+  readonly hash: string
+  readonly family: string
+  readonly client_id: string
+  /** The resource (RFC 8707) its access tokens are for. */
+  readonly resource: string
+  /** What the login granted, sealed under the server secret. */
+  readonly grant: string
+  /** Epoch ms: the end of the family (refreshing does not extend it). */
+  readonly expires: number
+  /** When it was exchanged for a new pair; null: not yet. */
+  readonly used: number | null
+}
+
 export interface StateStore {
   /** Remembers a revoked token id until `untilMs` (its expiry): it is refused until then. */
   revokeToken(id: string, untilMs: number): Promise<void>
@@ -142,7 +190,7 @@ export interface StateStore {
   addGatewayUser(user: GatewayUserRecord): Promise<boolean>
   getGatewayUser(name: string): Promise<GatewayUserRecord | null>
   listGatewayUsers(): Promise<GatewayUserRecord[]>
-  /** @returns false when there was no such user */
+  /** Removes the user with its authorized keys and S3 keys. @returns false when there was no such user */
   deleteGatewayUser(name: string): Promise<boolean>
   /** Sets (or, with null, removes) a user's password hash. @returns false when there was no such user */
   setGatewayUserPassword(name: string, hash: string | null): Promise<boolean>
@@ -151,6 +199,15 @@ export interface StateStore {
   /** @returns false when the user has no key of that fingerprint */
   deleteGatewayUserKey(name: string, fingerprint: string): Promise<boolean>
 
+  /** @returns 'no-user' when there is no such gateway user (nothing stored) */
+  addS3Key(key: S3KeyRecord): Promise<'added' | 'no-user'>
+  getS3Key(id: string): Promise<S3KeyRecord | null>
+  /** A user's S3 keys, oldest first. */
+  listS3Keys(user: string): Promise<S3KeyRecord[]>
+  /** Records a use (best effort; stores may coarsen it). */
+  touchS3Key(id: string, atMs: number): Promise<void>
+  /** @returns false when `user` has no key `id` */
+  deleteS3Key(user: string, id: string): Promise<boolean>
   /** Replaces the record of (storage, path). */
   putObjectMeta(meta: ObjectMetaRecord): Promise<void>
   getObjectMeta(storage: string, path: string): Promise<ObjectMetaRecord | null>
@@ -173,6 +230,23 @@ export interface StateStore {
   putMultipartPart(part: MultipartPartRecord): Promise<string | null | 'no-upload'>
   /** An upload's parts by number. */
   listMultipartParts(id: string): Promise<MultipartPartRecord[]>
+  putOAuthClient(client: OAuthClientRecord): Promise<void>
+  getOAuthClient(id: string): Promise<OAuthClientRecord | null>
+  countOAuthClients(): Promise<number>
+  /** Records that a token was issued to the client. */
+  touchOAuthClient(id: string, atMs: number): Promise<void>
+  /** Removes clients never used that were registered before `beforeMs`. @returns how many */
+  purgeOAuthClients(beforeMs: number): Promise<number>
+
+  putOAuthRefresh(token: OAuthRefreshRecord): Promise<void>
+  getOAuthRefresh(hash: string): Promise<OAuthRefreshRecord | null>
+  /**
+   * Marks a refresh token used, atomically. @returns the record as it was before
+   * (`used` null the first time), or null when there is no such token
+   */
+  useOAuthRefresh(hash: string, atMs: number): Promise<OAuthRefreshRecord | null>
+  /** Removes every refresh token of a family (and expired ones of any family). */
+  deleteOAuthFamily(family: string): Promise<void>
 
   close(): Promise<void>
 }

@@ -13,8 +13,11 @@ const ALLOW_METHODS = 'GET, HEAD, POST, PATCH, DELETE, OPTIONS'
 const TUS_REQUEST_HEADERS = 'Tus-Resumable, Upload-Length, Upload-Defer-Length, Upload-Offset, Upload-Metadata'
 const TUS_RESPONSE_HEADERS =
   'Location, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Upload-Offset, Upload-Length, Upload-Defer-Length, Upload-Metadata, Upload-Expires'
-const ALLOW_HEADERS = `Authorization, Content-Type, X-Share-Password, Range, X-Request-Id, If-None-Match, If-Modified-Since, ${TUS_REQUEST_HEADERS}`
-const EXPOSE_HEADERS = `X-Request-Id, Content-Range, Content-Disposition, ETag, Content-Length, Accept-Ranges, Last-Modified, ${TUS_RESPONSE_HEADERS}`
+/** The MCP gateway's (gateways/mcp/): its session and protocol version, an event stream's resumption, and 401s' resource metadata. */
+const MCP_REQUEST_HEADERS = 'Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID'
+const MCP_RESPONSE_HEADERS = 'Mcp-Session-Id, WWW-Authenticate'
+const ALLOW_HEADERS = `Authorization, Content-Type, X-Share-Password, Range, X-Request-Id, If-None-Match, If-Modified-Since, ${TUS_REQUEST_HEADERS}, ${MCP_REQUEST_HEADERS}`
+const EXPOSE_HEADERS = `X-Request-Id, Content-Range, Content-Disposition, ETag, Content-Length, Accept-Ranges, Last-Modified, ${TUS_RESPONSE_HEADERS}, ${MCP_RESPONSE_HEADERS}`
 
 /** Is this origin allowed (config or any live key)? */
 export type OriginPolicy = (origin: string) => boolean
@@ -54,5 +57,26 @@ export function isOrigin(s: string): boolean {
     return (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === s
   } catch {
     return false
+  }
+}
+
+/**
+ * Public endpoints that take no cookie (OAuth discovery, token, registration,
+ * revocation: front/oauth/): open to every origin, without credentials.
+ */
+export const OPEN_CORS: Readonly<Record<string, string>> = { 'access-control-allow-origin': '*', 'access-control-expose-headers': 'WWW-Authenticate' }
+
+/** The preflight of such an endpoint. */
+export function openPreflight(): HttpReply {
+  return {
+    status: 204,
+    headers: {
+      ...OPEN_CORS,
+      allow: 'GET, POST, OPTIONS',
+      'access-control-allow-methods': 'GET, POST, OPTIONS',
+      'access-control-allow-headers': 'Authorization, Content-Type, MCP-Protocol-Version',
+      'access-control-max-age': '600',
+      'cache-control': 'no-store',
+    },
   }
 }
