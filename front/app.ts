@@ -38,6 +38,7 @@ import { createOAuth } from './oauth/index.js'
 import { publicOrigin } from './oauth/urls.js'
 import { createSftpGateway } from '../gateways/sftp/index.js'
 import { createMcpGateway } from '../gateways/mcp/index.js'
+import { createS3Gateway } from '../gateways/s3/index.js'
 
 export interface Filegate {
   readonly port: number
@@ -107,9 +108,11 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
   })
 
-  const builtIn: Gateway[] = config.sftp.port === 'off' ? [] : [createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host })]
+  const builtIn: Gateway[] = []
+  if (config.sftp.port !== 'off') builtIn.push(createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host }))
+  if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain }))
   // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
-  const publicUrl = () => config.public_url ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server?.port ?? config.port}`
+  const publicUrl = () => publicOrigin(config, server?.port ?? config.port)
   if (config.mcp.enabled) {
     builtIn.push(
       createMcpGateway({ publicUrl, corsOrigins: config.cors.origins, idleSeconds: config.mcp.session_idle_seconds, maxSessions: config.mcp.max_sessions, version }),
@@ -121,8 +124,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const started = Date.now()
   const shares = new ShareService({ state, secret, storageFor })
   const openFs = (spec: BackendSpec) => createProtocolFs({ pool, spec, readOnly: false, stagingDir })
-  const issuer = () => publicOrigin(config, server?.port ?? config.port)
-  const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer, sessions, shares, storageFor, openFs })
+  const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
   const tus = await TusUploads.open({ dir: join(config.data_dir, 'tus'), expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
   const handler = createHandler({
     sessions,

@@ -6,7 +6,6 @@
  * buckets (its top-level folders) and their objects.
  */
 import type { Gateway, GatewayContext, HttpListener } from '../../core/gateway.js'
-import type { Authenticate } from './caller.js'
 import { type MultipartRoute, createS3Handler } from './handler.js'
 import { type ObjectMetaStore, fallbackMeta } from './object-meta.js'
 
@@ -18,7 +17,6 @@ export interface S3GatewayOptions {
   readonly region: string
   /** Virtual-hosted style for `<bucket>.<baseDomain>`; null: path-style only. */
   readonly baseDomain: string | null
-  readonly authenticate: Authenticate
   /** Where ETags and metadata are kept (default: nowhere, stable ETags). */
   readonly meta?: (ctx: GatewayContext) => ObjectMetaStore
   readonly multipart?: (ctx: GatewayContext) => MultipartRoute
@@ -36,7 +34,6 @@ export function createS3Gateway(opts: S3GatewayOptions): Gateway {
     async start(ctx: GatewayContext) {
       const handler = createS3Handler({
         login: ctx.login,
-        authenticate: opts.authenticate,
         meta: opts.meta?.(ctx) ?? fallbackMeta,
         region: opts.region,
         baseDomain: opts.baseDomain,
