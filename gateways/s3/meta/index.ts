@@ -76,7 +76,16 @@ export function userMetaHeaders(meta: ObjectMetaValue): Record<string, string> {
 /** For calls made without a request's context (listings): short, not cancelled. */
 const detached = (): RequestContext => ({ requestId: 's3-meta', signal: new AbortController().signal })
 
-export class ObjectMeta {
+/** What the object operations use (gateways/s3/objects.ts, copy.ts, multipart's Complete). */
+export interface ObjectMetaStore {
+  get(fs: ProtocolFs, path: string, entry: FsEntry, ctx?: RequestContext): Promise<ObjectMetaValue>
+  /** After the object at `path` was written (`entry`: as committed). */
+  put(fs: ProtocolFs, path: string, entry: FsEntry, meta: ObjectMetaValue, ctx?: RequestContext): Promise<void>
+  /** After the object at `path` was deleted. */
+  forget(fs: ProtocolFs, path: string): Promise<void>
+}
+
+export class ObjectMeta implements ObjectMetaStore {
   readonly #state: StateStore
 
   constructor(state: StateStore) {
