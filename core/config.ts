@@ -5,6 +5,7 @@
  * Options are validated here, with precise messages, and trusted everywhere else.
  */
 import { PLUGIN_NAME, type PluginConfig } from './plugin.js'
+import { redirectUriProblem } from './redirect-uris.js'
 
 export interface ConnectionConfig {
   /** Picked by `label` in a session request (or by `type` when only one connection has it). */
@@ -79,6 +80,20 @@ export interface Config {
    */
   readonly sftp: { readonly port: number | 'off'; readonly host: string | null }
   /**
+   * The S3 gateway (gateways/s3/): its own port (0 picks a free one) or "off"; `host` null
+   * listens on the service's `host`; `region` is the one clients sign for; `base_domain`
+   * turns on virtual-hosted style (`<bucket>.<base_domain>`), null: path-style only;
+   * multipart uploads not completed within `multipart_expiry_hours` of their creation are
+   * removed, parts and all.
+   */
+  readonly s3: {
+    readonly port: number | 'off'
+    readonly host: string | null
+    readonly region: string
+    readonly base_domain: string | null
+    readonly multipart_expiry_hours: number
+  }
+  /**
    * The HTTP API's address as clients reach it (`scheme://host[:port]`, no path): the
    * issuer and resource URLs of OAuth (MCP) and the links filegate hands out. null:
    * `http://<host>:<port>` as listened (fine on loopback; set it behind a proxy).
@@ -89,6 +104,20 @@ export interface Config {
    * `session_idle_seconds` without a message; at most `max_sessions` are open at once.
    */
   readonly mcp: { readonly enabled: boolean; readonly session_idle_seconds: number; readonly max_sessions: number }
+  /** The OAuth authorization server of the MCP gateway (front/oauth/, docs/mcp-auth.md). */
+  readonly oauth: OAuthConfig
+}
+
+export interface OAuthConfig {
+  /** Clients known in advance (public clients: no secret). */
+  readonly clients: readonly { readonly client_id: string; readonly redirect_uris: readonly string[]; readonly name: string }[]
+  /** Dynamic client registration (RFC 7591) at /register. */
+  readonly dynamic_registration: boolean
+  /** How long an authorization code may wait for its exchange. */
+  readonly code_seconds: number
+  readonly access_token_seconds: number
+  /** How long a login's refresh tokens live (never past the filegate session it holds). */
+  readonly refresh_token_seconds: number
 }
 
 export const DEFAULTS: Config = {
@@ -115,8 +144,10 @@ export const DEFAULTS: Config = {
   metrics: { allow_loopback: true, token: null },
   tus: { expiry_seconds: 24 * 3600 },
   sftp: { port: 2222, host: null },
+  s3: { port: 8335, host: null, region: 'us-east-1', base_domain: null, multipart_expiry_hours: 24 },
   public_url: null,
   mcp: { enabled: true, session_idle_seconds: 1800, max_sessions: 1000 },
+  oauth: { clients: [], dynamic_registration: true, code_seconds: 60, access_token_seconds: 3600, refresh_token_seconds: 30 * 24 * 3600 },
 }
 
 export class ConfigError extends Error {
@@ -202,8 +233,10 @@ export function validateConfig(input: Record<string, unknown>): Config {
     metrics,
     tus: { expiry_seconds: int(tus.expiry_seconds, 'tus.expiry_seconds', 1, 365 * 24 * 3600) },
     sftp: sftpConfig(m.sftp),
+    s3: s3Config(m.s3),
     public_url: m.public_url === null ? null : publicUrl(m.public_url),
     mcp: mcpConfig(m.mcp),
+    oauth: oauthConfig(m.oauth),
   }
 }
 
@@ -222,6 +255,39 @@ function publicUrl(v: unknown): string {
   return u.origin
 }
 
+const OAUTH_CLIENT_ID = /^[A-Za-z0-9._~-]{1,128}$/
+
+/** `oauth`: pre-registered clients, dynamic registration on or off, token lifetimes. */
+function oauthConfig(v: unknown): OAuthConfig {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('oauth must be an object {"clients", "dynamic_registration", ...}')
+  for (const k of Object.keys(v)) if (!(k in DEFAULTS.oauth)) throw new ConfigError(`oauth: unknown key "${k}" (known: ${Object.keys(DEFAULTS.oauth).join(', ')})`)
+  const o = { ...DEFAULTS.oauth, ...v } as Record<string, unknown>
+  if (!Array.isArray(o.clients)) throw new ConfigError('oauth.clients must be a list of {"client_id", "redirect_uris", "name"}')
+  const ids = new Set<string>()
+  const clients = o.clients.map((c: unknown, i: number) => {
+    const at = `oauth.clients[${i}]`
+    if (c === null || typeof c !== 'object' || Array.isArray(c)) throw new ConfigError(`${at} must be an object {"client_id", "redirect_uris", "name"}`)
+    const { client_id, redirect_uris, name, ...rest } = c as Record<string, unknown>
+    if (Object.keys(rest).length > 0) throw new ConfigError(`${at}: unknown key "${Object.keys(rest)[0]}" (known: client_id, redirect_uris, name)`)
+    if (typeof client_id !== 'string' || !OAUTH_CLIENT_ID.test(client_id)) throw new ConfigError(`${at}.client_id must be 1 to 128 characters of A-Z, a-z, 0-9, ".", "_", "~" or "-"`)
+    if (ids.has(client_id)) throw new ConfigError(`${at}: client_id "${client_id}" is used twice`)
+    ids.add(client_id)
+    if (!Array.isArray(redirect_uris) || redirect_uris.length === 0) throw new ConfigError(`${at}.redirect_uris must be a non-empty list`)
+    redirect_uris.forEach((u: unknown, j: number) => {
+      const problem = redirectUriProblem(u)
+      if (problem) throw new ConfigError(`${at}.redirect_uris[${j}]: ${problem}`)
+    })
+    return { client_id, redirect_uris: redirect_uris as string[], name: name === undefined ? client_id : str(name, `${at}.name`) }
+  })
+  return {
+    clients,
+    dynamic_registration: bool(o.dynamic_registration, 'oauth.dynamic_registration'),
+    code_seconds: int(o.code_seconds, 'oauth.code_seconds', 1, 600),
+    access_token_seconds: int(o.access_token_seconds, 'oauth.access_token_seconds', 1, 24 * 3600),
+    refresh_token_seconds: int(o.refresh_token_seconds, 'oauth.refresh_token_seconds', 60, 365 * 24 * 3600),
+  }
+}
+
 /** `sftp`: `{"port": 2222 | "off", "host": null | "<address>"}`. */
 function sftpConfig(v: unknown): Config['sftp'] {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('sftp must be an object {"port", "host"}')
@@ -230,6 +296,27 @@ function sftpConfig(v: unknown): Config['sftp'] {
   return {
     port: s.port === 'off' ? 'off' : int(s.port, 'sftp.port (a port number or "off")', 0, 65535),
     host: s.host === null ? null : str(s.host, 'sftp.host'),
+  }
+}
+
+/** `s3`: `{"port": 8335 | "off", "host": null | "<address>", "region": "us-east-1", "base_domain": null | "<domain>", "multipart_expiry_hours": 24}`. */
+function s3Config(v: unknown): Config['s3'] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('s3 must be an object {"port", "host", "region", "base_domain", "multipart_expiry_hours"}')
+  const known = Object.keys(DEFAULTS.s3)
+  for (const k of Object.keys(v)) if (!known.includes(k)) throw new ConfigError(`s3: unknown key "${k}" (known: ${known.join(', ')})`)
+  const s = { ...DEFAULTS.s3, ...v } as Record<string, unknown>
+  const region = str(s.region, 's3.region')
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new ConfigError(`s3.region must be a region name like "us-east-1" (got ${JSON.stringify(region)})`)
+  const domain = s.base_domain === null ? null : str(s.base_domain, 's3.base_domain').toLowerCase()
+  if (domain !== null && !/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(domain)) {
+    throw new ConfigError(`s3.base_domain must be a domain name like "s3.example.com" (got ${JSON.stringify(domain)})`)
+  }
+  return {
+    port: s.port === 'off' ? 'off' : int(s.port, 's3.port (a port number or "off")', 0, 65535),
+    host: s.host === null ? null : str(s.host, 's3.host'),
+    region,
+    base_domain: domain,
+    multipart_expiry_hours: int(s.multipart_expiry_hours, 's3.multipart_expiry_hours', 1, 24 * 365),
   }
 }
 

@@ -26,6 +26,7 @@ import { GatewayLoginService } from './gateway-login.js'
 import { chainBearers, sessionBearer } from './gateway-bearer.js'
 import { createProtocolFs, sweepStaging } from './gateway-fs.js'
 import { ApiKeyService } from './api-keys.js'
+import { S3Keys } from './s3-keys.js'
 import { ShareService } from './shares.js'
 import { TusUploads } from './tus/uploads.js'
 import { TransferLimits } from './transfer-limits.js'
@@ -33,8 +34,11 @@ import { version } from './version.js'
 import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
+import { createOAuth } from './oauth/index.js'
+import { publicOrigin } from './oauth/urls.js'
 import { createSftpGateway } from '../gateways/sftp/index.js'
 import { createMcpGateway } from '../gateways/mcp/index.js'
+import { createS3Gateway } from '../gateways/s3/index.js'
 
 export interface Filegate {
   readonly port: number
@@ -84,9 +88,11 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   // Gateways' private staging files (front/gateway-fs/staging.ts): what a crash left is debris.
   const stagingDir = join(config.data_dir, 'gateway-staging')
   await sweepStaging(stagingDir)
+  const s3Keys = new S3Keys(state, secret)
   const gatewayLogin = await GatewayLoginService.open({
     config,
     state,
+    s3Keys,
     plugins,
     logger,
     openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, stagingDir }),
@@ -102,9 +108,11 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
   })
 
-  const builtIn: Gateway[] = config.sftp.port === 'off' ? [] : [createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host })]
+  const builtIn: Gateway[] = []
+  if (config.sftp.port !== 'off') builtIn.push(createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host }))
+  if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain }))
   // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
-  const publicUrl = () => config.public_url ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server?.port ?? config.port}`
+  const publicUrl = () => publicOrigin(config, server?.port ?? config.port)
   if (config.mcp.enabled) {
     builtIn.push(
       createMcpGateway({ publicUrl, corsOrigins: config.cors.origins, idleSeconds: config.mcp.session_idle_seconds, maxSessions: config.mcp.max_sessions, version }),
@@ -115,6 +123,8 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
   const started = Date.now()
   const shares = new ShareService({ state, secret, storageFor })
+  const openFs = (spec: BackendSpec) => createProtocolFs({ pool, spec, readOnly: false, stagingDir })
+  const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
   const tus = await TusUploads.open({ dir: join(config.data_dir, 'tus'), expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
   const handler = createHandler({
     sessions,
@@ -127,11 +137,13 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     corsOrigins: config.cors.origins,
     metrics: { meter: new Metrics({ pool: () => pool.stats, sessionsIssued: () => sessions.issued, inFlight: () => server?.inFlight ?? 0 }), access: config.metrics },
     tus,
+    oauth,
     admin: {
       admin,
       keys,
       state,
       users: gatewayLogin,
+      s3Keys,
       status: () => ({
         version,
         uptime_ms: Date.now() - started,
@@ -171,7 +183,8 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     storageFor,
     log: (level, msg, fields) => logger.log(level, msg, fields),
     bearer: chainBearers([
-      sessionBearer({ sessions, shares, storageFor, openFs: (spec) => createProtocolFs({ pool, spec, readOnly: false, stagingDir }) }),
+      sessionBearer({ sessions, shares, storageFor, openFs }),
+      oauth.bearer,
     ]),
     listenHttp: async (o) => {
       const own = await listenWith(http, o.host, o.port, {
@@ -197,6 +210,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   } catch (err) {
     // A gateway that cannot start (e.g. its port is taken) stops start-up, leaving nothing open.
     for (const g of gateways) await g.stop().catch(() => {})
+    gatewayLogin.close()
     server.close()
     tus.close()
     await pool.close()
@@ -220,6 +234,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
         await srv.drain(graceMs)
         if (srv.inFlight > 0) logger.log('warn', 'shutdown deadline reached: cutting transfers off', { in_flight: srv.inFlight })
         for (const g of gateways) await g.stop().catch(() => {})
+        gatewayLogin.close()
         srv.close()
         tus.close()
         await pool.close()

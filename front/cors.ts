@@ -59,3 +59,24 @@ export function isOrigin(s: string): boolean {
     return false
   }
 }
+
+/**
+ * Public endpoints that take no cookie (OAuth discovery, token, registration,
+ * revocation: front/oauth/): open to every origin, without credentials.
+ */
+export const OPEN_CORS: Readonly<Record<string, string>> = { 'access-control-allow-origin': '*', 'access-control-expose-headers': 'WWW-Authenticate' }
+
+/** The preflight of such an endpoint. */
+export function openPreflight(): HttpReply {
+  return {
+    status: 204,
+    headers: {
+      ...OPEN_CORS,
+      allow: 'GET, POST, OPTIONS',
+      'access-control-allow-methods': 'GET, POST, OPTIONS',
+      'access-control-allow-headers': 'Authorization, Content-Type, MCP-Protocol-Version',
+      'access-control-max-age': '600',
+      'cache-control': 'no-store',
+    },
+  }
+}

@@ -18,7 +18,8 @@ import { NO_PLUGINS, type PluginHost } from './plugins.js'
 import type { SessionService } from './sessions.js'
 import type { ShareService } from './shares.js'
 import type { ApiKeyService } from './api-keys.js'
-import { corsHeaders, preflight, withCors } from './cors.js'
+import { OPEN_CORS, corsHeaders, openPreflight, preflight, withCors } from './cors.js'
+import type { OAuthServer } from './oauth/index.js'
 import { type AdminDeps, adminPattern, adminRoute } from './routes/admin.js'
 import { shareRoute } from './routes/share.js'
 import type { Config } from '../core/config.js'
@@ -46,6 +47,8 @@ export interface ServerDeps {
   readonly metrics?: { readonly meter: Metrics; readonly access: Config['metrics'] }
   /** Resumable uploads under /api/files/tus/; absent: not served. */
   readonly tus?: TusUploads
+  /** The OAuth authorization server of the MCP gateway (front/oauth/); absent: not served. */
+  readonly oauth?: Pick<OAuthServer, 'routes' | 'openCors'>
 }
 
 type Route = Partial<Record<string, (req: HttpRequest) => Promise<HttpReply>>>
@@ -64,6 +67,7 @@ export function createHandler(deps: ServerDeps): Handler {
   const allowed = (origin: string) => configured.has(origin) || deps.keys.hasOrigin(origin)
   const handle = dispatch(deps, routes)
   const answer: HttpHandler = async (req) => {
+    if (deps.oauth?.openCors.has(req.path)) return req.method === 'OPTIONS' ? openPreflight() : withCors(await handle(req), OPEN_CORS)
     if (req.method === 'OPTIONS') return deps.tus && isTusPath(req.path) ? deps.tus.options(preflight(req, allowed)) : preflight(req, allowed)
     return withCors(await handle(req), corsHeaders(req, allowed))
   }
@@ -122,6 +126,7 @@ function routeTable(deps: ServerDeps): Record<string, Route> {
   routes['/api/share'] = { GET: share, POST: share }
   if (deps.metrics) routes['/metrics'] = { GET: metricsRoute(deps.metrics.meter, deps.metrics.access) }
   for (const { path, route } of plugins.routes) routes[path] = pluginRoute(deps, route)
+  Object.assign(routes, deps.oauth?.routes)
   return routes
 }
 

@@ -7,6 +7,6 @@
 import { createHmac } from 'node:crypto'
 
 /** `gateway:<purpose>`: a value a gateway seals (core/gateway.ts, `seal`). */
-export type KeyPurpose = 'admin-token' | 'share-credentials' | `gateway:${string}`
+export type KeyPurpose = 'admin-token' | 'share-credentials' | 'oauth-access' | 'oauth-grant' | 'oauth-flow' | `gateway:${string}`
 
 export const subkey = (secret: Buffer, purpose: KeyPurpose): Buffer => createHmac('sha256', secret).update(`filegate ${purpose}`).digest()

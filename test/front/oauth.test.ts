@@ -1,0 +1,268 @@
+/**
+ * @module test/front/oauth.test
+ * filegate's OAuth server (front/oauth/) over plain HTTP: discovery, registration,
+ * the authorization page's forms posted as a browser posts them, the token endpoint,
+ * revocation, and the tokens resolved as the MCP gateway resolves them (the gateway
+ * context's `bearer`). Each of the specification's failure cases is asserted: wrong
+ * verifier, plain or missing PKCE, a replayed code (and what it issued revoked), a
+ * foreign redirect URI, another port on a non-loopback redirect, an expired code, an
+ * expired access token, a token for another resource, refresh reuse, a revoked token,
+ * the wrong client; CSRF; the login throttle; an escaped client name.
+ */
+import { join } from 'node:path'
+import t from 'tap'
+import type { BearerResult } from '../../core/gateway.js'
+import { LOCAL_PASSWORD_FAILURES } from '../../front/sessions.js'
+import { type OAuthServer, authorize, exchange, flowOf, newClient, openPage, pkce, postPage, registerClient, startOAuthServer, tokenRequest } from '../helpers/oauth.js'
+
+const req = (s: OAuthServer, resource = `${s.url}/mcp`) => ({ resource, address: '127.0.0.1', requestId: 'test' })
+
+async function names(r: BearerResult): Promise<string[]> {
+  if (!r.ok) throw new Error(`refused: ${r.reason} ${r.message}`)
+  try {
+    const page = await r.fs.list({ requestId: 'test', signal: new AbortController().signal }, '/')
+    return page.entries.map((e) => e.name)
+  } finally {
+    r.fs.close()
+  }
+}
+
+const tmpLogin = (userID = 'alice') => ({ action: 'tmp', userID })
+
+t.test('discovery: the authorization server and the MCP resource describe themselves, to any origin', async (t) => {
+  const s = await startOAuthServer(t)
+  const res = await fetch(`${s.url}/.well-known/oauth-authorization-server`, { headers: { origin: 'https://app.example.com' } })
+  t.equal(res.status, 200)
+  t.equal(res.headers.get('access-control-allow-origin'), '*', 'open CORS')
+  const m = (await res.json()) as Record<string, unknown>
+  t.match(m, {
+    issuer: s.url,
+    authorization_endpoint: `${s.url}/authorize`,
+    token_endpoint: `${s.url}/token`,
+    registration_endpoint: `${s.url}/register`,
+    revocation_endpoint: `${s.url}/revoke`,
+    code_challenge_methods_supported: ['S256'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    token_endpoint_auth_methods_supported: ['none'],
+  })
+  for (const path of ['', '/mcp']) {
+    const r = (await (await fetch(`${s.url}/.well-known/oauth-protected-resource${path}`)).json()) as Record<string, unknown>
+    t.same(r, { resource: `${s.url}/mcp`, authorization_servers: [s.url], bearer_methods_supported: ['header'], resource_name: 'filegate MCP server' }, `protected resource metadata at ${path || '/'}`)
+  }
+  const pre = await fetch(`${s.url}/token`, { method: 'OPTIONS', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' } })
+  t.equal(pre.status, 204)
+  t.equal(pre.headers.get('access-control-allow-origin'), '*', 'the token endpoint takes browser clients')
+  const page = await fetch(`${s.url}/authorize`, { headers: { origin: 'https://app.example.com' } })
+  t.equal(page.headers.get('access-control-allow-origin'), null, 'the page is not open to other origins')
+})
+
+t.test('registration: redirect URIs are checked', async (t) => {
+  const s = await startOAuthServer(t)
+  for (const uri of ['https://app.example.com/cb', 'http://127.0.0.1/callback', 'http://localhost:8080/cb', 'http://[::1]/cb', 'com.example.app:/oauth']) {
+    const res = await registerClient(s.url, { client_name: 'ok', redirect_uris: [uri] })
+    t.equal(res.status, 201, `accepted: ${uri}`)
+    t.match(await res.json(), { client_id: /^fgc_/, redirect_uris: [uri], token_endpoint_auth_method: 'none' })
+  }
+  const confidential = await registerClient(s.url, { redirect_uris: ['https://app.example.com/cb'], token_endpoint_auth_method: 'client_secret_basic' })
+  t.match(await confidential.json(), { token_endpoint_auth_method: 'none' }, 'registered as a public client, and told so')
+  for (const uri of ['http://app.example.com/cb', 'javascript:alert(1)', 'data:text/html,hi', 'https://app.example.com/cb#frag', 'file:///etc/passwd', 'not a uri', 'https://user:pw@app.example.com/cb']) {
+    const res = await registerClient(s.url, { client_name: 'bad', redirect_uris: [uri] })
+    t.equal(res.status, 400, `refused: ${uri}`)
+    t.match(await res.json(), { error: /^invalid_(redirect_uri|client_metadata)$/, error_description: String }, 'an RFC 7591 error')
+  }
+  const none = await registerClient(s.url, { client_name: 'no uris' })
+  t.equal(none.status, 400, 'redirect_uris are required')
+  const grant = await registerClient(s.url, { redirect_uris: ['https://app.example.com/cb'], grant_types: ['client_credentials'] })
+  t.match(await grant.json(), { error: 'invalid_client_metadata' }, 'unsupported grant types are refused')
+})
+
+t.test('the dance over HTTP: tmp user, code, tokens, refresh rotated, reuse revokes the family', async (t) => {
+  const s = await startOAuthServer(t)
+  const client = await newClient(s.url)
+  const a = await authorize(s.url, client, tmpLogin())
+  const first = await exchange(s.url, client, a)
+  t.equal(first.status, 200, 'code exchanged')
+  t.match(first.json, { token_type: 'Bearer', expires_in: 3600, access_token: String, refresh_token: /^fgr_/ })
+  const access = first.json.access_token as string
+
+  // The tmp user's space, as the HTTP API serves it.
+  const api = await (await fetch(`${s.url}/api/session`, { method: 'POST', body: JSON.stringify({ type: 'tmp', userID: 'alice' }) })).json()
+  await fetch(`${s.url}/api/files/mkdir?path=/projects/`, { method: 'POST', headers: { authorization: `Bearer ${(api as { result: { authorization: string } }).result.authorization}` } })
+  t.same(await names(await s.ctx.bearer(access, req(s))), ['projects'], 'the access token opens the tmp user\'s space')
+  t.same(await names(await s.ctx.bearer(access, req(s, `${s.url}/sse`))), ['projects'], 'also at the SSE address of the same server')
+
+  const second = await tokenRequest(s.url, { grant_type: 'refresh_token', refresh_token: first.json.refresh_token as string, client_id: client })
+  t.equal(second.status, 200, 'refreshed')
+  t.not(second.json.refresh_token, first.json.refresh_token, 'the refresh token is rotated')
+  t.ok((await s.ctx.bearer(second.json.access_token as string, req(s))).ok, 'the new access token works')
+
+  const reuse = await tokenRequest(s.url, { grant_type: 'refresh_token', refresh_token: first.json.refresh_token as string, client_id: client })
+  t.equal(reuse.status, 400)
+  t.match(reuse.json, { error: 'invalid_grant', error_description: /already used/ }, 'a rotated refresh token is refused')
+  t.match(await s.ctx.bearer(second.json.access_token as string, req(s)), { ok: false, reason: 'invalid' }, 'and its reuse revoked the family\'s access tokens')
+  const after = await tokenRequest(s.url, { grant_type: 'refresh_token', refresh_token: second.json.refresh_token as string, client_id: client })
+  t.match(after.json, { error: 'invalid_grant' }, '…and its refresh tokens')
+})
+
+t.test('PKCE: wrong verifier, plain, missing', async (t) => {
+  const s = await startOAuthServer(t)
+  const client = await newClient(s.url)
+  const a = await authorize(s.url, client, tmpLogin())
+  const wrong = await exchange(s.url, client, { ...a, verifier: pkce().verifier })
+  t.equal(wrong.status, 400)
+  t.match(wrong.json, { error: 'invalid_grant', error_description: /code_verifier/ }, 'wrong verifier refused')
+  const noVerifier = await exchange(s.url, client, await authorize(s.url, client, tmpLogin()), { code_verifier: '' })
+  t.match(noVerifier.json, { error: 'invalid_request' }, 'missing verifier refused')
+
+  const base = { response_type: 'code', client_id: client, redirect_uri: 'http://127.0.0.1/callback', state: 'xyz' }
+  const plain = await openPage(s.url, { ...base, code_challenge: pkce().verifier, code_challenge_method: 'plain' })
+  t.equal(plain.status, 303, 'plain PKCE: back to the client')
+  const p = new URL(plain.html).searchParams
+  t.same([p.get('error'), p.get('state')], ['invalid_request', 'xyz'], 'with invalid_request and the state')
+  t.match(p.get('error_description'), /S256/)
+  const missing = await openPage(s.url, base)
+  t.equal(new URL(missing.html).searchParams.get('error'), 'invalid_request', 'no PKCE: refused')
+  t.match(new URL(missing.html).searchParams.get('error_description'), /PKCE is required/)
+})
+
+t.test('a replayed code is refused and revokes what it issued', async (t) => {
+  const s = await startOAuthServer(t)
+  const client = await newClient(s.url)
+  const a = await authorize(s.url, client, tmpLogin())
+  const first = await exchange(s.url, client, a)
+  t.ok((await s.ctx.bearer(first.json.access_token as string, req(s))).ok, 'first exchange works')
+  const replay = await exchange(s.url, client, a)
+  t.match(replay.json, { error: 'invalid_grant', error_description: /already used/ }, 'the replay is refused')
+  t.match(await s.ctx.bearer(first.json.access_token as string, req(s)), { ok: false, reason: 'invalid' }, 'the access token it issued is revoked')
+  const refresh = await tokenRequest(s.url, { grant_type: 'refresh_token', refresh_token: first.json.refresh_token as string, client_id: client })
+  t.match(refresh.json, { error: 'invalid_grant' }, 'and its refresh token')
+})
+
+t.test('redirect URIs: foreign ones shown on the page, never redirected to; loopback on any port', async (t) => {
+  const s = await startOAuthServer(t)
+  const loopback = await newClient(s.url)
+  const web = await newClient(s.url, 'https://app.example.com/cb')
+  const q = (client_id: string, redirect_uri: string) => ({ response_type: 'code', client_id, redirect_uri, code_challenge: pkce().challenge, code_challenge_method: 'S256' })
+  for (const [client, uri] of [
+    [loopback, 'https://evil.example.com/callback'],
+    [loopback, 'http://127.0.0.1/other-path'],
+    [web, 'https://app.example.com:8443/cb'],
+    [web, 'https://app.example.com/cb/../evil'],
+  ] as const) {
+    const page = await openPage(s.url, q(client, uri))
+    t.equal(page.status, 400, `refused: ${uri}`)
+    t.match(page.html, /is not one this client registered/, 'said on the page')
+  }
+  const unknown = await openPage(s.url, q('fgc_nobody', 'http://127.0.0.1/callback'))
+  t.match([unknown.status, unknown.html], [400, /unknown client/], 'an unknown client is shown on the page too')
+  const other = await authorize(s.url, loopback, tmpLogin(), { redirect: 'http://127.0.0.1:49152/callback' })
+  t.ok(other.code, 'a loopback redirect on another port is accepted (RFC 8252)')
+  const mismatch = await exchange(s.url, loopback, { ...other, redirect: 'http://127.0.0.1:49153/callback' })
+  t.match(mismatch.json, { error: 'invalid_grant', error_description: /redirect_uri/ }, 'but the token request must name the same one')
+})
+
+t.test('the wrong client, an unknown client, another resource', async (t) => {
+  const s = await startOAuthServer(t)
+  const one = await newClient(s.url)
+  const two = await newClient(s.url)
+  const a = await authorize(s.url, one, tmpLogin())
+  t.match((await exchange(s.url, two, a)).json, { error: 'invalid_grant', error_description: /another client/ }, 'a code of another client is refused')
+  const unknown = await exchange(s.url, 'fgc_nobody', await authorize(s.url, one, tmpLogin()))
+  t.equal(unknown.status, 401)
+  t.match(unknown.json, { error: 'invalid_client' }, 'an unknown client is invalid_client (401)')
+
+  const target = await openPage(s.url, { response_type: 'code', client_id: one, redirect_uri: 'http://127.0.0.1/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256', resource: 'https://other.example.com/mcp' })
+  t.equal(new URL(target.html).searchParams.get('error'), 'invalid_target', 'a request for another resource is refused')
+  const ok = await exchange(s.url, one, await authorize(s.url, one, tmpLogin()))
+  t.match(await s.ctx.bearer(ok.json.access_token as string, req(s, 'https://other.example.com/mcp')), { ok: false, reason: 'audience' }, 'a token used for another resource: audience')
+  const refresh = await tokenRequest(s.url, { grant_type: 'refresh_token', refresh_token: ok.json.refresh_token as string, client_id: two })
+  t.match(refresh.json, { error: 'invalid_grant', error_description: /another client/ }, 'a refresh token of another client is refused')
+})
+
+t.test('expiry: codes and access tokens', async (t) => {
+  const s = await startOAuthServer(t, { oauth: { code_seconds: 1, access_token_seconds: 1 } })
+  const client = await newClient(s.url)
+  const late = await authorize(s.url, client, tmpLogin())
+  await new Promise((r) => setTimeout(r, 1500))
+  t.match((await exchange(s.url, client, late)).json, { error: 'invalid_grant', error_description: /expired/ }, 'an expired code is refused')
+  const ok = await exchange(s.url, client, await authorize(s.url, client, tmpLogin()))
+  t.equal(ok.json.expires_in, 1)
+  await new Promise((r) => setTimeout(r, 1500))
+  t.match(await s.ctx.bearer(ok.json.access_token as string, req(s)), { ok: false, reason: 'expired' }, 'an expired access token: expired')
+  const refreshed = await tokenRequest(s.url, { grant_type: 'refresh_token', refresh_token: ok.json.refresh_token as string, client_id: client })
+  t.ok((await s.ctx.bearer(refreshed.json.access_token as string, req(s))).ok, 'a refresh gives a working one')
+})
+
+t.test('revocation: a revoked token and its family are refused', async (t) => {
+  const s = await startOAuthServer(t)
+  const client = await newClient(s.url)
+  const other = await newClient(s.url)
+  const tok = (await exchange(s.url, client, await authorize(s.url, client, tmpLogin()))).json
+  const byOther = await fetch(`${s.url}/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: tok.refresh_token as string, client_id: other }).toString() })
+  t.equal(byOther.status, 200, 'RFC 7009: 200 whatever the token')
+  t.ok((await s.ctx.bearer(tok.access_token as string, req(s))).ok, 'another client cannot revoke it')
+  const res = await fetch(`${s.url}/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: tok.refresh_token as string, client_id: client }).toString() })
+  t.equal(res.status, 200)
+  t.match(await s.ctx.bearer(tok.access_token as string, req(s)), { ok: false, reason: 'invalid', message: /revoked/ }, 'the access token is refused')
+  t.match((await tokenRequest(s.url, { grant_type: 'refresh_token', refresh_token: tok.refresh_token as string, client_id: client })).json, { error: 'invalid_grant' }, 'the refresh token too')
+
+  const tok2 = (await exchange(s.url, client, await authorize(s.url, client, tmpLogin()))).json
+  await fetch(`${s.url}/revoke`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ token: tok2.access_token as string, client_id: client }).toString() })
+  t.match((await tokenRequest(s.url, { grant_type: 'refresh_token', refresh_token: tok2.refresh_token as string, client_id: client })).json, { error: 'invalid_grant' }, 'revoking the access token revokes its refresh token')
+})
+
+t.test('the page: CSRF, foreign origins, an escaped client name, its headers', async (t) => {
+  const s = await startOAuthServer(t)
+  const res = await registerClient(s.url, { client_name: '<img src=x onerror=alert(1)>"Evil"', redirect_uris: ['http://127.0.0.1/callback'] })
+  const client = ((await res.json()) as { client_id: string }).client_id
+  const page = await openPage(s.url, { response_type: 'code', client_id: client, redirect_uri: 'http://127.0.0.1/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256' })
+  t.equal(page.status, 200)
+  t.notMatch(page.html, /<img/, 'the client-supplied name is not markup')
+  t.match(page.html, /&#60;img src=x onerror=alert\(1\)&#62;&#34;Evil&#34;/, 'it is shown escaped')
+  t.match(page.html, /<code id="redirect-host">127\.0\.0\.1<\/code>/, 'with its redirect host')
+  t.notMatch(page.html, /<script/, 'no script at all')
+  const head = await fetch(`${s.url}/authorize?${new URLSearchParams({ response_type: 'code', client_id: client, code_challenge: pkce().challenge, code_challenge_method: 'S256' })}`)
+  t.equal(head.headers.get('x-frame-options'), 'DENY')
+  t.match(head.headers.get('content-security-policy'), /default-src 'none'.*frame-ancestors 'none'/)
+  t.match(head.headers.get('set-cookie'), /HttpOnly; SameSite=Strict/)
+
+  const flow = flowOf(page.html, 'tmp-form')
+  const noCookie = await postPage(s.url, '', { flow, action: 'tmp', userID: 'alice' })
+  t.equal(noCookie.status, 403, 'a form without this browser\'s cookie is refused')
+  const otherCookie = await postPage(s.url, 'filegate_oauth=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', { flow, action: 'tmp', userID: 'alice' })
+  t.equal(otherCookie.status, 403, 'another browser\'s cookie too')
+  const foreign = await postPage(s.url, page.cookie, { flow, action: 'tmp', userID: 'alice' }, { origin: 'https://evil.example.com' })
+  t.equal(foreign.status, 403, 'a post from another origin is refused')
+  const forged = await postPage(s.url, page.cookie, { flow: flow.slice(0, -4) + 'AAAA', action: 'allow' })
+  t.equal(forged.status, 400, 'a tampered flow is refused')
+  const skip = await postPage(s.url, page.cookie, { flow, action: 'allow' })
+  t.match([skip.status, skip.html], [400, /log in first/], 'consent without a login is refused')
+  const deny = await postPage(s.url, page.cookie, { flow: flowOf((await postPage(s.url, page.cookie, { flow, action: 'tmp', userID: 'alice' })).html, 'deny-form'), action: 'deny' })
+  t.equal(deny.status, 303)
+  t.equal(new URL(deny.html).searchParams.get('error'), 'access_denied', 'deny: access_denied back to the client')
+})
+
+t.test('logins on the page: a local connection\'s password, throttled like the API\'s', async (t) => {
+  const dir = t.testdir({ files: { 'hello.txt': 'hi' }, data: {}, data2: {} })
+  const conf = { connections: [{ label: 'disk', type: 'local', path: join(dir, 'files'), password: 'the right password' }], tmp_sessions: false }
+  const s = await startOAuthServer(t, { ...conf, data_dir: join(dir, 'data') })
+  const client = await newClient(s.url)
+  const q = { response_type: 'code', client_id: client, redirect_uri: 'http://127.0.0.1/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256' }
+  const page = await openPage(s.url, q)
+  t.notMatch(page.html, /tmp-form/, 'no tmp login where tmp sessions are off')
+  const flow = flowOf(page.html, 'connection-form')
+  for (let i = 0; i < LOCAL_PASSWORD_FAILURES; i++) {
+    const wrong = await postPage(s.url, page.cookie, { flow, action: 'connection', label: 'disk', password: `wrong ${i}` })
+    t.equal(wrong.status, 401)
+    t.match(wrong.html, /wrong password for connection &#34;disk&#34;/, 'a wrong password is said on the page')
+  }
+  const locked = await postPage(s.url, page.cookie, { flow, action: 'connection', label: 'disk', password: 'the right password' })
+  t.equal(locked.status, 429, 'then the address is throttled, as POST /api/session is')
+  const api = await fetch(`${s.url}/api/session`, { method: 'POST', body: JSON.stringify({ label: 'disk', password: 'the right password' }) })
+  t.equal(api.status, 429, 'one throttle for both')
+
+  const s2 = await startOAuthServer(t, { ...conf, data_dir: join(dir, 'data2') })
+  const c2 = await newClient(s2.url)
+  const tok = (await exchange(s2.url, c2, await authorize(s2.url, c2, { action: 'connection', label: 'disk', password: 'the right password' }))).json
+  t.same(await names(await s2.ctx.bearer(tok.access_token as string, req(s2))), ['hello.txt'], 'the right password opens the connection')
+})
