@@ -11,8 +11,12 @@
  */
 import { join } from 'node:path'
 import t from 'tap'
+import { validateConfig } from '../../core/config.js'
 import type { BearerResult } from '../../core/gateway.js'
+import { GATEWAY_LOGIN_FAILURES } from '../../front/gateway-login.js'
+import { REGISTRATIONS_PER_HOUR } from '../../front/oauth/clients.js'
 import { LOCAL_PASSWORD_FAILURES } from '../../front/sessions.js'
+import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { type OAuthServer, authorize, exchange, flowOf, newClient, openPage, pkce, postPage, registerClient, startOAuthServer, tokenRequest } from '../helpers/oauth.js'
 
 const req = (s: OAuthServer, resource = `${s.url}/mcp`) => ({ resource, address: '127.0.0.1', requestId: 'test' })
@@ -265,4 +269,51 @@ t.test('logins on the page: a local connection\'s password, throttled like the A
   const c2 = await newClient(s2.url)
   const tok = (await exchange(s2.url, c2, await authorize(s2.url, c2, { action: 'connection', label: 'disk', password: 'the right password' }))).json
   t.same(await names(await s2.ctx.bearer(tok.access_token as string, req(s2))), ['hello.txt'], 'the right password opens the connection')
+})
+
+t.test('pre-registered clients only: registration off, configured clients checked at start-up', async (t) => {
+  const s = await startOAuthServer(t, { oauth: { dynamic_registration: false, clients: [{ client_id: 'team-tool', redirect_uris: ['http://127.0.0.1/callback'], name: 'Team tool' }] } })
+  const m = (await (await fetch(`${s.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>
+  t.equal(m.registration_endpoint, undefined, 'no registration endpoint announced')
+  const res = await registerClient(s.url, { redirect_uris: ['http://127.0.0.1/callback'] })
+  t.equal(res.status, 403, 'and registration is refused')
+  t.match(await res.json(), { error: 'access_denied', error_description: /registration is off/ })
+  const tok = await exchange(s.url, 'team-tool', await authorize(s.url, 'team-tool', tmpLogin()))
+  t.equal(tok.status, 200, 'the configured client goes through the dance')
+  t.ok((await s.ctx.bearer(tok.json.access_token as string, req(s))).ok)
+  for (const bad of [
+    { clients: [{ client_id: 'x', redirect_uris: ['http://app.example.com/cb'] }] },
+    { clients: [{ client_id: 'x', redirect_uris: [] }] },
+    { clients: [{ client_id: 'has space', redirect_uris: ['https://a.example.com/cb'] }] },
+    { clients: [{ client_id: 'x', redirect_uris: ['https://a.example.com/cb'], secret: 's' }] },
+    { code_seconds: 0 },
+  ]) {
+    t.throws(() => validateConfig({ oauth: bad }), { name: 'ConfigError', message: /^oauth/ }, `refused: ${JSON.stringify(bad)}`)
+  }
+})
+
+t.test('registration is bounded per address', async (t) => {
+  const s = await startOAuthServer(t)
+  for (let i = 0; i < REGISTRATIONS_PER_HOUR; i++) await newClient(s.url)
+  const over = await registerClient(s.url, { redirect_uris: ['http://127.0.0.1/callback'] })
+  t.equal(over.status, 429)
+  t.match(await over.json(), { error: 'too_many_requests' }, `the ${REGISTRATIONS_PER_HOUR + 1}th registration within an hour is refused`)
+})
+
+t.test('gateway user logins on the page are throttled as the gateways\' are', async (t) => {
+  const s = await startOAuthServer(t, { admin_password: ADMIN_PASSWORD })
+  const admin = await adminToken(s.url)
+  await fetch(`${s.url}/admin/api/users`, { method: 'POST', headers: { authorization: `Bearer ${admin}` }, body: JSON.stringify({ name: 'erin', password: 'erin password', connection: 'tmp', root: '/' }) })
+  const client = await newClient(s.url)
+  const page = await openPage(s.url, { response_type: 'code', client_id: client, redirect_uri: 'http://127.0.0.1/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256' })
+  const flow = flowOf(page.html, 'gateway-form')
+  const passthrough = await postPage(s.url, page.cookie, { flow, action: 'gateway', user: 'erin@disk', password: 'x' })
+  t.match([passthrough.status, passthrough.html], [400, /pass-through login/], 'a pass-through name is sent to the connection form')
+  for (let i = 0; i < GATEWAY_LOGIN_FAILURES; i++) {
+    const wrong = await postPage(s.url, page.cookie, { flow, action: 'gateway', user: 'erin', password: `wrong ${i}` })
+    t.equal(wrong.status, 401, `wrong password ${i + 1}`)
+  }
+  const locked = await postPage(s.url, page.cookie, { flow, action: 'gateway', user: 'erin', password: 'erin password' })
+  t.equal(locked.status, 429, 'then the address is throttled')
+  t.match(locked.html, /too many failed gateway logins/)
 })
