@@ -80,6 +80,7 @@ async function main(): Promise<void> {
     data_dir: join(dir, 'data'),
     log: { level: 'error', requests: false },
     sftp: { port: 'off' },
+    s3: { port: 'off' },
     connections: [
       { label: 's3', type: 's3', endpoint: s3.endpoint, region: 'us-east-1', path_style: true },
       { label: 'smb', type: 'smb', hostname: '127.0.0.1', port: smb.port, share: smb.share },

@@ -47,6 +47,7 @@ async function main(): Promise<void> {
     data_dir: join(dir, 'data'),
     log: { level: 'error', requests: false },
     sftp: { port: 'off' },
+    s3: { port: 'off' },
     connections: [
       { label: 'sftp', type: 'sftp', hostname: '127.0.0.1', port: sshd.port },
       { label: 'ftp', type: 'ftp', hostname: '127.0.0.1', port: ftpd.port },

@@ -80,11 +80,30 @@ export interface Config {
    */
   readonly sftp: { readonly port: number | 'off'; readonly host: string | null }
   /**
+   * The S3 gateway (gateways/s3/): its own port (0 picks a free one) or "off"; `host` null
+   * listens on the service's `host`; `region` is the one clients sign for; `base_domain`
+   * turns on virtual-hosted style (`<bucket>.<base_domain>`), null: path-style only;
+   * multipart uploads not completed within `multipart_expiry_hours` of their creation are
+   * removed, parts and all.
+   */
+  readonly s3: {
+    readonly port: number | 'off'
+    readonly host: string | null
+    readonly region: string
+    readonly base_domain: string | null
+    readonly multipart_expiry_hours: number
+  }
+  /**
    * The HTTP API's address as clients reach it (`scheme://host[:port]`, no path): the
    * issuer and resource URLs of OAuth (MCP) and the links filegate hands out. null:
    * `http://<host>:<port>` as listened (fine on loopback; set it behind a proxy).
    */
   readonly public_url: string | null
+  /**
+   * The MCP gateway (gateways/mcp/) on the HTTP port: `/mcp` and `/sse`. Sessions end after
+   * `session_idle_seconds` without a message; at most `max_sessions` are open at once.
+   */
+  readonly mcp: { readonly enabled: boolean; readonly session_idle_seconds: number; readonly max_sessions: number }
   /** The OAuth authorization server of the MCP gateway (front/oauth/, docs/mcp-auth.md). */
   readonly oauth: OAuthConfig
 }
@@ -125,7 +144,9 @@ export const DEFAULTS: Config = {
   metrics: { allow_loopback: true, token: null },
   tus: { expiry_seconds: 24 * 3600 },
   sftp: { port: 2222, host: null },
+  s3: { port: 8335, host: null, region: 'us-east-1', base_domain: null, multipart_expiry_hours: 24 },
   public_url: null,
+  mcp: { enabled: true, session_idle_seconds: 1800, max_sessions: 1000 },
   oauth: { clients: [], dynamic_registration: true, code_seconds: 60, access_token_seconds: 3600, refresh_token_seconds: 30 * 24 * 3600 },
 }
 
@@ -212,7 +233,9 @@ export function validateConfig(input: Record<string, unknown>): Config {
     metrics,
     tus: { expiry_seconds: int(tus.expiry_seconds, 'tus.expiry_seconds', 1, 365 * 24 * 3600) },
     sftp: sftpConfig(m.sftp),
+    s3: s3Config(m.s3),
     public_url: m.public_url === null ? null : publicUrl(m.public_url),
+    mcp: mcpConfig(m.mcp),
     oauth: oauthConfig(m.oauth),
   }
 }
@@ -273,6 +296,39 @@ function sftpConfig(v: unknown): Config['sftp'] {
   return {
     port: s.port === 'off' ? 'off' : int(s.port, 'sftp.port (a port number or "off")', 0, 65535),
     host: s.host === null ? null : str(s.host, 'sftp.host'),
+  }
+}
+
+/** `s3`: `{"port": 8335 | "off", "host": null | "<address>", "region": "us-east-1", "base_domain": null | "<domain>", "multipart_expiry_hours": 24}`. */
+function s3Config(v: unknown): Config['s3'] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('s3 must be an object {"port", "host", "region", "base_domain", "multipart_expiry_hours"}')
+  const known = Object.keys(DEFAULTS.s3)
+  for (const k of Object.keys(v)) if (!known.includes(k)) throw new ConfigError(`s3: unknown key "${k}" (known: ${known.join(', ')})`)
+  const s = { ...DEFAULTS.s3, ...v } as Record<string, unknown>
+  const region = str(s.region, 's3.region')
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new ConfigError(`s3.region must be a region name like "us-east-1" (got ${JSON.stringify(region)})`)
+  const domain = s.base_domain === null ? null : str(s.base_domain, 's3.base_domain').toLowerCase()
+  if (domain !== null && !/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(domain)) {
+    throw new ConfigError(`s3.base_domain must be a domain name like "s3.example.com" (got ${JSON.stringify(domain)})`)
+  }
+  return {
+    port: s.port === 'off' ? 'off' : int(s.port, 's3.port (a port number or "off")', 0, 65535),
+    host: s.host === null ? null : str(s.host, 's3.host'),
+    region,
+    base_domain: domain,
+    multipart_expiry_hours: int(s.multipart_expiry_hours, 's3.multipart_expiry_hours', 1, 24 * 365),
+  }
+}
+
+/** `mcp`: `{"enabled", "session_idle_seconds", "max_sessions"}`. */
+function mcpConfig(v: unknown): Config['mcp'] {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('mcp must be an object {"enabled", "session_idle_seconds", "max_sessions"}')
+  for (const k of Object.keys(v)) if (!(k in DEFAULTS.mcp)) throw new ConfigError(`mcp: unknown key "${k}" (known: enabled, session_idle_seconds, max_sessions)`)
+  const m = { ...DEFAULTS.mcp, ...v } as Record<string, unknown>
+  return {
+    enabled: bool(m.enabled, 'mcp.enabled'),
+    session_idle_seconds: int(m.session_idle_seconds, 'mcp.session_idle_seconds', 1, 7 * 24 * 3600),
+    max_sessions: int(m.max_sessions, 'mcp.max_sessions', 1, 1_000_000),
   }
 }
 

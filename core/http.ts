@@ -15,6 +15,8 @@ export interface HttpRequest {
   readonly query: URLSearchParams
   /** A request header by lower-case name. */
   header(name: string): string | undefined
+  /** Every header, by lower-case name (repeated ones joined as `header` gives them): e.g. S3's `x-amz-meta-*`. */
+  headers(): Iterable<readonly [string, string]>
   readonly remoteAddress: string
   /** Echoed from the client's X-Request-Id when sane, else generated. */
   readonly requestId: string

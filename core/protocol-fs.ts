@@ -85,6 +85,12 @@ export interface FsAbilities {
 export interface ProtocolFs {
   /** The user may not change anything: every write is EACCES. */
   readonly readOnly: boolean
+  /**
+   * A stable name of the storage and root this view shows (a hash of their non-secret
+   * identity: never a credential): views of the same folder of the same storage have the
+   * same. What a gateway keys records of its own about files by (e.g. S3 metadata).
+   */
+  readonly identity: string
   readonly abilities: FsAbilities
 
   /** Follows a symbolic link (inside the root; one leading outside is EACCES). @throws ENOENT */

@@ -7,7 +7,8 @@
  * records are plain data, and nothing here names a database type.
  *
  * Secrets never reach the store in clear: passwords are scrypt hashes, API keys
- * sha256 hashes, a share's backend credentials are sealed under the server secret.
+ * sha256 hashes, a share's backend credentials and S3 secret keys are sealed under
+ * the server secret.
  */
 
 /** A share link (docs/api.md, "Shares"). */
@@ -72,6 +73,22 @@ export interface GatewayUserRecord {
   readonly created: number
 }
 
+/**
+ * An S3 access key of a gateway user (docs/s3-keys.md): the id is public, the secret
+ * is kept sealed under the server secret (S3's signatures need it in clear to be
+ * checked) and never returned after its creation.
+ */
+export interface S3KeyRecord {
+  /** The access key id: 20 characters of A-Z and 0-9, unique. */
+  readonly id: string
+  /** The gateway user it acts as. */
+  readonly user: string
+  /** The secret access key, sealed under the server secret. */
+  readonly sealed: string
+  readonly created: number
+  readonly last_used: number | null
+}
+
 /** An OAuth client (docs/mcp-auth.md): registered dynamically (RFC 7591). Public clients only: no secret. */
 export interface OAuthClientRecord {
   readonly client_id: string
@@ -81,6 +98,52 @@ export interface OAuthClientRecord {
   readonly created: number
   /** When a token was last issued to it; null: never (such clients are purged after a day). */
   readonly last_used: number | null
+}
+
+/**
+ * What the S3 gateway keeps of an object written through it, where the storage cannot
+ * keep it itself (gateways/s3/meta/): valid while the file still has `size` and `mtime_ms`.
+ */
+export interface ObjectMetaRecord {
+  /** A hash of the storage's identity (never a credential) and the view's root. */
+  readonly storage: string
+  /** Canonical path inside that view. */
+  readonly path: string
+  readonly size: number
+  readonly mtime_ms: number | null
+  /** S3's ETag without quotes: hex MD5, or md5-of-md5s `-N`. */
+  readonly etag: string
+  readonly content_type: string | null
+  /** `x-amz-meta-*` without the prefix, lower-case names. */
+  readonly user_meta: Readonly<Record<string, string>>
+}
+
+/** An S3 multipart upload in progress, or completed a short while ago (gateways/s3/multipart/). */
+export interface MultipartUploadRecord {
+  /** Random, unguessable; also the name of its staging folder. */
+  readonly id: string
+  /** The gateway user that created it: only that user's keys see it. */
+  readonly user: string
+  readonly bucket: string
+  readonly key: string
+  readonly created: number
+  readonly content_type: string | null
+  readonly user_meta: Readonly<Record<string, string>>
+  /** Set once completed: the object's ETag (a repeated Complete answers it again). */
+  readonly completed_etag: string | null
+}
+
+/** One staged part of a multipart upload. */
+export interface MultipartPartRecord {
+  readonly upload_id: string
+  /** 1..10000. */
+  readonly number: number
+  readonly size: number
+  /** Hex MD5 of the part. */
+  readonly etag: string
+  /** The part's staging file name inside the upload's folder. */
+  readonly file: string
+  readonly modified: number
 }
 
 /**
@@ -127,7 +190,7 @@ export interface StateStore {
   addGatewayUser(user: GatewayUserRecord): Promise<boolean>
   getGatewayUser(name: string): Promise<GatewayUserRecord | null>
   listGatewayUsers(): Promise<GatewayUserRecord[]>
-  /** @returns false when there was no such user */
+  /** Removes the user with its authorized keys and S3 keys. @returns false when there was no such user */
   deleteGatewayUser(name: string): Promise<boolean>
   /** Sets (or, with null, removes) a user's password hash. @returns false when there was no such user */
   setGatewayUserPassword(name: string, hash: string | null): Promise<boolean>
@@ -136,6 +199,37 @@ export interface StateStore {
   /** @returns false when the user has no key of that fingerprint */
   deleteGatewayUserKey(name: string, fingerprint: string): Promise<boolean>
 
+  /** @returns 'no-user' when there is no such gateway user (nothing stored) */
+  addS3Key(key: S3KeyRecord): Promise<'added' | 'no-user'>
+  getS3Key(id: string): Promise<S3KeyRecord | null>
+  /** A user's S3 keys, oldest first. */
+  listS3Keys(user: string): Promise<S3KeyRecord[]>
+  /** Records a use (best effort; stores may coarsen it). */
+  touchS3Key(id: string, atMs: number): Promise<void>
+  /** @returns false when `user` has no key `id` */
+  deleteS3Key(user: string, id: string): Promise<boolean>
+  /** Replaces the record of (storage, path). */
+  putObjectMeta(meta: ObjectMetaRecord): Promise<void>
+  getObjectMeta(storage: string, path: string): Promise<ObjectMetaRecord | null>
+  deleteObjectMeta(storage: string, path: string): Promise<void>
+
+  putMultipartUpload(upload: MultipartUploadRecord): Promise<void>
+  getMultipartUpload(id: string): Promise<MultipartUploadRecord | null>
+  /** A user's uploads not completed in `bucket`, by key then creation then id. */
+  listMultipartUploads(user: string, bucket: string): Promise<MultipartUploadRecord[]>
+  /** Uploads (completed or not) created before `beforeMs`, oldest first. */
+  expiredMultipartUploads(beforeMs: number): Promise<MultipartUploadRecord[]>
+  /** Marks an upload completed with its ETag; its parts' records go. @returns false when there was no such upload */
+  completeMultipartUpload(id: string, etag: string): Promise<boolean>
+  /** The upload and its parts' records. @returns false when there was no such upload */
+  deleteMultipartUpload(id: string): Promise<boolean>
+  /**
+   * Records a part, replacing one of the same number.
+   * @returns the file of the part replaced (to remove), null when none; 'no-upload' when the upload is gone or completed (nothing recorded)
+   */
+  putMultipartPart(part: MultipartPartRecord): Promise<string | null | 'no-upload'>
+  /** An upload's parts by number. */
+  listMultipartParts(id: string): Promise<MultipartPartRecord[]>
   putOAuthClient(client: OAuthClientRecord): Promise<void>
   getOAuthClient(id: string): Promise<OAuthClientRecord | null>
   countOAuthClients(): Promise<number>

@@ -26,6 +26,7 @@ import { GatewayLoginService } from './gateway-login.js'
 import { chainBearers, sessionBearer } from './gateway-bearer.js'
 import { createProtocolFs, sweepStaging } from './gateway-fs.js'
 import { ApiKeyService } from './api-keys.js'
+import { S3Keys } from './s3-keys.js'
 import { ShareService } from './shares.js'
 import { TusUploads } from './tus/uploads.js'
 import { TransferLimits } from './transfer-limits.js'
@@ -36,6 +37,7 @@ import { Metrics } from './metrics.js'
 import { createOAuth } from './oauth/index.js'
 import { publicOrigin } from './oauth/urls.js'
 import { createSftpGateway } from '../gateways/sftp/index.js'
+import { createMcpGateway } from '../gateways/mcp/index.js'
 
 export interface Filegate {
   readonly port: number
@@ -85,9 +87,11 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   // Gateways' private staging files (front/gateway-fs/staging.ts): what a crash left is debris.
   const stagingDir = join(config.data_dir, 'gateway-staging')
   await sweepStaging(stagingDir)
+  const s3Keys = new S3Keys(state, secret)
   const gatewayLogin = await GatewayLoginService.open({
     config,
     state,
+    s3Keys,
     plugins,
     logger,
     openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, stagingDir }),
@@ -103,7 +107,14 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
   })
 
-  const builtIn = config.sftp.port === 'off' ? [] : [createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host })]
+  const builtIn: Gateway[] = config.sftp.port === 'off' ? [] : [createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host })]
+  // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
+  const publicUrl = () => config.public_url ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server?.port ?? config.port}`
+  if (config.mcp.enabled) {
+    builtIn.push(
+      createMcpGateway({ publicUrl, corsOrigins: config.cors.origins, idleSeconds: config.mcp.session_idle_seconds, maxSessions: config.mcp.max_sessions, version }),
+    )
+  }
   const gateways = [...builtIn, ...(opts.gateways ?? []), ...plugins.gateways]
   const gatewayRoutes: Record<string, HttpHandler> = {}
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
@@ -130,6 +141,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
       keys,
       state,
       users: gatewayLogin,
+      s3Keys,
       status: () => ({
         version,
         uptime_ms: Date.now() - started,
@@ -196,6 +208,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   } catch (err) {
     // A gateway that cannot start (e.g. its port is taken) stops start-up, leaving nothing open.
     for (const g of gateways) await g.stop().catch(() => {})
+    gatewayLogin.close()
     server.close()
     tus.close()
     await pool.close()
@@ -219,6 +232,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
         await srv.drain(graceMs)
         if (srv.inFlight > 0) logger.log('warn', 'shutdown deadline reached: cutting transfers off', { in_flight: srv.inFlight })
         for (const g of gateways) await g.stop().catch(() => {})
+        gatewayLogin.close()
         srv.close()
         tus.close()
         await pool.close()

@@ -91,7 +91,7 @@ function mergeValue(base: unknown, over: unknown): unknown {
 function coerce(key: string, raw: string, source: string): unknown {
   const [top, sub] = key.split('.') as [keyof typeof DEFAULTS, string | undefined]
   const dflt = sub === undefined ? DEFAULTS[top] : (DEFAULTS[top] as unknown as Record<string, unknown>)[sub]
-  if (key === 'sftp.port' && raw === 'off') return 'off'
+  if ((key === 'sftp.port' || key === 's3.port') && raw === 'off') return 'off'
   if (typeof dflt === 'number' || (dflt === null && key === 'max_upload_bytes')) {
     if (dflt === null && raw === '') return null
     if (!/^\d+$/.test(raw)) throw new ConfigError(`${source} must be a whole number (got "${raw}")`)

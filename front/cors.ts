@@ -13,8 +13,11 @@ const ALLOW_METHODS = 'GET, HEAD, POST, PATCH, DELETE, OPTIONS'
 const TUS_REQUEST_HEADERS = 'Tus-Resumable, Upload-Length, Upload-Defer-Length, Upload-Offset, Upload-Metadata'
 const TUS_RESPONSE_HEADERS =
   'Location, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Upload-Offset, Upload-Length, Upload-Defer-Length, Upload-Metadata, Upload-Expires'
-const ALLOW_HEADERS = `Authorization, Content-Type, X-Share-Password, Range, X-Request-Id, If-None-Match, If-Modified-Since, ${TUS_REQUEST_HEADERS}`
-const EXPOSE_HEADERS = `X-Request-Id, Content-Range, Content-Disposition, ETag, Content-Length, Accept-Ranges, Last-Modified, ${TUS_RESPONSE_HEADERS}`
+/** The MCP gateway's (gateways/mcp/): its session and protocol version, an event stream's resumption, and 401s' resource metadata. */
+const MCP_REQUEST_HEADERS = 'Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID'
+const MCP_RESPONSE_HEADERS = 'Mcp-Session-Id, WWW-Authenticate'
+const ALLOW_HEADERS = `Authorization, Content-Type, X-Share-Password, Range, X-Request-Id, If-None-Match, If-Modified-Since, ${TUS_REQUEST_HEADERS}, ${MCP_REQUEST_HEADERS}`
+const EXPOSE_HEADERS = `X-Request-Id, Content-Range, Content-Disposition, ETag, Content-Length, Accept-Ranges, Last-Modified, ${TUS_RESPONSE_HEADERS}, ${MCP_RESPONSE_HEADERS}`
 
 /** Is this origin allowed (config or any live key)? */
 export type OriginPolicy = (origin: string) => boolean

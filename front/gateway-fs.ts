@@ -14,7 +14,8 @@
  * a view guarantees.
  */
 import type { Transferable } from 'node:worker_threads'
-import type { BackendSpec } from '../core/backend.js'
+import { createHash } from 'node:crypto'
+import { type BackendSpec, backendIdentity } from '../core/backend.js'
 import type { Entry, Space } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
 import { isCanonical, parentOf } from '../core/paths.js'
@@ -104,6 +105,7 @@ function transferable(data: Uint8Array): Transferable[] {
 class GatewayFs implements ProtocolFs {
   readonly readOnly: boolean
   readonly abilities: FsAbilities
+  readonly identity: string
   readonly #ch: Channel
   readonly #opts: GatewayFsOptions
   readonly #snapshots: ListSnapshots
@@ -118,6 +120,7 @@ class GatewayFs implements ProtocolFs {
     this.#ch = ch
     this.#opts = opts
     this.readOnly = opts.readOnly
+    this.identity = createHash('sha256').update(backendIdentity(opts.spec)).digest('base64url')
     const { inPlaceWrites, ...fsAbilities } = abilities
     this.abilities = fsAbilities
     this.#inPlace = inPlaceWrites && opts.inPlace !== false

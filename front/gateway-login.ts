@@ -28,6 +28,13 @@
  * A gateway user's password that was right a few minutes ago, against the same stored
  * hash, is not checked by scrypt again (front/password-cache.ts): clients open many
  * sessions with the same password.
+ *
+ * **Signature logins** (S3, one per request): `user` is an access key id
+ * (front/s3-keys.ts); the key's secret is handed to the request's own `verify`, and
+ * the key acts as its gateway user. No scrypt is involved, and the user's view is
+ * shared between its requests while they come (front/shared-views.ts): the storage is
+ * looked at when the view is opened, not on every request. An unknown or revoked key
+ * and a wrong signature are refused alike, delayed and throttled as a wrong password.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { rm } from 'node:fs/promises'
@@ -44,6 +51,8 @@ import { type PluginStorageTypes, connectionSpec, gatewayTmpSpec, passthroughAll
 import type { Logger } from './log.js'
 import { type CheckedBy, PasswordCache } from './password-cache.js'
 import { MAX_PASSWORD_LENGTH, failureDelay, hashPassword, verifyPassword } from './passwords.js'
+import type { S3Keys } from './s3-keys.js'
+import { SharedViews } from './shared-views.js'
 import { AttemptGate, Throttle } from './throttle.js'
 
 /** Failed gateway logins from one address within WINDOW_MS before every login from it is `throttled`. */
@@ -54,6 +63,8 @@ const SCOPE = 'gateway'
 const PASSWORD_CACHE_MS = 5 * 60_000
 /** …for this many users at most. */
 const PASSWORD_CACHE_USERS = 10_000
+/** A signature login's view nobody uses is closed after this long. */
+const SHARED_VIEW_IDLE_MS = 30_000
 
 /** Opens the file system view of one login (front/gateway-fs.ts); rejects when the backend cannot be opened. */
 export type OpenProtocolFs = (spec: BackendSpec, opts: { readonly readOnly: boolean; readonly client: ClientIdentity }) => Promise<ProtocolFs>
@@ -63,6 +74,8 @@ export interface GatewayLoginOptions {
   readonly state: StateStore
   readonly openFs: OpenProtocolFs
   readonly logger: Logger
+  /** The S3 keys signature logins are checked against. */
+  readonly s3Keys: S3Keys
   readonly plugins?: PluginStorageTypes
 }
 
@@ -75,6 +88,8 @@ interface Granted {
   readonly where: Record<string, unknown>
   /** For a password login: how the password was checked (front/password-cache.ts). */
   readonly password?: CheckedBy | undefined
+  /** For a signature login: the access key id, and the key under which its user's view is shared. */
+  readonly signature?: { readonly keyId: string; readonly view: string }
 }
 
 /** Right credentials, but no storage can be built for them now (the configuration changed). */
@@ -92,6 +107,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   /** Four checks at a time per address (scrypt runs on libuv's four threads anyway); the rest wait. */
   readonly #gate = new AttemptGate({ perAddress: 4, maxWaiting: 4096 })
   readonly #recent = new PasswordCache({ ttlMs: PASSWORD_CACHE_MS, max: PASSWORD_CACHE_USERS })
+  readonly #views = new SharedViews({ idleMs: SHARED_VIEW_IDLE_MS })
 
   private constructor(opts: GatewayLoginOptions, decoy: string) {
     this.#opts = opts
@@ -122,20 +138,28 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       this.#opts.logger.log('info', 'gateway login throttled', fields)
       return { ok: false, reason: 'throttled', message: err.message }
     }
-    const at = req.user.lastIndexOf('@')
-    const granted = at > 0 ? await this.#passthrough(req, req.user.slice(0, at), req.user.slice(at + 1)) : await this.#gatewayUser(req)
+    const at = req.signature ? -1 : req.user.lastIndexOf('@')
+    const granted = req.signature ? await this.#signatureUser(req) : at > 0 ? await this.#passthrough(req, req.user.slice(0, at), req.user.slice(at + 1)) : await this.#gatewayUser(req)
     if (typeof granted === 'string') return this.#refuse(fields, granted)
     // A gateway user's credentials are checked by now; a pass-through's only by the backend, below.
     if (at <= 0) this.#throttle.refund(SCOPE, req.address)
     if ('unservable' in granted) return this.#unavailable('gateway login: this user cannot be served', { ...fields, ...granted.unservable })
     const client = { address: req.address, credential: `gateway:${granted.user}` }
-    let fs: ProtocolFs | undefined
+    const open = async (): Promise<ProtocolFs> => {
+      const fs = await this.#opts.openFs(granted.spec, { readOnly: granted.readOnly, client })
+      try {
+        const root = await fs.stat({ requestId: req.requestId, signal: new AbortController().signal, client }, '/')
+        if (root.kind !== 'dir') throw new FsError('ENOTDIR', 'the root is not a folder')
+      } catch (err) {
+        fs.close()
+        throw err
+      }
+      return fs
+    }
+    let fs: ProtocolFs
     try {
-      fs = await this.#opts.openFs(granted.spec, { readOnly: granted.readOnly, client })
-      const root = await fs.stat({ requestId: req.requestId, signal: new AbortController().signal, client }, '/')
-      if (root.kind !== 'dir') throw new FsError('ENOTDIR', 'the root is not a folder')
+      fs = granted.signature ? await this.#views.lease(granted.signature.view, open) : await open()
     } catch (err) {
-      fs?.close()
       const code = isFsError(err) ? err.code : isApiError(err) ? err.code : 'EIO'
       // A pass-through password is checked by the backend itself: refused like any other.
       if (code === 'EAUTH' && at > 0) return this.#refuse(fields, 'the storage refused the password')
@@ -144,8 +168,15 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       return this.#unavailable(msg, { ...fields, ...granted.where, code })
     }
     if (at > 0) this.#throttle.refund(SCOPE, req.address)
-    this.#opts.logger.log('info', 'gateway login', { ...fields, read_only: granted.readOnly, ...(granted.password ? { password: granted.password } : {}) })
+    // One line per S3 request would drown the log: signature logins are logged at debug level.
+    const level = granted.signature ? 'debug' : 'info'
+    this.#opts.logger.log(level, 'gateway login', { ...fields, read_only: granted.readOnly, ...(granted.password ? { password: granted.password } : {}), ...(granted.signature ? { user: granted.user, access_key_id: granted.signature.keyId } : {}) })
     return { ok: true, user: granted.user, fs }
+  }
+
+  /** Stops the views shared by signature logins (the service stops). */
+  close(): void {
+    this.#views.close()
   }
 
   /**
@@ -181,6 +212,11 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       if (!user) return 'unknown user'
       if (!r.ok) return user.password_hash === null ? 'the user has no password' : 'wrong password'
     }
+    return this.#grant(user, () => ({ password: how }))
+  }
+
+  /** What `user` is granted once its credentials were found right. */
+  #grant(user: GatewayUserRecord, extra: (spec: BackendSpec) => Pick<Granted, 'password' | 'signature'>): Granted | Unservable {
     let spec: BackendSpec
     try {
       spec = this.userSpec(user)
@@ -189,7 +225,19 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       if (!(isApiError(err) && err.code === 'INVALID_INPUT')) throw err
       return { unservable: { connection: user.connection, root: user.root, error: err.message } }
     }
-    return { user: user.name, spec, readOnly: user.read_only, where: { connection: user.connection, root: user.root, folder: describe(spec) }, password: how }
+    return { user: user.name, spec, readOnly: user.read_only, where: { connection: user.connection, root: user.root, folder: describe(spec) }, ...extra(spec) }
+  }
+
+  /** An access key id and a request signed with its secret (S3): the key's user. */
+  async #signatureUser(req: LoginRequest): Promise<Granted | Unservable | string> {
+    if (req.password !== undefined || req.publicKey !== undefined) return 'a signature with a password or a key'
+    const key = await this.#opts.s3Keys.find(req.user)
+    if (!key) return 'unknown access key'
+    if (!req.signature!.verify(key.secret)) return 'wrong signature'
+    const user = await this.#opts.state.getGatewayUser(key.user)
+    if (!user) return 'unknown user'
+    // The view is shared while the user, its rights and its storage stay the same.
+    return this.#grant(user, (spec) => ({ signature: { keyId: key.id, view: JSON.stringify([user.name, user.created, user.read_only, spec]) } }))
   }
 
   /** `<name>@<label>`: the user's own account on a connection that leaves credentials to its users. */

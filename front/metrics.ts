@@ -199,6 +199,9 @@ class CountedRequest implements HttpRequest {
   header(name: string) {
     return this.#inner.header(name)
   }
+  headers() {
+    return this.#inner.headers()
+  }
   get remoteAddress() {
     return this.#inner.remoteAddress
   }

@@ -8,7 +8,7 @@
 #   scripts/test-deps.sh [--dry-run] [test|build]
 #     test   (default) what the tests run: real sshd, vsftpd and smbd to test the
 #            sftp/ftp/smb drivers against (openssl: the FTPS certificate; smbclient,
-#            python3-paramiko, rclone: independent clients), unzip (an independent zip
+#            python3-paramiko, rclone, awscli, python3-boto3: independent clients), unzip (an independent zip
 #            reader), chromium and a font (the admin console's browser test). The tests
 #            add throwaway system users and start those servers, so they need root.
 #     build  what `npm install`/`npm ci` needs to compile better-sqlite3 when no
@@ -36,6 +36,7 @@ case "$group" in
       /usr/sbin/vsftpd:vsftpd /usr/bin/openssl:openssl
       /usr/sbin/smbd:samba /usr/bin/smbclient:smbclient
       /usr/lib/python3/dist-packages/paramiko:python3-paramiko /usr/bin/rclone:rclone
+      /usr/bin/aws:awscli /usr/lib/python3/dist-packages/boto3:python3-boto3
       /usr/bin/chromium:chromium /usr/share/fonts/truetype/dejavu:fonts-dejavu-core
     )
     ;;

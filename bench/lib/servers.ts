@@ -129,6 +129,7 @@ export async function startFilegate(
       FILEGATE_LOG_LEVEL: 'info',
       FILEGATE_HTTP_ENGINE: engine,
       FILEGATE_SFTP_PORT: 'off',
+      FILEGATE_S3_PORT: 'off',
       ...extra.env,
     },
   })

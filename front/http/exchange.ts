@@ -172,6 +172,10 @@ export abstract class Exchange implements HttpRequest {
     return this.#headers.get(name)
   }
 
+  headers(): Iterable<readonly [string, string]> {
+    return this.#headers.entries()
+  }
+
   abstract get body(): AsyncIterable<Uint8Array>
 
   /** Answers the request: refused before routing, 503 while shutting down, else the handler's reply. */

@@ -11,8 +11,9 @@ import type { StateStore } from '../../core/state.js'
 import type { AdminService, GatewayUserTargets } from '../admin.js'
 import { userView } from '../admin.js'
 import type { ApiKeyService } from '../api-keys.js'
+import type { S3Keys } from '../s3-keys.js'
 import { readJson } from '../http/body.js'
-import { okReply } from '../http/status.js'
+import { jsonReply, okReply } from '../http/status.js'
 import { shareView } from '../shares.js'
 
 export interface AdminDeps {
@@ -21,6 +22,8 @@ export interface AdminDeps {
   readonly state: StateStore
   /** Where gateway users may be served from. */
   readonly users: GatewayUserTargets
+  /** Gateway users' S3 keys. */
+  readonly s3Keys: S3Keys
   readonly status: () => Record<string, unknown>
 }
 
@@ -45,8 +48,8 @@ export function adminPattern(path: string): string | null {
   if (!path.startsWith('/admin/api/')) return null
   const [what, id, sub, subId, extra] = path.slice('/admin/api/'.length).split('/')
   if (!RESOURCES.has(what!) || extra !== undefined) return null
-  if (sub !== undefined && (what !== 'users' || sub !== 'keys')) return null
-  return [`/admin/api/${what}`, id && '{id}', sub, subId && '{fingerprint}'].filter(Boolean).join('/')
+  if (sub !== undefined && (what !== 'users' || (sub !== 'keys' && sub !== 's3-keys'))) return null
+  return [`/admin/api/${what}`, id && '{id}', sub, subId && (sub === 'keys' ? '{fingerprint}' : '{id}')].filter(Boolean).join('/')
 }
 
 /** Answers /admin and /admin/...; null when `path` is not the admin's. */
@@ -134,13 +137,28 @@ async function api(deps: AdminDeps, req: HttpRequest, rest: string): Promise<Htt
   }
 }
 
-/** /admin/api/users/<name>/keys (POST) and /admin/api/users/<name>/keys/<fingerprint> (DELETE). */
+/**
+ * /admin/api/users/<name>/keys (POST) and /admin/api/users/<name>/keys/<fingerprint> (DELETE);
+ * /admin/api/users/<name>/s3-keys (GET, POST) and /admin/api/users/<name>/s3-keys/<id> (DELETE).
+ */
 async function userKeys(deps: AdminDeps, req: HttpRequest, name: string, [sub, fp, extra]: string[]): Promise<HttpReply> {
+  if (sub === 's3-keys' && extra === undefined) return s3Keys(deps, req, name, fp)
   if (sub !== 'keys' || extra !== undefined) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
   if (fp === undefined) {
     if (req.method === 'POST') return okReply({ result: await deps.admin.addUserKey(name, await readJson(req)) })
     throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use POST (GET /admin/api/users lists the keys)`)
   }
   if (req.method === 'DELETE') return (await deps.admin.removeUserKey(name, decodeSegment(fp)), okReply())
+  throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use DELETE`)
+}
+
+async function s3Keys(deps: AdminDeps, req: HttpRequest, name: string, id: string | undefined): Promise<HttpReply> {
+  if (id === undefined) {
+    if (req.method === 'GET') return okReply({ results: await deps.s3Keys.list(name) })
+    // The secret is in this answer, and in no other: no cache may keep it.
+    if (req.method === 'POST') return jsonReply(201, { status: 'ok', result: await deps.s3Keys.create(name) }, { 'cache-control': 'no-store' })
+    throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use GET or POST`)
+  }
+  if (req.method === 'DELETE') return (await deps.s3Keys.revoke(name, decodeSegment(id)), okReply())
   throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use DELETE`)
 }

@@ -12,7 +12,19 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import type { ApiKeyRecord, AuthorizedKeyRecord, GatewayUserRecord, OAuthClientRecord, OAuthRefreshRecord, ShareRecord, StateStore } from '../../core/state.js'
+import type {
+  ApiKeyRecord,
+  AuthorizedKeyRecord,
+  GatewayUserRecord,
+  MultipartPartRecord,
+  MultipartUploadRecord,
+  ObjectMetaRecord,
+  OAuthClientRecord,
+  OAuthRefreshRecord,
+  S3KeyRecord,
+  ShareRecord,
+  StateStore,
+} from '../../core/state.js'
 
 const MIGRATIONS: readonly string[] = [
   // 1: revoked tokens, shares, API keys, gateway users.
@@ -39,7 +51,23 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE gateway_user_keys (
      user TEXT NOT NULL, fingerprint TEXT NOT NULL, type TEXT NOT NULL, blob TEXT NOT NULL,
      comment TEXT NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY (user, fingerprint));`,
-  // 3: OAuth clients (dynamic registration) and refresh tokens (front/oauth/).
+  // 3: gateway users' S3 access keys (the secret sealed under the server secret).
+  `CREATE TABLE s3_keys (
+     id TEXT PRIMARY KEY, user TEXT NOT NULL, sealed TEXT NOT NULL, created_ms INTEGER NOT NULL, last_used_ms INTEGER);
+   CREATE INDEX s3_keys_user ON s3_keys (user);`,
+  // 4: the S3 gateway's object metadata (where the storage keeps none) and multipart uploads.
+  `CREATE TABLE s3_object_meta (
+     storage TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ms INTEGER,
+     etag TEXT NOT NULL, content_type TEXT, user_meta TEXT NOT NULL, PRIMARY KEY (storage, path));
+   CREATE TABLE s3_multipart_uploads (
+     id TEXT PRIMARY KEY, user TEXT NOT NULL, bucket TEXT NOT NULL, key TEXT NOT NULL,
+     created_ms INTEGER NOT NULL, content_type TEXT, user_meta TEXT NOT NULL, completed_etag TEXT);
+   CREATE INDEX s3_multipart_uploads_user ON s3_multipart_uploads (user, bucket, key);
+   CREATE INDEX s3_multipart_uploads_created ON s3_multipart_uploads (created_ms);
+   CREATE TABLE s3_multipart_parts (
+     upload_id TEXT NOT NULL, number INTEGER NOT NULL, size INTEGER NOT NULL, etag TEXT NOT NULL,
+     file TEXT NOT NULL, modified_ms INTEGER NOT NULL, PRIMARY KEY (upload_id, number));`,
+  // 5: OAuth clients (dynamic registration) and refresh tokens (front/oauth/).
   `CREATE TABLE oauth_clients (
      client_id TEXT PRIMARY KEY, name TEXT NOT NULL, redirect_uris TEXT NOT NULL,
      created_ms INTEGER NOT NULL, last_used_ms INTEGER);
@@ -87,6 +115,45 @@ interface UserKeyRow {
   comment: string
   created_ms: number
 }
+interface S3KeyRow {
+  id: string
+  user: string
+  sealed: string
+  created_ms: number
+  last_used_ms: number | null
+}
+
+interface ObjectMetaRow {
+  storage: string
+  path: string
+  size: number
+  mtime_ms: number | null
+  etag: string
+  content_type: string | null
+  user_meta: string
+}
+interface UploadRow {
+  id: string
+  user: string
+  bucket: string
+  key: string
+  created_ms: number
+  content_type: string | null
+  user_meta: string
+  completed_etag: string | null
+}
+interface PartRow {
+  upload_id: string
+  number: number
+  size: number
+  etag: string
+  file: string
+  modified_ms: number
+}
+
+const toObjectMeta = (r: ObjectMetaRow): ObjectMetaRecord => ({ ...r, user_meta: JSON.parse(r.user_meta) as Record<string, string> })
+const toUpload = ({ created_ms, user_meta, ...r }: UploadRow): MultipartUploadRecord => ({ ...r, created: created_ms, user_meta: JSON.parse(user_meta) as Record<string, string> })
+const toPart = ({ modified_ms, ...r }: PartRow): MultipartPartRecord => ({ ...r, modified: modified_ms })
 
 interface OAuthClientRow {
   client_id: string
@@ -153,6 +220,7 @@ const toUser = (r: UserRow, keys: readonly UserKeyRow[]): GatewayUserRecord => (
   read_only: r.read_only === 1,
   created: r.created_ms,
 })
+const toS3Key = (r: S3KeyRow): S3KeyRecord => ({ id: r.id, user: r.user, sealed: r.sealed, created: r.created_ms, last_used: r.last_used_ms })
 
 /** The schema version this build knows. */
 export const SCHEMA_VERSION = MIGRATIONS.length
@@ -206,6 +274,37 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     allUserKeys: db.prepare<[], UserKeyRow>('SELECT * FROM gateway_user_keys ORDER BY created_ms, rowid'),
     deleteUserKey: db.prepare('DELETE FROM gateway_user_keys WHERE user = ? AND fingerprint = ?'),
     deleteUserKeys: db.prepare('DELETE FROM gateway_user_keys WHERE user = ?'),
+    addS3Key: db.prepare('INSERT INTO s3_keys (id, user, sealed, created_ms, last_used_ms) VALUES (@id, @user, @sealed, @created_ms, @last_used_ms)'),
+    getS3Key: db.prepare<[string], S3KeyRow>('SELECT * FROM s3_keys WHERE id = ?'),
+    userS3Keys: db.prepare<[string], S3KeyRow>('SELECT * FROM s3_keys WHERE user = ? ORDER BY created_ms, rowid'),
+    touchS3Key: db.prepare('UPDATE s3_keys SET last_used_ms = ? WHERE id = ?'),
+    deleteS3Key: db.prepare('DELETE FROM s3_keys WHERE user = ? AND id = ?'),
+    deleteUserS3Keys: db.prepare('DELETE FROM s3_keys WHERE user = ?'),
+    putMeta: db.prepare(
+      `INSERT OR REPLACE INTO s3_object_meta (storage, path, size, mtime_ms, etag, content_type, user_meta)
+       VALUES (@storage, @path, @size, @mtime_ms, @etag, @content_type, @user_meta)`,
+    ),
+    getMeta: db.prepare<[string, string], ObjectMetaRow>('SELECT * FROM s3_object_meta WHERE storage = ? AND path = ?'),
+    deleteMeta: db.prepare('DELETE FROM s3_object_meta WHERE storage = ? AND path = ?'),
+    putUpload: db.prepare(
+      `INSERT OR REPLACE INTO s3_multipart_uploads (id, user, bucket, key, created_ms, content_type, user_meta, completed_etag)
+       VALUES (@id, @user, @bucket, @key, @created_ms, @content_type, @user_meta, @completed_etag)`,
+    ),
+    getUpload: db.prepare<[string], UploadRow>('SELECT * FROM s3_multipart_uploads WHERE id = ?'),
+    userUploads: db.prepare<[string, string], UploadRow>(
+      'SELECT * FROM s3_multipart_uploads WHERE user = ? AND bucket = ? AND completed_etag IS NULL ORDER BY key, created_ms, id',
+    ),
+    expiredUploads: db.prepare<[number], UploadRow>('SELECT * FROM s3_multipart_uploads WHERE created_ms < ? ORDER BY created_ms, id'),
+    completeUpload: db.prepare('UPDATE s3_multipart_uploads SET completed_etag = ? WHERE id = ?'),
+    deleteUpload: db.prepare('DELETE FROM s3_multipart_uploads WHERE id = ?'),
+    openUpload: db.prepare<[string], { one: number }>('SELECT 1 AS one FROM s3_multipart_uploads WHERE id = ? AND completed_etag IS NULL'),
+    getPart: db.prepare<[string, number], PartRow>('SELECT * FROM s3_multipart_parts WHERE upload_id = ? AND number = ?'),
+    putPart: db.prepare(
+      `INSERT OR REPLACE INTO s3_multipart_parts (upload_id, number, size, etag, file, modified_ms)
+       VALUES (@upload_id, @number, @size, @etag, @file, @modified_ms)`,
+    ),
+    parts: db.prepare<[string], PartRow>('SELECT * FROM s3_multipart_parts WHERE upload_id = ? ORDER BY number'),
+    deleteParts: db.prepare('DELETE FROM s3_multipart_parts WHERE upload_id = ?'),
     putClient: db.prepare(
       `INSERT OR REPLACE INTO oauth_clients (client_id, name, redirect_uris, created_ms, last_used_ms)
        VALUES (@client_id, @name, @redirect_uris, @created_ms, @last_used_ms)`,
@@ -222,6 +321,20 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     useRefresh: db.prepare('UPDATE oauth_refresh_tokens SET used_ms = ? WHERE hash = ? AND used_ms IS NULL'),
     deleteFamily: db.prepare('DELETE FROM oauth_refresh_tokens WHERE family = ? OR expires_ms <= ?'),
   }
+  const putPart = db.transaction((p: MultipartPartRecord): string | null | 'no-upload' => {
+    if (q.openUpload.get(p.upload_id) === undefined) return 'no-upload'
+    const prev = q.getPart.get(p.upload_id, p.number)
+    q.putPart.run({ upload_id: p.upload_id, number: p.number, size: p.size, etag: p.etag, file: p.file, modified_ms: p.modified })
+    return prev && prev.file !== p.file ? prev.file : null
+  })
+  const completeUpload = db.transaction((id: string, etag: string): boolean => {
+    q.deleteParts.run(id)
+    return q.completeUpload.run(etag, id).changes > 0
+  })
+  const deleteUpload = db.transaction((id: string): boolean => {
+    q.deleteParts.run(id)
+    return q.deleteUpload.run(id).changes > 0
+  })
   const useRefresh = db.transaction((hash: string, at: number): OAuthRefreshRecord | null => {
     const r = q.getRefresh.get(hash)
     if (!r) return null
@@ -244,11 +357,17 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
   })
   const deleteUser = db.transaction((name: string): boolean => {
     q.deleteUserKeys.run(name)
+    q.deleteUserS3Keys.run(name)
     return q.deleteUser.run(name).changes > 0
   })
   const addUserKey = db.transaction((name: string, k: AuthorizedKeyRecord): 'added' | 'duplicate' | 'no-user' => {
     if (q.getUser.get(name) === undefined) return 'no-user'
     return q.addUserKey.run(keyRow(name, k)).changes > 0 ? 'added' : 'duplicate'
+  })
+  const addS3Key = db.transaction((k: S3KeyRecord): 'added' | 'no-user' => {
+    if (q.getUser.get(k.user) === undefined) return 'no-user'
+    q.addS3Key.run({ id: k.id, user: k.user, sealed: k.sealed, created_ms: k.created, last_used_ms: k.last_used })
+    return 'added'
   })
   q.purge.run(Date.now())
   let open = true
@@ -328,6 +447,66 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     },
     async deleteGatewayUserKey(name, fingerprint) {
       return q.deleteUserKey.run(name, fingerprint).changes > 0
+    },
+    async addS3Key(key) {
+      return addS3Key(key)
+    },
+    async getS3Key(id) {
+      const r = q.getS3Key.get(id)
+      return r ? toS3Key(r) : null
+    },
+    async listS3Keys(user) {
+      return q.userS3Keys.all(user).map(toS3Key)
+    },
+    async touchS3Key(id, atMs) {
+      q.touchS3Key.run(atMs, id)
+    },
+    async deleteS3Key(user, id) {
+      return q.deleteS3Key.run(user, id).changes > 0
+    },
+    async putObjectMeta(m) {
+      q.putMeta.run({ ...m, user_meta: JSON.stringify(m.user_meta) })
+    },
+    async getObjectMeta(storage, path) {
+      const r = q.getMeta.get(storage, path)
+      return r ? toObjectMeta(r) : null
+    },
+    async deleteObjectMeta(storage, path) {
+      q.deleteMeta.run(storage, path)
+    },
+    async putMultipartUpload(u) {
+      q.putUpload.run({
+        id: u.id,
+        user: u.user,
+        bucket: u.bucket,
+        key: u.key,
+        created_ms: u.created,
+        content_type: u.content_type,
+        user_meta: JSON.stringify(u.user_meta),
+        completed_etag: u.completed_etag,
+      })
+    },
+    async getMultipartUpload(id) {
+      const r = q.getUpload.get(id)
+      return r ? toUpload(r) : null
+    },
+    async listMultipartUploads(user, bucket) {
+      return q.userUploads.all(user, bucket).map(toUpload)
+    },
+    async expiredMultipartUploads(beforeMs) {
+      return q.expiredUploads.all(beforeMs).map(toUpload)
+    },
+    async completeMultipartUpload(id, etag) {
+      return completeUpload(id, etag)
+    },
+    async deleteMultipartUpload(id) {
+      return deleteUpload(id)
+    },
+    async putMultipartPart(p) {
+      return putPart(p)
+    },
+    async listMultipartParts(id) {
+      return q.parts.all(id).map(toPart)
     },
     async putOAuthClient(c) {
       q.putClient.run({ client_id: c.client_id, name: c.name, redirect_uris: JSON.stringify(c.redirect_uris), created_ms: c.created, last_used_ms: c.last_used })

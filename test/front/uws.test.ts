@@ -24,7 +24,7 @@ t.test('http_engine picks the engine and says which', async (t) => {
   for (const setting of ['auto', 'node'] as const) {
     const lines: { level: Level; line: Record<string, unknown> }[] = []
     const logger = createLogger('info', (line, level) => lines.push({ level, line: JSON.parse(line) as Record<string, unknown> }))
-    const app = await startFilegate(validateConfig({ port: 0, workers: 1, data_dir: t.testdir(), http_engine: setting, sftp: { port: 'off' } }), { logger })
+    const app = await startFilegate(validateConfig({ port: 0, workers: 1, data_dir: t.testdir(), http_engine: setting, sftp: { port: 'off' }, s3: { port: 'off' } }), { logger })
     const res = await fetch(`http://127.0.0.1:${app.port}/healthz`)
     t.equal(res.status, 200, `${setting}: serves`)
     const expected = setting === 'node' || !uwsExpected ? 'node' : 'uws'

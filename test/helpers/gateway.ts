@@ -41,7 +41,7 @@ export async function gate(t: Test, overrides: (disk: string) => Record<string, 
   const engine = process.env.FILEGATE_HTTP_ENGINE // as test/helpers/filegate.ts
   const logs: Line[] = []
   let ctx: GatewayContext | undefined
-  const app = await startFilegate(validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 1, admin_password: ADMIN_PASSWORD, sftp: { port: 'off' }, ...(engine ? { http_engine: engine } : {}), ...overrides(join(top, 'disk')), data_dir: dataDir }), {
+  const app = await startFilegate(validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 1, admin_password: ADMIN_PASSWORD, sftp: { port: 'off' }, s3: { port: 'off' }, ...(engine ? { http_engine: engine } : {}), ...overrides(join(top, 'disk')), data_dir: dataDir }), {
     logger: { log: (level, msg, fields = {}) => void logs.push({ level, msg, fields }) },
     gateways: [{ name: 'capture', start: async (c) => void (ctx = c), stop: async () => {} }],
   })

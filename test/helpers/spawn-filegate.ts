@@ -23,7 +23,7 @@ export async function spawnFilegate(opts: { dataDir: string; workers: number; en
   const child = spawn(process.execPath, [main, '--port', '0', '--data-dir', opts.dataDir, '--workers', String(opts.workers), ...(opts.args ?? [])], {
     cwd: ROOT,
     // The SFTP gateway off unless asked: parallel runs would fight over its default port.
-    env: { ...process.env, FILEGATE_LOG_REQUESTS: 'false', FILEGATE_SFTP_PORT: 'off', ...opts.env },
+    env: { ...process.env, FILEGATE_LOG_REQUESTS: 'false', FILEGATE_SFTP_PORT: 'off', FILEGATE_S3_PORT: 'off', ...opts.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   let buf = ''

@@ -175,7 +175,7 @@ t.test('a connection gets 6 login attempts, then it is closed', async (t) => {
 
 t.test('a connection that does not log in in time is closed', async (t) => {
   const gateway = createSftpGateway({ port: 0, host: '127.0.0.1', loginGraceMs: 300 })
-  const app = await startFilegate(validateConfig({ port: 0, workers: 1, data_dir: serverDir(t, 'grace'), sftp: { port: 'off' } }), { logger: silentLogger, gateways: [gateway] })
+  const app = await startFilegate(validateConfig({ port: 0, workers: 1, data_dir: serverDir(t, 'grace'), sftp: { port: 'off' }, s3: { port: 'off' } }), { logger: silentLogger, gateways: [gateway] })
   t.teardown(() => app.close(0))
   const sock = connect(gateway.port!, '127.0.0.1')
   sock.on('data', () => {})

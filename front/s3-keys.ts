@@ -1,0 +1,120 @@
+/**
+ * @module front/s3-keys
+ * S3 access keys of gateway users (docs/s3-keys.md): made, listed and revoked through
+ * the admin API, looked up by the gateway logins (front/gateway-login.ts) on every
+ * signed S3 request.
+ *
+ * A key is an access key id (20 characters of A-Z and 0-9, starting with `FG`) and a
+ * secret access key (40 letters and digits). S3's Signature V4 is an HMAC made with the
+ * secret, so the secret is needed in clear to check one: it is stored sealed under the
+ * server secret (the same seal as `GatewayContext.seal('s3-secret', ...)`), shown once
+ * at creation, never returned or logged afterwards.
+ *
+ * A lookup reads the key's record every time (a revoked key is refused at once, on
+ * every node sharing the store); only the unsealing is remembered for a short while,
+ * by sealed value. Uses are recorded at most once a minute per key.
+ */
+import { randomInt } from 'node:crypto'
+import { ApiError } from '../core/api-error.js'
+import type { S3KeyRecord, StateStore } from '../core/state.js'
+import { seal, unseal } from '../core/token.js'
+import { subkey } from './subkey.js'
+
+/** The seal's purpose, as a gateway would name it with `GatewayContext.seal`. */
+export const S3_SECRET_PURPOSE = 'gateway:s3-secret'
+export const ACCESS_KEY_ID = /^[A-Z0-9]{20}$/
+/** Keys per user, at most. */
+export const MAX_S3_KEYS = 100
+const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
+const MIXED = `${UPPER}abcdefghijklmnopqrstuvwxyz`
+/** Unsealed secrets are kept this long… */
+const SECRET_CACHE_MS = 60_000
+/** …for this many keys at most. */
+const SECRET_CACHE_KEYS = 10_000
+const TOUCH_EVERY_MS = 60_000
+
+export interface S3KeyView {
+  readonly access_key_id: string
+  readonly created: number
+  readonly last_used: number | null
+}
+
+export interface NewS3Key extends S3KeyView {
+  readonly secret_access_key: string
+}
+
+/** A key found for a login: whose it is, and its secret in clear (never logged). */
+export interface S3KeyFound {
+  readonly id: string
+  readonly user: string
+  readonly secret: string
+}
+
+const random = (alphabet: string, n: number): string => Array.from({ length: n }, () => alphabet[randomInt(alphabet.length)]).join('')
+
+export const s3KeyView = (k: S3KeyRecord): S3KeyView => ({ access_key_id: k.id, created: k.created, last_used: k.last_used })
+
+export class S3Keys {
+  readonly #state: StateStore
+  readonly #key: Buffer
+  /** Unsealed secrets by sealed value, least recently used first. */
+  readonly #secrets = new Map<string, { readonly secret: string; readonly until: number }>()
+  /** When each key's use was last written. */
+  readonly #touched = new Map<string, number>()
+
+  constructor(state: StateStore, serverSecret: Buffer) {
+    this.#state = state
+    this.#key = subkey(serverSecret, S3_SECRET_PURPOSE)
+  }
+
+  /** POST /admin/api/users/<name>/s3-keys: the only time the secret is told. */
+  async create(user: string): Promise<NewS3Key> {
+    if ((await this.#state.listS3Keys(user)).length >= MAX_S3_KEYS) throw new ApiError('CONFLICT', `"${user}" has ${MAX_S3_KEYS} S3 keys already: revoke one first`)
+    const secret = random(MIXED, 40)
+    const record: S3KeyRecord = { id: `FG${random(UPPER, 18)}`, user, sealed: seal(secret, this.#key), created: Date.now(), last_used: null }
+    if ((await this.#state.addS3Key(record)) === 'no-user') throw new ApiError('NOT_FOUND', 'no such gateway user')
+    return { ...s3KeyView(record), secret_access_key: secret }
+  }
+
+  /** GET /admin/api/users/<name>/s3-keys. */
+  async list(user: string): Promise<S3KeyView[]> {
+    if (!(await this.#state.getGatewayUser(user))) throw new ApiError('NOT_FOUND', 'no such gateway user')
+    return (await this.#state.listS3Keys(user)).map(s3KeyView)
+  }
+
+  /** DELETE /admin/api/users/<name>/s3-keys/<id>: refused from the next request on. */
+  async revoke(user: string, id: string): Promise<void> {
+    if (!(await this.#state.deleteS3Key(user, id))) throw new ApiError('NOT_FOUND', `"${user}" has no S3 key ${JSON.stringify(id)}`)
+  }
+
+  /** The key `id` with its secret, or null when there is none (malformed ids are not looked up). */
+  async find(id: string): Promise<S3KeyFound | null> {
+    if (!ACCESS_KEY_ID.test(id)) return null
+    const k = await this.#state.getS3Key(id)
+    if (!k) return null
+    const secret = this.#unseal(k.sealed)
+    const now = Date.now()
+    if ((this.#touched.get(id) ?? 0) + TOUCH_EVERY_MS <= now) {
+      this.#touched.delete(id)
+      this.#touched.set(id, now)
+      if (this.#touched.size > SECRET_CACHE_KEYS) this.#touched.delete(this.#touched.keys().next().value!)
+      void this.#state.touchS3Key(id, now).catch(() => {}) // best effort
+    }
+    return { id, user: k.user, secret }
+  }
+
+  #unseal(sealed: string): string {
+    const now = Date.now()
+    const hit = this.#secrets.get(sealed)
+    this.#secrets.delete(sealed)
+    if (hit && hit.until > now) {
+      this.#secrets.set(sealed, hit) // most recently used
+      return hit.secret
+    }
+    const secret = unseal(sealed, this.#key)
+    if (typeof secret !== 'string') throw new Error('an S3 key record holds no sealed secret')
+    this.#secrets.set(sealed, { secret, until: now + SECRET_CACHE_MS })
+    if (this.#secrets.size > SECRET_CACHE_KEYS) this.#secrets.delete(this.#secrets.keys().next().value!)
+    return secret
+  }
+}

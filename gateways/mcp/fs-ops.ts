@@ -1,0 +1,153 @@
+/**
+ * @module gateways/mcp/fs-ops
+ * What the tools need beyond one `ProtocolFs` call: a whole listing, `mkdir -p`, a
+ * whole file written at once (atomically), a tree removed, a tree walked. Each checks
+ * the request's signal between storage calls, so a cancelled tool stops there.
+ */
+import { FsError } from '../../core/errors.js'
+import { joinPath, parentOf } from '../../core/paths.js'
+import type { FsEntry, OpenFlags, ProtocolFs } from '../../core/protocol-fs.js'
+import type { RequestContext } from '../../core/storage.js'
+
+export const READ: OpenFlags = { read: true, write: false, append: false, create: false, truncate: false, exclusive: false }
+const PUT: OpenFlags = { read: false, write: true, append: false, create: true, truncate: true, exclusive: false }
+const CREATE: OpenFlags = { read: false, write: true, append: false, create: true, truncate: false, exclusive: true }
+
+export function checkCancelled(ctx: RequestContext): void {
+  if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled by the client')
+}
+
+/** A directory's entries, up to `max` (then `cut`). */
+export async function listAll(fs: ProtocolFs, ctx: RequestContext, dir: string, max: number): Promise<{ entries: FsEntry[]; cut: boolean }> {
+  const entries: FsEntry[] = []
+  let cursor: string | null = null
+  do {
+    checkCancelled(ctx)
+    const page = await fs.list(ctx, dir, { cursor, limit: Math.min(1000, max + 1 - entries.length) })
+    entries.push(...page.entries)
+    cursor = page.cursor
+  } while (cursor !== null && entries.length <= max)
+  return entries.length > max ? { entries: entries.slice(0, max), cut: true } : { entries, cut: false }
+}
+
+/** Makes `dir` and its missing parents. @returns whether `dir` itself was made. */
+export async function mkdirs(fs: ProtocolFs, ctx: RequestContext, dir: string): Promise<boolean> {
+  if (dir === '/') return false
+  try {
+    await fs.mkdir(ctx, dir)
+    return true
+  } catch (err) {
+    const code = (err as { code?: unknown }).code
+    if (code === 'EEXIST') {
+      if ((await fs.stat(ctx, dir)).kind !== 'dir') throw new FsError('ENOTDIR', `${dir} is a file, not a folder`, { path: dir })
+      return false
+    }
+    if (code !== 'ENOENT') throw err
+  }
+  checkCancelled(ctx)
+  await mkdirs(fs, ctx, parentOf(dir))
+  try {
+    await fs.mkdir(ctx, dir)
+    return true
+  } catch (err) {
+    // Made meanwhile by someone else: what was wanted is there.
+    if ((err as { code?: unknown }).code === 'EEXIST' && (await fs.stat(ctx, dir)).kind === 'dir') return false
+    throw err
+  }
+}
+
+/** Writes a whole file atomically (it replaces the old one at `close`), parents made. */
+export async function writeFile(fs: ProtocolFs, ctx: RequestContext, path: string, data: Uint8Array): Promise<void> {
+  await mkdirs(fs, ctx, parentOf(path))
+  const h = await fs.open(ctx, path, PUT)
+  try {
+    if (data.byteLength > 0) await h.write(0, data)
+    checkCancelled(ctx)
+  } catch (err) {
+    h.abort()
+    throw err
+  }
+  await h.close()
+}
+
+/** Creates an empty file unless something is there. @returns whether it was created. */
+export async function touchFile(fs: ProtocolFs, ctx: RequestContext, path: string): Promise<boolean> {
+  try {
+    const e = await fs.stat(ctx, path)
+    if (e.kind === 'dir') throw new FsError('EISDIR', `${path} is a folder`, { path })
+    return false
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'ENOENT') throw err
+  }
+  await mkdirs(fs, ctx, parentOf(path))
+  try {
+    await (await fs.open(ctx, path, CREATE)).close()
+    return true
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'EEXIST') return false
+    throw err
+  }
+}
+
+/**
+ * Removes a folder and everything under it, one storage call per entry, deepest first.
+ * A link is removed, never followed. @returns how many entries were removed.
+ */
+export async function removeTree(fs: ProtocolFs, ctx: RequestContext, dir: string): Promise<number> {
+  let removed = 0
+  for (;;) {
+    // Pages of a folder being emptied: list again from the start until it is empty.
+    const { entries } = await listAll(fs, ctx, dir, 1000)
+    if (entries.length === 0) break
+    for (const e of entries) {
+      checkCancelled(ctx)
+      const p = joinPath(dir, e.name)
+      if (e.kind === 'dir' && !e.link) removed += await removeTree(fs, ctx, p)
+      else {
+        await fs.unlink(ctx, p)
+        removed++
+      }
+    }
+  }
+  checkCancelled(ctx)
+  await fs.rmdir(ctx, dir)
+  return removed + 1
+}
+
+export interface WalkLimits {
+  readonly maxDepth: number
+  readonly maxVisited: number
+  readonly deadline: number
+}
+
+/**
+ * Visits the entries under `dir`, breadth first, within the limits. Links to folders
+ * are visited, not descended into. @returns why the walk stopped early, or null.
+ */
+export async function walk(
+  fs: ProtocolFs,
+  ctx: RequestContext,
+  dir: string,
+  limits: WalkLimits,
+  visit: (path: string, e: FsEntry) => boolean,
+): Promise<string | null> {
+  let visited = 0
+  let level = [dir]
+  for (let depth = 1; level.length > 0; depth++) {
+    if (depth > limits.maxDepth) return `stopped at depth ${limits.maxDepth}`
+    const next: string[] = []
+    for (const d of level) {
+      if (Date.now() > limits.deadline) return 'stopped: the time limit was reached'
+      const { entries, cut } = await listAll(fs, ctx, d, limits.maxVisited - visited)
+      for (const e of entries) {
+        const p = joinPath(d, e.name)
+        if (!visit(p, e)) return 'stopped: enough matches'
+        if (e.kind === 'dir' && !e.link) next.push(p)
+      }
+      visited += entries.length
+      if (cut || visited >= limits.maxVisited) return `stopped after ${limits.maxVisited} entries`
+    }
+    level = next
+  }
+  return null
+}

@@ -1,0 +1,238 @@
+/**
+ * @module gateways/mcp
+ * The MCP gateway (docs/mcp-gateway.md): filegate's files as MCP tools and resources,
+ * on the main HTTP port:
+ * - Streamable HTTP (protocol 2025-11-25) at `/mcp`: POST, GET, DELETE, sessions by
+ *   `Mcp-Session-Id`, through the SDK's web-standard transport (gateways/mcp/web.ts);
+ * - the legacy HTTP+SSE transport at `/sse` and `/messages` (gateways/mcp/sse-transport.ts).
+ * Every request carries `Authorization: Bearer` (a filegate session token, or an access
+ * token of filegate's OAuth server for the resource `<public_url>/mcp`), checked by
+ * `GatewayContext.bearer`; a present `Origin` must be the service's own or a configured
+ * CORS origin (DNS rebinding). Sessions: gateways/mcp/sessions.ts.
+ */
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
+import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js'
+import type { Gateway, GatewayContext } from '../../core/gateway.js'
+import type { HttpHandler, HttpReply, HttpRequest } from '../../core/http.js'
+import { type Grant, authInfoOf, grantFrom } from './grant.js'
+import { createMcpServer } from './server.js'
+import { type McpSession, SessionTable, newSessionId } from './sessions.js'
+import { SseTransport } from './sse-transport.js'
+import { DEFAULT_LIMITS, type ToolLimits } from './tools.js'
+import { toHttpReply, toWebRequest } from './web.js'
+
+export interface McpGatewayOptions {
+  /** The HTTP API's address as clients reach it (`public_url`); known once the port is. */
+  readonly publicUrl: () => string
+  /** Browser origins allowed besides the service's own (`cors.origins`). */
+  readonly corsOrigins: readonly string[]
+  readonly idleSeconds: number
+  readonly maxSessions: number
+  /** Sessions one subject may hold (default 32). */
+  readonly sessionsPerSubject?: number
+  readonly version: string
+  readonly limits?: Partial<ToolLimits>
+  /** SSE comment lines keep idle streams open through proxies and the engine's idle timeout (default 5 s). */
+  readonly keepAliveMs?: number
+}
+
+/** A JSON-RPC message larger than this is refused (413). */
+const MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+
+export function createMcpGateway(opts: McpGatewayOptions): Gateway {
+  let ctx: GatewayContext | null = null
+  const limits: ToolLimits = { ...DEFAULT_LIMITS, ...opts.limits }
+  const keepAliveMs = opts.keepAliveMs ?? 5000
+  const sessions = new SessionTable({ idleMs: opts.idleSeconds * 1000, max: opts.maxSessions, perSubject: opts.sessionsPerSubject ?? 32 })
+  const corsOrigins = new Set(opts.corsOrigins)
+  const resource = () => `${opts.publicUrl()}/mcp`
+
+  const newServer = () =>
+    createMcpServer({
+      version: opts.version,
+      limits,
+      publicUrl: opts.publicUrl,
+      log: (level, msg, fields) => ctx?.log(level, msg, fields),
+    })
+
+  /** Origin, then the bearer credential: a request that passes both gets its grant. */
+  const guarded =
+    (handle: (req: HttpRequest, grant: Grant, c: GatewayContext) => Promise<HttpReply>): HttpHandler =>
+    async (req) => {
+      if (ctx === null) return jsonReply(503, { error: 'unavailable', error_description: 'the MCP gateway is starting or stopping' })
+      const origin = req.header('origin')
+      if (origin !== undefined && origin !== new URL(opts.publicUrl()).origin && !corsOrigins.has(origin)) {
+        return jsonReply(403, { error: 'forbidden', error_description: `requests from the web origin ${origin} are not allowed (DNS rebinding protection): add it to cors.origins` })
+      }
+      const auth = req.header('authorization')
+      const m = auth === undefined ? null : /^Bearer +(\S+) *$/i.exec(auth)
+      if (m === null) return unauthorized(auth === undefined ? null : 'the Authorization header must be "Bearer <token>"')
+      const res = await ctx.bearer(m[1]!, { resource: resource(), address: req.remoteAddress, requestId: req.requestId })
+      if (!res.ok) {
+        if (res.reason === 'unavailable') return jsonReply(503, { error: 'temporarily_unavailable', error_description: res.message }, { 'retry-after': '5' })
+        return unauthorized(res.message)
+      }
+      const grant = grantFrom(res, req.requestId)
+      try {
+        return await handle(req, grant, ctx)
+      } catch (err) {
+        grant.release()
+        throw err
+      }
+    }
+
+  const unauthorized = (problem: string | null): HttpReply => {
+    const meta = `resource_metadata="${opts.publicUrl()}/.well-known/oauth-protected-resource/mcp"`
+    const www = problem === null ? `Bearer ${meta}` : `Bearer ${meta}, error="invalid_token", error_description="${problem.replace(/["\\]/g, "'")}"`
+    return jsonReply(401, problem === null ? { error: 'unauthorized', error_description: 'send "Authorization: Bearer <token>"' } : { error: 'invalid_token', error_description: problem }, {
+      'www-authenticate': www,
+    })
+  }
+
+  /** Streamable HTTP: a POST without a session id starts one (if it is an initialize request). */
+  const streamable = async (req: HttpRequest, grant: Grant): Promise<HttpReply> => {
+    const id = req.header('mcp-session-id')
+    let session: Extract<McpSession, { kind: 'streamable' }> | undefined
+    if (id !== undefined) session = sessions.get(id, grant.subject, 'streamable')
+    else if (req.method === 'POST') {
+      const refused = sessions.admit(grant.subject)
+      if (refused !== null) {
+        grant.release()
+        return rpcError(503, -32000, refused, { 'retry-after': '30' })
+      }
+      const sid = newSessionId()
+      const server = newServer()
+      const s: McpSession = {
+        id: sid,
+        kind: 'streamable',
+        subject: grant.subject,
+        transport: new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => sid, onsessioninitialized: () => sessions.add(s), keepAliveMs }),
+        close: () => server.close(),
+        lastUsed: Date.now(),
+        busy: 0,
+      }
+      server.server.onclose = () => sessions.remove(sid)
+      await server.connect(s.transport)
+      session = s
+    } else {
+      grant.release()
+      return rpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required')
+    }
+    if (session === undefined) {
+      grant.release()
+      return rpcError(404, -32001, 'Session not found')
+    }
+    // A GET is the server's own stream: it uses no file system and does not keep the session busy.
+    if (req.method === 'GET') grant.release()
+    else sessions.begin(session)
+    const s = session
+    const done = () => {
+      if (req.method === 'GET') return
+      sessions.end(s)
+      grant.release()
+    }
+    try {
+      const res = await s.transport.handleRequest(toWebRequest(req, resource()), { authInfo: authInfoOf(grant) })
+      if (id === undefined && s.transport.sessionId === undefined) void s.close() // it was not an initialize request: no session
+      return { ...(await toHttpReply(res, req.signal)), finally: done }
+    } catch (err) {
+      done()
+      throw err
+    }
+  }
+
+  /** Legacy SSE: the stream that is the session. */
+  const sse = async (req: HttpRequest, grant: Grant): Promise<HttpReply> => {
+    grant.release() // the stream uses no file system; each POSTed message brings its own grant
+    if (req.method !== 'GET') return jsonReply(405, { error: 'method_not_allowed', error_description: 'GET /sse opens the event stream; messages go to POST /messages' }, { allow: 'GET' })
+    const refused = sessions.admit(grant.subject)
+    if (refused !== null) return jsonReply(503, { error: 'temporarily_unavailable', error_description: refused }, { 'retry-after': '30' })
+    const sid = newSessionId()
+    const server = newServer()
+    const session: McpSession = {
+      id: sid,
+      kind: 'sse',
+      subject: grant.subject,
+      transport: new SseTransport(sid, `/messages?sessionId=${sid}`, keepAliveMs),
+      close: () => server.close(),
+      lastUsed: Date.now(),
+      busy: 0,
+    }
+    server.server.onclose = () => sessions.remove(sid)
+    await server.connect(session.transport)
+    sessions.add(session)
+    return {
+      status: 200,
+      headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' },
+      body: session.transport.stream(req.signal),
+      finally: () => void server.close(),
+    }
+  }
+
+  /** Legacy SSE: a message for a session's stream. */
+  const messages = async (req: HttpRequest, grant: Grant): Promise<HttpReply> => {
+    const refuse = (reply: HttpReply) => {
+      grant.release()
+      return reply
+    }
+    if (req.method !== 'POST') return refuse(jsonReply(405, { error: 'method_not_allowed', error_description: 'POST a JSON-RPC message to /messages?sessionId=<id>' }, { allow: 'POST' }))
+    const session = sessions.get(req.query.get('sessionId') ?? '', grant.subject, 'sse')
+    if (session === undefined) return refuse(jsonReply(404, { error: 'not_found', error_description: 'no such MCP session: open one with GET /sse' }))
+    const type = (req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
+    if (type !== 'application/json') return refuse(jsonReply(415, { error: 'unsupported_media_type', error_description: 'send the JSON-RPC message as application/json' }))
+    const body = await readBody(req, MAX_MESSAGE_BYTES)
+    if (body === null) return refuse(jsonReply(413, { error: 'too_large', error_description: `a message may have at most ${MAX_MESSAGE_BYTES} bytes` }))
+    let parsed
+    try {
+      parsed = JSONRPCMessageSchema.safeParse(JSON.parse(body))
+    } catch {
+      parsed = null
+    }
+    if (!parsed?.success) return refuse(jsonReply(400, { error: 'invalid_request', error_description: 'the body is not a JSON-RPC message' }))
+    // The message's grant is held until it is answered: the session is busy until then.
+    sessions.begin(session)
+    let held = true
+    const message: Grant = {
+      ...grant,
+      release: () => {
+        if (!held) return
+        held = false
+        grant.release()
+        sessions.end(session)
+      },
+    }
+    session.transport.deliver(parsed.data, message, { authInfo: authInfoOf(message) })
+    return { status: 202, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: 'Accepted' }
+  }
+
+  return {
+    name: 'mcp',
+    routes: { '/mcp': guarded(streamable), '/sse': guarded(sse), '/messages': guarded(messages) },
+    async start(c) {
+      ctx = c
+    },
+    async stop() {
+      ctx = null
+      await sessions.closeAll()
+    },
+  }
+}
+
+async function readBody(req: HttpRequest, max: number): Promise<string | null> {
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const chunk of req.body) {
+    size += chunk.byteLength
+    if (size > max) return null
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+function jsonReply(status: number, value: unknown, headers: Record<string, string> = {}): HttpReply {
+  return { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers }, body: JSON.stringify(value) }
+}
+
+function rpcError(status: number, code: number, message: string, headers: Record<string, string> = {}): HttpReply {
+  return jsonReply(status, { jsonrpc: '2.0', error: { code, message }, id: null }, headers)
+}

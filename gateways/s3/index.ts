@@ -1,0 +1,55 @@
+/**
+ * @module gateways/s3
+ * The S3 gateway (docs/s3-gateway.md): an S3-compatible endpoint on a port of its own,
+ * served by the API's HTTP engine (GatewayContext.listenHttp), in front of any storage.
+ * A request's key (access key id) names a gateway user; the user's root holds the
+ * buckets (its top-level folders) and their objects.
+ */
+import type { Gateway, GatewayContext, HttpListener } from '../../core/gateway.js'
+import type { Authenticate } from './caller.js'
+import { type MultipartRoute, createS3Handler } from './handler.js'
+import { type ObjectMetaStore, fallbackMeta } from './object-meta.js'
+
+export interface S3GatewayOptions {
+  /** 0 picks a free port (the gateway's `port` tells which). */
+  readonly port: number
+  readonly host: string
+  /** The region clients sign for and GetBucketLocation answers. */
+  readonly region: string
+  /** Virtual-hosted style for `<bucket>.<baseDomain>`; null: path-style only. */
+  readonly baseDomain: string | null
+  readonly authenticate: Authenticate
+  /** Where ETags and metadata are kept (default: nowhere, stable ETags). */
+  readonly meta?: (ctx: GatewayContext) => ObjectMetaStore
+  readonly multipart?: (ctx: GatewayContext) => MultipartRoute
+  /** Time requests in flight get to finish at stop (default 5 s). */
+  readonly graceMs?: number
+}
+
+export function createS3Gateway(opts: S3GatewayOptions): Gateway {
+  let listener: HttpListener | null = null
+  return {
+    name: 's3',
+    get port() {
+      return listener?.port ?? 0
+    },
+    async start(ctx: GatewayContext) {
+      const handler = createS3Handler({
+        login: ctx.login,
+        authenticate: opts.authenticate,
+        meta: opts.meta?.(ctx) ?? fallbackMeta,
+        region: opts.region,
+        baseDomain: opts.baseDomain,
+        log: ctx.log,
+        ...(opts.multipart ? { multipart: opts.multipart(ctx) } : {}),
+      })
+      // Bodies stream: PutObject has no size limit of its own (S3's is 5 GiB; this server streams any size).
+      listener = await ctx.listenHttp({ host: opts.host, port: opts.port, handler, maxBodyBytes: null })
+      ctx.log('info', 's3 gateway listening', { address: `${opts.host}:${listener.port}`, region: opts.region, base_domain: opts.baseDomain })
+    },
+    async stop() {
+      await listener?.close(opts.graceMs ?? 5000)
+      listener = null
+    },
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * @module gateways/s3/keys
+ * Bucket names and object keys → paths of the caller's `ProtocolFs`. A bucket is a
+ * top-level directory of the caller's root; a key is a path below it, split at `/`.
+ * A key is taken verbatim or refused with S3's error: never resolved, so `a/../../x`
+ * is not a walk, it is a key this server cannot store (folders cannot be named `..`).
+ */
+import { MAX_PATH_BYTES } from '../../core/paths.js'
+import { S3Error } from './errors.js'
+
+/** S3's limit on a key's length (UTF-8 bytes). */
+export const MAX_KEY_BYTES = 1024
+
+// C0 controls, DEL and C1 controls (as core/paths.ts refuses them in every path).
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+
+/** Percent-decodes a part of a request's raw path; invalid escapes or UTF-8 are S3's InvalidURI. */
+export function decodePathPart(raw: string): string {
+  let s: string
+  try {
+    s = decodeURIComponent(raw)
+  } catch {
+    throw new S3Error('InvalidURI', `Couldn't parse the specified URI: ${raw.slice(0, 200)}`, 400)
+  }
+  if (!s.isWellFormed()) throw new S3Error('InvalidURI', 'The specified URI is not valid UTF-8', 400)
+  return s
+}
+
+/**
+ * The rules of S3 for a new bucket (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html):
+ * 3 to 63 characters of `a-z 0-9 . -`, starting and ending with a letter or digit, no `..`,
+ * not an IP address, none of the reserved prefixes and suffixes.
+ */
+export function checkNewBucketName(name: string): void {
+  const bad =
+    !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) ||
+    name.includes('..') ||
+    /^\d+\.\d+\.\d+\.\d+$/.test(name) ||
+    /^(xn--|sthree-|amzn-s3-demo-)/.test(name) ||
+    /(-s3alias|--ol-s3|\.mrap|--x-s3|--table-s3)$/.test(name)
+  if (bad) throw new S3Error('InvalidBucketName', 'The specified bucket is not valid.', 400, { BucketName: name })
+}
+
+/**
+ * A bucket named in a request: any directory name at the top of the root may be one
+ * (folders made through other doors keep their names), so only what cannot be a single
+ * directory name is refused.
+ */
+export function bucketPath(name: string): string {
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\\') || CONTROL.test(name) || Buffer.byteLength(name) > 255) {
+    throw new S3Error('InvalidBucketName', 'The specified bucket is not valid.', 400, { BucketName: name })
+  }
+  return `/${name}`
+}
+
+export interface KeyPath {
+  /** The canonical path of the object (for a key ending in `/`: of its folder). */
+  readonly path: string
+  /** The key ends with `/`: a folder marker. */
+  readonly folder: boolean
+}
+
+/**
+ * A key → its path inside the bucket's directory. Refused: empty keys, over 1024
+ * bytes (KeyTooLongError), a control character or a backslash, and keys with an
+ * empty, `.` or `..` segment (a leading `/`, `//`, `a/./b`, `a/../b`): folders cannot
+ * have those names, so such keys cannot be stored here.
+ */
+export function keyPath(bucket: string, key: string): KeyPath {
+  if (key === '') throw new S3Error('InvalidArgument', 'An object key must not be empty.', 400)
+  const bytes = Buffer.byteLength(key)
+  if (bytes > MAX_KEY_BYTES) throw new S3Error('KeyTooLongError', 'Your key is too long.', 400, { Size: String(bytes), MaxSizeAllowed: String(MAX_KEY_BYTES) })
+  if (CONTROL.test(key)) throw new S3Error('InvalidArgument', 'Object keys with control characters cannot be stored on this server.', 400, { ArgumentName: 'key' })
+  if (key.includes('\\')) throw new S3Error('InvalidArgument', 'Object keys with a backslash cannot be stored on this server.', 400, { ArgumentName: 'key' })
+  const folder = key.endsWith('/')
+  const segs = (folder ? key.slice(0, -1) : key).split('/')
+  for (const s of segs) {
+    if (s === '' || s === '.' || s === '..') {
+      throw new S3Error('InvalidArgument', `Object keys with an empty, "." or ".." path segment cannot be stored on this server (its folders cannot have those names).`, 400, { ArgumentName: 'key' })
+    }
+  }
+  const path = `${bucketPath(bucket)}/${segs.join('/')}`
+  if (Buffer.byteLength(path) > MAX_PATH_BYTES) throw new S3Error('KeyTooLongError', 'Your key is too long.', 400)
+  return { path, folder }
+}
+
+/** Orders strings as S3 orders keys: by their UTF-8 bytes (= by code points, not UTF-16 units). */
+export function compareKeys(a: string, b: string): number {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i)
+    const y = b.charCodeAt(i)
+    if (x === y) continue
+    // Surrogates (pairs: code points over U+FFFF) sort after every other UTF-16 unit.
+    const sx = x >= 0xd800 && x <= 0xdfff
+    const sy = y >= 0xd800 && y <= 0xdfff
+    if (sx !== sy) return sx ? 1 : -1
+    return x - y
+  }
+  return a.length - b.length
+}

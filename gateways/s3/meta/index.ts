@@ -1,0 +1,109 @@
+/**
+ * @module gateways/s3/meta
+ * ETags and metadata of the S3 gateway's objects (docs/s3-gateway.md, "ETags and
+ * metadata"):
+ *
+ * - an object written through the gateway has the MD5 of its content as ETag (md5.ts;
+ *   md5-of-md5s `-N` for multipart), with its Content-Type and `x-amz-meta-*`. They are
+ *   kept in the state store, keyed by the view's identity (ProtocolFs.identity) and the
+ *   path, together with the file's size and modification time when written;
+ * - the record holds while the file keeps that size and time. A file written or changed
+ *   by another door (HTTP API, SFTP, the disk itself) gets the stable ETag of etag.ts,
+ *   which no client takes for an MD5, and no metadata (an empty file gets the MD5 of
+ *   nothing, which is true whoever wrote it). A storage that keeps no times
+ *   keeps no records: its objects always get the stable ETag.
+ *
+ * Used by the object operations (PutObject, CopyObject, GetObject, HeadObject, listings)
+ * and by multipart's Complete.
+ */
+import type { FsEntry, ProtocolFs } from '../../../core/protocol-fs.js'
+import type { StateStore } from '../../../core/state.js'
+import { S3Error } from '../errors.js'
+import { stableEtag } from './etag.js'
+
+export { md5While, multipartEtag, type HashingBody } from './md5.js'
+export { EMPTY_MD5, quoteEtag, stableEtag, unquoteEtag } from './etag.js'
+
+/** What S3 tells of an object beyond its bytes. */
+export interface ObjectMetaValue {
+  /** Unquoted: hex MD5, md5-of-md5s `-N`, or the stable `<hex>-1` of a file known otherwise. */
+  readonly etag: string
+  /** As the writer gave it; absent: none recorded (the caller picks a default). */
+  readonly contentType?: string
+  /** `x-amz-meta-*` without the prefix, lower-case names. */
+  readonly userMeta: Readonly<Record<string, string>>
+}
+
+/** S3's limit on user metadata: names (without `x-amz-meta-`) and values, UTF-8 bytes together. */
+export const MAX_USER_META_BYTES = 2048
+const PREFIX = 'x-amz-meta-'
+
+/**
+ * The `x-amz-meta-*` headers of a request, prefix dropped.
+ * @throws S3Error MetadataTooLarge over 2 KB
+ */
+export function userMetaFrom(headers: Iterable<readonly [string, string]>): Record<string, string> {
+  const out: Record<string, string> = {}
+  let bytes = 0
+  for (const [name, value] of headers) {
+    const n = name.toLowerCase()
+    if (!n.startsWith(PREFIX) || n.length === PREFIX.length) continue
+    const key = n.slice(PREFIX.length)
+    out[key] = value
+    bytes += Buffer.byteLength(key) + Buffer.byteLength(value)
+  }
+  if (bytes > MAX_USER_META_BYTES) {
+    throw new S3Error('MetadataTooLarge', `Your metadata headers exceed the maximum allowed metadata size (${MAX_USER_META_BYTES} bytes).`, 400, {
+      Size: String(bytes),
+      MaxSizeAllowed: String(MAX_USER_META_BYTES),
+    })
+  }
+  return out
+}
+
+/** The reply headers of an object's metadata: `x-amz-meta-*` (the ETag and Content-Type are the caller's to place). */
+export function userMetaHeaders(meta: ObjectMetaValue): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(meta.userMeta)) out[PREFIX + k] = v
+  return out
+}
+
+export class ObjectMeta {
+  readonly #state: StateStore
+
+  constructor(state: StateStore) {
+    this.#state = state
+  }
+
+  /** The object's ETag and metadata; `entry` is the file as just stat'ed. */
+  async get(fs: ProtocolFs, path: string, entry: FsEntry): Promise<ObjectMetaValue> {
+    const rec = entry.mtimeMs === null ? null : await this.#state.getObjectMeta(fs.identity, path)
+    if (rec && rec.size === entry.size && rec.mtime_ms === entry.mtimeMs) {
+      return { etag: rec.etag, userMeta: rec.user_meta, ...(rec.content_type === null ? {} : { contentType: rec.content_type }) }
+    }
+    return { etag: stableEtag(fs.identity, path, entry), userMeta: {} }
+  }
+
+  /**
+   * Records what an object written through the gateway is; `entry` is the file as stat'ed
+   * right after the write was committed. Nothing is kept where the storage keeps no times
+   * (the record could not be told stale), nor a stable ETag (it is derived anyway).
+   */
+  async put(fs: ProtocolFs, path: string, entry: FsEntry, meta: ObjectMetaValue): Promise<void> {
+    if (entry.mtimeMs === null || entry.kind !== 'file') return this.forget(fs, path)
+    await this.#state.putObjectMeta({
+      storage: fs.identity,
+      path,
+      size: entry.size,
+      mtime_ms: entry.mtimeMs,
+      etag: meta.etag,
+      content_type: meta.contentType ?? null,
+      user_meta: meta.userMeta,
+    })
+  }
+
+  /** After a delete (or a write whose result cannot be recorded). */
+  async forget(fs: ProtocolFs, path: string): Promise<void> {
+    await this.#state.deleteObjectMeta(fs.identity, path)
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * @module gateways/s3/multipart
+ * S3 multipart uploads over any storage: uploads.ts (the operations, records, Complete,
+ * expiry), staging.ts (parts on disk), route.ts (the query forms of the REST API),
+ * xml.ts (the XML documents). docs/s3-gateway.md, "Multipart uploads".
+ */
+import { join } from 'node:path'
+import type { GatewayContext } from '../../../core/gateway.js'
+import type { HttpReply, HttpRequest } from '../../../core/http.js'
+import type { ObjectMeta } from '../meta/index.js'
+import { multipartRoute } from './route.js'
+import { type MultipartCaller, MultipartUploads } from './uploads.js'
+
+export { MAX_PART_BYTES, MAX_PART_NUMBER, MIN_PART_BYTES, MultipartUploads, objectPath, type MultipartCaller, type MultipartOptions } from './uploads.js'
+export { multipartRoute } from './route.js'
+
+/** A request as the gateway's handler hands it over (its S3Request has these). */
+export interface MultipartRequest {
+  readonly req: HttpRequest
+  readonly caller: MultipartCaller
+  readonly bucket: string
+  /** '' for a bucket (ListMultipartUploads). */
+  readonly key: string
+}
+
+export interface Multipart {
+  /** Answers a multipart request; undefined: the request is not one. */
+  route(r: MultipartRequest): Promise<HttpReply | undefined>
+  /** Stops the periodic sweep. */
+  stop(): void
+}
+
+/**
+ * The multipart side of the S3 gateway, for its context: parts staged under
+ * `<data_dir>/s3-multipart/`, records in the state store; swept now (in the background)
+ * and periodically.
+ */
+export function createMultipart(ctx: Pick<GatewayContext, 'state' | 'dataDir' | 'log'>, opts: { readonly expiryHours: number; readonly meta: Pick<ObjectMeta, 'put'> }): Multipart {
+  const uploads = new MultipartUploads({
+    state: ctx.state,
+    stagingDir: join(ctx.dataDir, 's3-multipart'),
+    meta: opts.meta,
+    expiryMs: opts.expiryHours * 3_600_000,
+    log: (level, msg, fields) => ctx.log(level, msg, fields),
+  })
+  uploads.start().catch((err: unknown) => ctx.log('warn', 's3 multipart sweep failed', { error: String(err) }))
+  return {
+    route: (r) => multipartRoute(uploads, r.req, r.caller, r.bucket, r.key),
+    stop: () => uploads.stop(),
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * @module gateways/s3/multipart/route
+ * The multipart query forms of S3's REST API, on the neutral HTTP types:
+ *
+ * | request | operation |
+ * |---|---|
+ * | `POST /<bucket>/<key>?uploads` | CreateMultipartUpload |
+ * | `PUT /<bucket>/<key>?partNumber=N&uploadId=U` | UploadPart (UploadPartCopy with `x-amz-copy-source`) |
+ * | `POST /<bucket>/<key>?uploadId=U` | CompleteMultipartUpload |
+ * | `DELETE /<bucket>/<key>?uploadId=U` | AbortMultipartUpload |
+ * | `GET /<bucket>/<key>?uploadId=U` | ListParts |
+ * | `GET /<bucket>?uploads` | ListMultipartUploads |
+ *
+ * `route` answers undefined for any other request: the gateway's router goes on.
+ */
+import type { HttpReply, HttpRequest } from '../../../core/http.js'
+import type { MultipartUploadRecord } from '../../../core/state.js'
+import type { RequestContext } from '../../../core/storage.js'
+import { S3Error } from '../errors.js'
+import { quoteEtag, userMetaFrom } from '../meta/index.js'
+import { type MultipartCaller, type MultipartUploads, objectPath } from './uploads.js'
+import { parseCompleteBody, resultXml } from './xml.js'
+
+/** A CompleteMultipartUpload body (10,000 parts with quoted ETags are about 1.2 MB). */
+const MAX_COMPLETE_BODY = 4 * 1024 * 1024
+const MAX_LIST = 1000
+
+const XML_HEADERS = { 'content-type': 'application/xml' } as const
+
+const xmlReply = (root: string, body: Record<string, unknown>): HttpReply => ({ status: 200, headers: XML_HEADERS, body: resultXml(root, body) })
+
+const iso = (ms: number): string => new Date(ms).toISOString()
+
+/** Who, as S3's listings show it: the gateway user. */
+const person = (user: string) => ({ ID: user, DisplayName: user })
+
+export async function multipartRoute(uploads: MultipartUploads, req: HttpRequest, caller: MultipartCaller, bucket: string, key: string): Promise<HttpReply | undefined> {
+  const q = req.query
+  const ctx: RequestContext = { requestId: req.requestId, signal: req.signal }
+  const uploadId = q.get('uploadId')
+  if (key === '') return req.method === 'GET' && q.has('uploads') && uploadId === null ? listUploads(uploads, req, caller, bucket) : undefined
+  switch (req.method) {
+    case 'POST':
+      if (q.has('uploads') && uploadId === null) {
+        const id = await uploads.create(ctx, caller, bucket, key, req.header('content-type') ?? null, userMetaFrom(req.headers()))
+        return xmlReply('InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: id })
+      }
+      if (uploadId !== null) {
+        const parts = parseCompleteBody(await bodyText(caller))
+        const etag = await uploads.complete(ctx, caller, bucket, key, uploadId, parts)
+        return xmlReply('CompleteMultipartUploadResult', { Location: `/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`, Bucket: bucket, Key: key, ETag: quoteEtag(etag) })
+      }
+      return undefined
+    case 'PUT': {
+      if (uploadId === null || !q.has('partNumber')) return undefined
+      const source = req.header('x-amz-copy-source')
+      if (source !== undefined) {
+        const r = await uploads.copyPart(ctx, caller, bucket, key, uploadId, q.get('partNumber'), { path: copySourcePath(source), range: req.header('x-amz-copy-source-range') })
+        return xmlReply('CopyPartResult', { LastModified: iso(r.modified), ETag: quoteEtag(r.etag) })
+      }
+      const etag = await uploads.uploadPart(caller, bucket, key, uploadId, q.get('partNumber'), req.header('content-md5'))
+      return { status: 200, headers: { etag: quoteEtag(etag) } }
+    }
+    case 'DELETE':
+      if (uploadId === null) return undefined
+      await uploads.abort(caller, bucket, key, uploadId)
+      return { status: 204 }
+    case 'GET': {
+      if (uploadId === null) return undefined
+      const marker = count(q.get('part-number-marker'), 'part-number-marker', 0)
+      const max = Math.min(MAX_LIST, count(q.get('max-parts'), 'max-parts', MAX_LIST))
+      const { upload, parts, truncated } = await uploads.listParts(caller, bucket, key, uploadId, marker, max)
+      const encode = urlEncoding(q)
+      return xmlReply('ListPartsResult', {
+        Bucket: bucket,
+        Key: encode(key),
+        UploadId: uploadId,
+        Initiator: person(upload.user),
+        Owner: person(upload.user),
+        StorageClass: 'STANDARD',
+        PartNumberMarker: marker,
+        NextPartNumberMarker: parts.length > 0 ? parts[parts.length - 1]!.number : marker,
+        MaxParts: max,
+        IsTruncated: truncated,
+        ...(q.get('encoding-type') === 'url' ? { EncodingType: 'url' } : {}),
+        Part: parts.map((p) => ({ PartNumber: p.number, LastModified: iso(p.modified), ETag: quoteEtag(p.etag), Size: p.size })),
+      })
+    }
+    default:
+      return undefined
+  }
+}
+
+async function listUploads(uploads: MultipartUploads, req: HttpRequest, caller: MultipartCaller, bucket: string): Promise<HttpReply> {
+  const q = req.query
+  const prefix = q.get('prefix') ?? ''
+  const delimiter = q.get('delimiter') ?? ''
+  const keyMarker = q.get('key-marker') ?? ''
+  const idMarker = q.get('upload-id-marker') ?? ''
+  const max = Math.min(MAX_LIST, count(q.get('max-uploads'), 'max-uploads', MAX_LIST))
+  const encode = urlEncoding(q)
+  const all = afterMarkers(await uploads.listUploads(caller, bucket), keyMarker, idMarker, delimiter).filter((u) => u.key.startsWith(prefix))
+  const shown: MultipartUploadRecord[] = []
+  const prefixes: string[] = []
+  let truncated = false
+  let last: { key: string; id: string } | null = null
+  for (const u of all) {
+    const i = delimiter === '' ? -1 : u.key.indexOf(delimiter, prefix.length)
+    const common = i < 0 ? null : u.key.slice(0, i + delimiter.length)
+    if (common !== null && prefixes[prefixes.length - 1] === common) continue
+    if (shown.length + prefixes.length === max) {
+      truncated = true
+      break
+    }
+    if (common !== null) {
+      prefixes.push(common)
+      last = { key: common, id: '' }
+    } else {
+      shown.push(u)
+      last = { key: u.key, id: u.id }
+    }
+  }
+  return xmlReply('ListMultipartUploadsResult', {
+    Bucket: bucket,
+    KeyMarker: encode(keyMarker),
+    UploadIdMarker: idMarker,
+    NextKeyMarker: truncated && last ? encode(last.key) : '',
+    NextUploadIdMarker: truncated && last ? last.id : '',
+    ...(prefix === '' ? {} : { Prefix: encode(prefix) }),
+    ...(delimiter === '' ? {} : { Delimiter: encode(delimiter) }),
+    MaxUploads: max,
+    IsTruncated: truncated,
+    ...(q.get('encoding-type') === 'url' ? { EncodingType: 'url' } : {}),
+    Upload: shown.map((u) => ({ Key: encode(u.key), UploadId: u.id, Initiator: person(u.user), Owner: person(u.user), StorageClass: 'STANDARD', Initiated: iso(u.created) })),
+    CommonPrefixes: prefixes.map((p) => ({ Prefix: encode(p) })),
+  })
+}
+
+/**
+ * The uploads after the markers: keys past `keyMarker` and, with `idMarker`, the uploads
+ * of that very key listed after that one. A marker that is a common prefix (it ends with
+ * the delimiter: a truncated listing's NextKeyMarker) skips every key under it.
+ */
+function afterMarkers(list: readonly MultipartUploadRecord[], keyMarker: string, idMarker: string, delimiter: string): MultipartUploadRecord[] {
+  if (keyMarker === '') return [...list]
+  const marker = Buffer.from(keyMarker)
+  const at = idMarker === '' ? -1 : list.findIndex((u) => u.key === keyMarker && u.id === idMarker)
+  const underMarker = delimiter !== '' && keyMarker.endsWith(delimiter)
+  return list.filter((u, i) => {
+    const c = Buffer.compare(Buffer.from(u.key), marker)
+    if (c === 0) return at >= 0 && i > at
+    return c > 0 && !(underMarker && u.key.startsWith(keyMarker))
+  })
+}
+
+/** `encoding-type=url`: keys percent-encoded as S3 does (the SDKs decode them). */
+function urlEncoding(q: URLSearchParams): (s: string) => string {
+  if (q.get('encoding-type') === null) return (s) => s
+  if (q.get('encoding-type') !== 'url') throw new S3Error('InvalidArgument', 'Invalid Encoding Method specified in Request', 400, { ArgumentName: 'encoding-type' })
+  return (s) => encodeURIComponent(s).replace(/%2F/g, '/')
+}
+
+function count(raw: string | null, name: string, dflt: number): number {
+  if (raw === null || raw === '') return dflt
+  if (!/^\d{1,9}$/.test(raw)) throw new S3Error('InvalidArgument', `Provided ${name} not an integer or within integer range`, 400, { ArgumentName: name, ArgumentValue: raw })
+  return Number(raw)
+}
+
+/** `x-amz-copy-source`: `[/]bucket/key[?versionId=null]`, percent-encoded → the object's path. */
+function copySourcePath(raw: string): string {
+  const [src, query] = raw.split('?', 2) as [string, string | undefined]
+  if (query !== undefined && query !== '' && query !== 'versionId=null') {
+    throw new S3Error('InvalidArgument', 'This storage keeps no versions: only the current version can be copied', 400, { ArgumentName: 'x-amz-copy-source' })
+  }
+  let decoded: string
+  try {
+    decoded = decodeURIComponent(src.replace(/^\//, ''))
+  } catch {
+    throw new S3Error('InvalidArgument', 'Invalid copy source encoding', 400, { ArgumentName: 'x-amz-copy-source' })
+  }
+  const i = decoded.indexOf('/')
+  if (i <= 0 || i === decoded.length - 1) throw new S3Error('InvalidArgument', 'Copy Source must mention the source bucket and key: sourcebucket/sourcekey', 400, { ArgumentName: 'x-amz-copy-source' })
+  return objectPath(decoded.slice(0, i), decoded.slice(i + 1))
+}
+
+/** The request body as text, at most MAX_COMPLETE_BODY bytes. */
+async function bodyText(caller: MultipartCaller): Promise<string> {
+  if (caller.contentLength !== null && caller.contentLength > MAX_COMPLETE_BODY) throw tooLong()
+  const chunks: Uint8Array[] = []
+  let n = 0
+  for await (const c of caller.body) {
+    n += c.byteLength
+    if (n > MAX_COMPLETE_BODY) throw tooLong()
+    chunks.push(c)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+const tooLong = () => new S3Error('MaxMessageLengthExceeded', 'Your request was too big.', 400)
