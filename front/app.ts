@@ -35,7 +35,7 @@ import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
 import { createOAuth } from './oauth/index.js'
-import { publicOrigin } from './oauth/urls.js'
+import { publicOrigin } from './public-url.js'
 import { createSftpGateway } from '../gateways/sftp/index.js'
 import { createMcpGateway } from '../gateways/mcp/index.js'
 
@@ -109,7 +109,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
 
   const builtIn: Gateway[] = config.sftp.port === 'off' ? [] : [createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host })]
   // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
-  const publicUrl = () => config.public_url ?? `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${server?.port ?? config.port}`
+  const publicUrl = () => publicOrigin(config, server?.port ?? config.port)
   if (config.mcp.enabled) {
     builtIn.push(
       createMcpGateway({ publicUrl, corsOrigins: config.cors.origins, idleSeconds: config.mcp.session_idle_seconds, maxSessions: config.mcp.max_sessions, version }),
@@ -121,8 +121,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const started = Date.now()
   const shares = new ShareService({ state, secret, storageFor })
   const openFs = (spec: BackendSpec) => createProtocolFs({ pool, spec, readOnly: false, stagingDir })
-  const issuer = () => publicOrigin(config, server?.port ?? config.port)
-  const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer, sessions, shares, storageFor, openFs })
+  const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
   const tus = await TusUploads.open({ dir: join(config.data_dir, 'tus'), expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
   const handler = createHandler({
     sessions,
