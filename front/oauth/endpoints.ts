@@ -13,7 +13,6 @@ import {
   InvalidRequestError,
   InvalidTargetError,
   OAuthError,
-
   UnsupportedGrantTypeError,
 } from '@modelcontextprotocol/sdk/server/auth/errors.js'
 import { ApiError } from '../../core/api-error.js'
