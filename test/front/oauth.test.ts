@@ -287,6 +287,7 @@ t.test('pre-registered clients only: registration off, configured clients checke
     { clients: [{ client_id: 'has space', redirect_uris: ['https://a.example.com/cb'] }] },
     { clients: [{ client_id: 'x', redirect_uris: ['https://a.example.com/cb'], secret: 's' }] },
     { code_seconds: 0 },
+    { code_seconds: 61 },
   ]) {
     t.throws(() => validateConfig({ oauth: bad }), { name: 'ConfigError', message: /^oauth/ }, `refused: ${JSON.stringify(bad)}`)
   }
