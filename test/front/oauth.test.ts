@@ -14,6 +14,7 @@ import t from 'tap'
 import { validateConfig } from '../../core/config.js'
 import type { BearerResult } from '../../core/gateway.js'
 import { GATEWAY_LOGIN_FAILURES } from '../../front/gateway-login.js'
+import { createLogger } from '../../front/log.js'
 import { REGISTRATIONS_PER_HOUR } from '../../front/oauth/clients.js'
 import { LOCAL_PASSWORD_FAILURES } from '../../front/sessions.js'
 import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
@@ -317,4 +318,39 @@ t.test('gateway user logins on the page are throttled as the gateways\' are', as
   const locked = await postPage(s.url, page.cookie, { flow, action: 'gateway', user: 'erin', password: 'erin password' })
   t.equal(locked.status, 429, 'then the address is throttled')
   t.match(locked.html, /too many failed gateway logins/)
+})
+
+t.test('the secrets of the dance never reach the log', async (t) => {
+  const dir = t.testdir({ files: {}, data: {} })
+  const lines: string[] = []
+  const s = await startOAuthServer(
+    t,
+    { data_dir: join(dir, 'data'), admin_password: ADMIN_PASSWORD, connections: [{ label: 'disk', type: 'local', path: join(dir, 'files'), password: 'disk password 123' }] },
+    createLogger('debug', (line) => lines.push(line)),
+  )
+  const admin = await adminToken(s.url)
+  await fetch(`${s.url}/admin/api/users`, { method: 'POST', headers: { authorization: `Bearer ${admin}` }, body: JSON.stringify({ name: 'gus', password: 'gus password 456', connection: 'tmp', root: '/' }) })
+  const client = await newClient(s.url)
+  const secrets: Record<string, string> = { 'admin password': ADMIN_PASSWORD, 'local password': 'disk password 123', 'gateway password': 'gus password 456' }
+  const page = await openPage(s.url, { response_type: 'code', client_id: client, redirect_uri: 'http://127.0.0.1/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256' })
+  await postPage(s.url, page.cookie, { flow: flowOf(page.html, 'connection-form'), action: 'connection', label: 'disk', password: 'wrong disk guess' })
+  await postPage(s.url, page.cookie, { flow: flowOf(page.html, 'gateway-form'), action: 'gateway', user: 'gus', password: 'wrong gus guess' })
+  secrets['wrong passwords'] = 'wrong disk guess'
+  secrets['wrong gateway password'] = 'wrong gus guess'
+  secrets.cookie = page.cookie.split('=')[1]!
+  secrets.flow = flowOf(page.html, 'tmp-form')
+  for (const login of [
+    { action: 'connection', label: 'disk', password: 'disk password 123' },
+    { action: 'gateway', user: 'gus', password: 'gus password 456' },
+  ]) {
+    const a = await authorize(s.url, client, login)
+    const tok = (await exchange(s.url, client, a)).json
+    const next = (await tokenRequest(s.url, { grant_type: 'refresh_token', refresh_token: tok.refresh_token as string, client_id: client })).json
+    t.ok((await s.ctx.bearer(next.access_token as string, req(s))).ok, `${login.action}: the dance went through`)
+    Object.assign(secrets, { [`${login.action} code`]: a.code, [`${login.action} verifier`]: a.verifier, [`${login.action} access`]: tok.access_token, [`${login.action} refresh`]: tok.refresh_token, [`${login.action} refresh 2`]: next.refresh_token })
+    await exchange(s.url, client, a) // a replay, refused
+  }
+  const log = lines.join('\n')
+  t.ok(lines.some((l) => /gateway login/.test(l)), 'the log was captured')
+  for (const [what, secret] of Object.entries(secrets)) t.notOk(log.includes(secret), `${what} is not in the log`)
 })
