@@ -38,6 +38,8 @@ export interface Entry {
   readonly link?: boolean
   /** Permission bits (`st_mode & 0o7777`), where the backend keeps them. */
   readonly mode?: number
+  /** The store's own entity tag of a file (S3's ETag, unquoted), where it keeps one. */
+  readonly etag?: string
 }
 
 /** A file system's size and free space (statvfs), in bytes and files. */
@@ -72,6 +74,19 @@ export interface ByteRange {
   readonly end?: number
 }
 
+/** What an object store keeps beside a file's bytes (S3's Content-Type and `x-amz-meta-*`). */
+export interface ObjectMetadata {
+  readonly contentType?: string
+  /** Names without `x-amz-meta-`, lower case. */
+  readonly userMeta: Readonly<Record<string, string>>
+}
+
+/** An object's metadata as the store keeps it, with the store's own entity tag. */
+export interface StoredMetadata extends ObjectMetadata {
+  /** The store's ETag, unquoted (S3: the MD5, or md5-of-md5s `-N` for multipart objects). */
+  readonly etag: string
+}
+
 export interface WriteOptions {
   /** Expected byte count, when the client announced it. */
   readonly size?: number
@@ -79,6 +94,8 @@ export interface WriteOptions {
   readonly overwrite?: boolean
   /** Modification time to set on the result. */
   readonly mtimeMs?: number
+  /** Kept with the object where the driver has `metadata`; ignored elsewhere. */
+  readonly metadata?: ObjectMetadata
 }
 
 export interface Driver {
@@ -175,6 +192,13 @@ export interface Driver {
    * @throws FsError ENOENT | EISDIR | EEXIST (with overwrite false)
    */
   copy?(ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<Entry>
+
+  /**
+   * The metadata an object store keeps with a file (written with `WriteOptions.metadata`,
+   * or by any other client of the store). Missing: the backend keeps none.
+   * @throws FsError ENOENT | EISDIR
+   */
+  metadata?(ctx: OpContext, path: string): Promise<StoredMetadata>
 
   /** Releases every session this driver holds. */
   close(): Promise<void>

@@ -17,7 +17,7 @@
  */
 import type { MessagePort } from 'node:worker_threads'
 import type { BackendSpec } from './backend.js'
-import type { ByteRange, Entry, Space } from './driver.js'
+import type { ByteRange, Entry, ObjectMetadata, Space, StoredMetadata } from './driver.js'
 import type { WireError } from './errors.js'
 import type { FsAbilities } from './protocol-fs.js'
 
@@ -66,6 +66,8 @@ export type RequestBody =
       readonly parents: boolean
       readonly size?: number
       readonly mtimeMs?: number
+      /** Kept with the object where the driver can (`metadata` ability). */
+      readonly metadata?: ObjectMetadata
       readonly port: MessagePort
     }
   /** `parents`: mkdir -p. `exclusive`: an existing directory is EEXIST. */
@@ -94,6 +96,8 @@ export type RequestBody =
   | { readonly op: 'space'; readonly path: string }
   /** Creates an empty file (parents as needed); an existing file is left alone. */
   | { readonly op: 'touch'; readonly path: string }
+  /** The object metadata the store keeps (reply: `StoredMetadata`); ENOTSUP where it keeps none. */
+  | { readonly op: 'metadata'; readonly path: string }
   /** Reply value: `ZipStart`; then the archive bytes on its port. */
   | { readonly op: 'zip'; readonly paths: readonly string[]; readonly compression: ZipCompression }
 
@@ -119,6 +123,7 @@ export interface ReplyValues {
   abilities: BackendAbilities
   space: Space
   touch: null
+  metadata: StoredMetadata
   zip: ZipStart
 }
 

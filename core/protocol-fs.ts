@@ -15,7 +15,7 @@
  * (core/errors.ts): each gateway maps its codes to its protocol in one table of its own.
  * A read-only view answers EACCES to every write, before anything reaches a worker.
  */
-import type { Entry, Space } from './driver.js'
+import type { Entry, ObjectMetadata, Space, StoredMetadata } from './driver.js'
 import type { RequestContext } from './storage.js'
 
 /** An entry, with its permission bits where the backend keeps them. */
@@ -44,6 +44,15 @@ export interface OpenFlags {
   readonly truncate: boolean
   /** With `create`: EEXIST when the file exists. */
   readonly exclusive: boolean
+}
+
+/** Options of `open`. */
+export interface OpenOptions {
+  /**
+   * For a new or truncated file opened for writing only (one atomic upload): object
+   * metadata kept with it where the storage can (`abilities.metadata`); ignored elsewhere.
+   */
+  readonly metadata?: ObjectMetadata
 }
 
 /**
@@ -80,6 +89,8 @@ export interface FsAbilities {
   readonly serverSideCopy: boolean
   /** An empty directory exists on its own (false for prefix stores like S3). */
   readonly emptyDirs: boolean
+  /** Files keep object metadata (Content-Type, user metadata) and an ETag of the store's own (S3). */
+  readonly metadata: boolean
 }
 
 export interface ProtocolFs {
@@ -131,7 +142,9 @@ export interface ProtocolFs {
    * (pass the connection's or session's signal, not one request's).
    * @throws ENOENT (no file, no `create`) | EEXIST (`exclusive`) | EISDIR | EACCES
    */
-  open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle>
+  open(ctx: RequestContext, path: string, flags: OpenFlags, opts?: OpenOptions): Promise<FileHandle>
+  /** What the store keeps with a file (`abilities.metadata`). @throws ENOTSUP elsewhere | ENOENT | EISDIR */
+  metadata(ctx: RequestContext, path: string): Promise<StoredMetadata>
   /** Size and free space of the storage holding `path` (SFTP's statvfs, `df`). @throws ENOTSUP where the backend does not tell */
   space(ctx: RequestContext, path: string): Promise<Space>
   /** Ends the view (the session closed): every handle still open is aborted. */

@@ -38,6 +38,7 @@ import { createOAuth } from './oauth/index.js'
 import { publicOrigin } from './public-url.js'
 import { createSftpGateway } from '../gateways/sftp/index.js'
 import { createMcpGateway } from '../gateways/mcp/index.js'
+import { createS3Gateway } from '../gateways/s3/index.js'
 
 export interface Filegate {
   readonly port: number
@@ -107,7 +108,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
   })
 
-  const builtIn: Gateway[] = config.sftp.port === 'off' ? [] : [createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host })]
+  const builtIn: Gateway[] = []
+  if (config.sftp.port !== 'off') builtIn.push(createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host }))
+  if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain, multipartExpiryHours: config.s3.multipart_expiry_hours }))
   // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
   const publicUrl = () => publicOrigin(config, server?.port ?? config.port)
   if (config.mcp.enabled) {

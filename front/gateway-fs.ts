@@ -16,11 +16,11 @@
 import type { Transferable } from 'node:worker_threads'
 import { createHash } from 'node:crypto'
 import { type BackendSpec, backendIdentity } from '../core/backend.js'
-import type { Entry, Space } from '../core/driver.js'
+import type { Entry, Space, StoredMetadata } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
 import { isCanonical, parentOf } from '../core/paths.js'
 import type { BackendAbilities } from '../core/messages.js'
-import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, ProtocolFs } from '../core/protocol-fs.js'
+import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, ProtocolFs } from '../core/protocol-fs.js'
 import type { ClientIdentity, RequestContext } from '../core/storage.js'
 import { Channel, INLINE_READ_MAX } from '../workers/client.js'
 import type { WorkerPool } from '../workers/pool.js'
@@ -215,7 +215,14 @@ class GatewayFs implements ProtocolFs {
     return this.#call([path], () => this.#ch.call<Space>(ctx, { op: 'space', path }))
   }
 
-  open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle> {
+  metadata(ctx: RequestContext, path: string): Promise<StoredMetadata> {
+    return this.#call([path], async () => {
+      if (!this.abilities.metadata) throw new FsError('ENOTSUP', 'this storage keeps no object metadata', { path })
+      return this.#ch.call<StoredMetadata>(ctx, { op: 'metadata', path })
+    })
+  }
+
+  open(ctx: RequestContext, path: string, flags: OpenFlags, opts: OpenOptions = {}): Promise<FileHandle> {
     return this.#call([path], async () => {
       const writes = flags.write || flags.append || flags.create || flags.truncate
       if (writes && this.readOnly) throw readOnlyError(path)
@@ -229,7 +236,7 @@ class GatewayFs implements ProtocolFs {
         if (!parent) throw new FsError('ENOENT', `${parentOf(path)}: no such directory`, { path: parentOf(path) })
         if (parent.kind !== 'dir') throw new FsError('ENOTDIR', `${parentOf(path)}: not a directory`, { path: parentOf(path) })
       }
-      return this.#handle(ctx, path, flags, initial)
+      return this.#handle(ctx, path, flags, initial, opts)
     })
   }
 
@@ -238,7 +245,7 @@ class GatewayFs implements ProtocolFs {
     for (const h of [...this.#handles]) h.abort()
   }
 
-  #handle(ctx: RequestContext, path: string, flags: OpenFlags, initial: Entry | null): FileHandle {
+  #handle(ctx: RequestContext, path: string, flags: OpenFlags, initial: Entry | null, opts: OpenOptions): FileHandle {
     if (this.#closed) throw new FsError('ECANCELED', 'the session is closed') // while the open was checked
     const life = new AbortController()
     const limits = this.#opts.limits ?? {}
@@ -246,8 +253,10 @@ class GatewayFs implements ProtocolFs {
     // A new file must not replace one created meanwhile (exclusive); a truncated one is replaced.
     const overwrite = !(flags.exclusive && flags.create)
     const fresh = flags.write && (initial === null || flags.truncate)
+    // Metadata goes with a new or truncated file's upload only (what `open` promises).
+    const metadata = fresh && opts.metadata && this.abilities.metadata ? { metadata: opts.metadata } : {}
     const upload = (body: AsyncIterable<Uint8Array>, size?: number): Promise<Entry> =>
-      this.#ch.upload<Entry>(opCtx, { op: 'write', path, overwrite, parents: false, ...(size === undefined ? {} : { size }) }, body)
+      this.#ch.upload<Entry>(opCtx, { op: 'write', path, overwrite, parents: false, ...(size === undefined ? {} : { size }), ...metadata }, body)
     const reader = new ReadAhead(
       (offset, signal) => this.#ch.read({ requestId: ctx.requestId, signal }, { op: 'read', path, range: { start: offset }, inlineMax: INLINE_READ_MAX }),
       limits.idleMs ?? 2000,

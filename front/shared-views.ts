@@ -11,7 +11,7 @@
  * once (the next login tries again).
  */
 import { FsError } from '../core/errors.js'
-import type { FileHandle, OpenFlags, ProtocolFs } from '../core/protocol-fs.js'
+import type { FileHandle, OpenFlags, OpenOptions, ProtocolFs } from '../core/protocol-fs.js'
 import type { RequestContext } from '../core/storage.js'
 
 interface Shared {
@@ -109,10 +109,11 @@ class Lease implements ProtocolFs {
   truncate: ProtocolFs['truncate'] = (ctx, path, size) => this.#view.truncate(ctx, path, size)
   copy: ProtocolFs['copy'] = (ctx, from, to, opts) => this.#view.copy(ctx, from, to, opts)
   space: ProtocolFs['space'] = (ctx, path) => this.#view.space(ctx, path)
+  metadata: ProtocolFs['metadata'] = (ctx, path) => this.#view.metadata(ctx, path)
 
-  async open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle> {
+  async open(ctx: RequestContext, path: string, flags: OpenFlags, opts?: OpenOptions): Promise<FileHandle> {
     if (this.#closed) throw new FsError('ECANCELED', 'the session is closed')
-    const h = await this.#view.open(ctx, path, flags)
+    const h = await this.#view.open(ctx, path, flags, opts)
     if (this.#closed) {
       h.abort()
       throw new FsError('ECANCELED', 'the session is closed')

@@ -135,6 +135,9 @@ async function run(d: Driver, msg: Request, ctx: OpContext, transfer: Transferab
       return move(ctx, d, msg.from, msg.to, msg.overwrite, msg.parents ?? true).then(() => null)
     case 'touch':
       return touch(ctx, d, msg.path).then(() => null)
+    case 'metadata':
+      if (!d.metadata) throw new FsError('ENOTSUP', 'this storage keeps no object metadata', { path: msg.path })
+      return d.metadata(ctx, msg.path)
     case 'read': {
       const { path, range, transform } = msg
       if (transform) {
@@ -183,8 +186,8 @@ async function run(d: Driver, msg: Request, ctx: OpContext, transfer: Transferab
 
 async function write(d: Driver, msg: Extract<Request, { op: 'write' }>, p: MessagePort, ctx: OpContext): Promise<unknown> {
   const body = new PortReader(p, { budget })
-  const { overwrite, size, mtimeMs } = msg
-  const opts = { overwrite, ...(size === undefined ? {} : { size }), ...(mtimeMs === undefined ? {} : { mtimeMs }) }
+  const { overwrite, size, mtimeMs, metadata } = msg
+  const opts = { overwrite, ...(size === undefined ? {} : { size }), ...(mtimeMs === undefined ? {} : { mtimeMs }), ...(metadata === undefined ? {} : { metadata }) }
   try {
     return await (msg.parents ? writeFile(ctx, d, msg.path, body, opts) : d.write(ctx, msg.path, body, opts))
   } finally {

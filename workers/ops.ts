@@ -218,5 +218,6 @@ export function abilitiesOf(d: Driver): BackendAbilities {
     serverSideCopy: d.copy !== undefined,
     emptyDirs: d.features.emptyDirs,
     inPlaceWrites: d.writeAt !== undefined,
+    metadata: d.metadata !== undefined,
   }
 }

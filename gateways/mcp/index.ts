@@ -203,7 +203,12 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
         sessions.end(session)
       },
     }
-    session.transport.deliver(parsed.data, message, { authInfo: authInfoOf(message) })
+    try {
+      session.transport.deliver(parsed.data, message, { authInfo: authInfoOf(message) })
+    } catch (err) {
+      message.release()
+      throw err
+    }
     return { status: 202, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: 'Accepted' }
   }
 

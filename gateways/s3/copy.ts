@@ -11,7 +11,7 @@ import { evaluate } from './conditions.js'
 import { S3Error } from './errors.js'
 import { decodePathPart, keyPath } from './keys.js'
 import { metaOf, statObject } from './objects.js'
-import { requestUserMeta } from './object-meta.js'
+import { userMetaFrom } from './meta/index.js'
 import { type S3Request, makeFolders, unmakeFolders } from './request.js'
 import { isoTime } from './xml.js'
 import { xmlReply } from './xml.js'
@@ -46,7 +46,7 @@ export async function copyObject(r: S3Request, source: string): Promise<HttpRepl
     )
   }
   const contentType = r.req.header('content-type')
-  const meta = replace ? { etag: srcMeta.etag, userMeta: requestUserMeta(r.req.headers()), ...(contentType === undefined ? {} : { contentType }) } : srcMeta
+  const meta = replace ? { etag: srcMeta.etag, userMeta: userMetaFrom(r.req.headers()), ...(contentType === undefined ? {} : { contentType }) } : srcMeta
   let entry = from.entry
   if (to.path !== from.path) {
     const made = await makeFolders(r, parentOf(to.path))
@@ -57,6 +57,6 @@ export async function copyObject(r: S3Request, source: string): Promise<HttpRepl
       throw err
     }
   }
-  await r.meta.put(r.caller.fs, to.path, entry, meta)
+  await r.meta.put(r.caller.fs, to.path, entry, meta, r.ctx)
   return xmlReply('CopyObjectResult', { LastModified: isoTime(entry.mtimeMs), ETag: `"${meta.etag}"` })
 }

@@ -11,13 +11,13 @@ import { randomBytes } from 'node:crypto'
 import type { GatewayLogin } from '../../core/gateway.js'
 import type { HttpHandler, HttpReply, HttpRequest } from '../../core/http.js'
 import { bucketLocation, bucketVersioning, createBucket, deleteBucket, headBucket, listBuckets } from './buckets.js'
-import type { Authenticate, S3Caller } from './caller.js'
+import { type S3Caller, authenticate } from './auth/index.js'
 import { copyObject } from './copy.js'
 import { deleteObjects } from './deletes.js'
 import { S3Error, notImplemented, toS3Error } from './errors.js'
 import { decodePathPart } from './keys.js'
 import { listObjectsV1, listObjectsV2 } from './list.js'
-import type { ObjectMetaStore } from './object-meta.js'
+import type { ObjectMetaStore } from './meta/index.js'
 import { deleteObject, getObject, putObject } from './objects.js'
 import type { S3Request } from './request.js'
 import { xmlDocument } from './xml.js'
@@ -27,7 +27,6 @@ export type MultipartRoute = (r: S3Request) => Promise<HttpReply | undefined>
 
 export interface S3HandlerOptions {
   readonly login: GatewayLogin
-  readonly authenticate: Authenticate
   readonly meta: ObjectMetaStore
   readonly region: string
   /** Virtual-hosted style: `<bucket>.<baseDomain>` in the Host header names the bucket. null: path-style only. */
@@ -121,7 +120,7 @@ export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
     let caller: S3Caller | null = null
     let reply: HttpReply
     try {
-      caller = await opts.authenticate(req, opts.login, { region: opts.region })
+      caller = await authenticate(req, opts.login, { region: opts.region })
       const { bucket, key } = address(req, opts.baseDomain)
       const r: S3Request = { req, caller, ctx: { requestId: req.requestId, signal: req.signal }, meta: opts.meta, region: opts.region, bucket, key }
       reply = await route(r, opts.multipart)

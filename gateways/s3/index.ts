@@ -6,9 +6,9 @@
  * buckets (its top-level folders) and their objects.
  */
 import type { Gateway, GatewayContext, HttpListener } from '../../core/gateway.js'
-import type { Authenticate } from './caller.js'
-import { type MultipartRoute, createS3Handler } from './handler.js'
-import { type ObjectMetaStore, fallbackMeta } from './object-meta.js'
+import { createS3Handler } from './handler.js'
+import { ObjectMeta } from './meta/index.js'
+import { type Multipart, createMultipart } from './multipart/index.js'
 
 export interface S3GatewayOptions {
   /** 0 picks a free port (the gateway's `port` tells which). */
@@ -18,31 +18,26 @@ export interface S3GatewayOptions {
   readonly region: string
   /** Virtual-hosted style for `<bucket>.<baseDomain>`; null: path-style only. */
   readonly baseDomain: string | null
-  readonly authenticate: Authenticate
-  /** Where ETags and metadata are kept (default: nowhere, stable ETags). */
-  readonly meta?: (ctx: GatewayContext) => ObjectMetaStore
-  readonly multipart?: (ctx: GatewayContext) => MultipartRoute
+  /** Multipart uploads not completed within this many hours of their creation are removed (default 24). */
+  readonly multipartExpiryHours?: number
   /** Time requests in flight get to finish at stop (default 5 s). */
   readonly graceMs?: number
 }
 
 export function createS3Gateway(opts: S3GatewayOptions): Gateway {
   let listener: HttpListener | null = null
+  let multipart: Multipart | null = null
   return {
     name: 's3',
     get port() {
       return listener?.port ?? 0
     },
     async start(ctx: GatewayContext) {
-      const handler = createS3Handler({
-        login: ctx.login,
-        authenticate: opts.authenticate,
-        meta: opts.meta?.(ctx) ?? fallbackMeta,
-        region: opts.region,
-        baseDomain: opts.baseDomain,
-        log: ctx.log,
-        ...(opts.multipart ? { multipart: opts.multipart(ctx) } : {}),
-      })
+      // ETags and metadata (gateways/s3/meta/), multipart uploads (gateways/s3/multipart/).
+      const meta = new ObjectMeta(ctx.state)
+      const mp = createMultipart(ctx, { expiryHours: opts.multipartExpiryHours ?? 24, meta })
+      multipart = mp
+      const handler = createS3Handler({ login: ctx.login, meta, region: opts.region, baseDomain: opts.baseDomain, log: ctx.log, multipart: (r) => mp.route(r) })
       // Bodies stream: PutObject has no size limit of its own (S3's is 5 GiB; this server streams any size).
       listener = await ctx.listenHttp({ host: opts.host, port: opts.port, handler, maxBodyBytes: null })
       ctx.log('info', 's3 gateway listening', { address: `${opts.host}:${listener.port}`, region: opts.region, base_domain: opts.baseDomain })
@@ -50,6 +45,8 @@ export function createS3Gateway(opts: S3GatewayOptions): Gateway {
     async stop() {
       await listener?.close(opts.graceMs ?? 5000)
       listener = null
+      multipart?.stop()
+      multipart = null
     },
   }
 }

@@ -67,7 +67,7 @@ async function contents(r: S3Request, found: readonly Found[], enc: (s: string) 
   const out: XmlNode[] = []
   for (const f of found) {
     if (f.kind !== 'object') continue
-    const m = await metaOf(r, f.path, f.entry, f.folder)
+    const m = await metaOf(r, f.path, f.entry, f.folder, true)
     out.push({
       Key: enc(f.key),
       LastModified: isoTime(f.entry.mtimeMs),

@@ -12,7 +12,7 @@ import { parseRange, resolveRange } from '../../core/range.js'
 import { evaluate, etagMatches, preconditionFailed } from './conditions.js'
 import { S3Error, noSuchKey } from './errors.js'
 import { keyPath } from './keys.js'
-import { EMPTY_MD5, type ObjectMetaValue, requestUserMeta } from './object-meta.js'
+import { EMPTY_MD5, type ObjectMetaValue, userMetaFrom } from './meta/index.js'
 import { type S3Request, codeOf, makeFolders, removeEmptyParents, statBucket, unmakeFolders } from './request.js'
 
 /** Bytes read from the storage per step of a download. */
@@ -37,9 +37,13 @@ export async function statObject(r: S3Request, key = r.key): Promise<{ path: str
   return { path, entry, folder }
 }
 
-export async function metaOf(r: S3Request, path: string, entry: FsEntry, folder: boolean): Promise<ObjectMetaValue> {
+/**
+ * An object's ETag and metadata. `listing`: what costs no request per object (the
+ * storage's own metadata, on S3, is then left out: listings show only ETags).
+ */
+export async function metaOf(r: S3Request, path: string, entry: FsEntry, folder: boolean, listing = false): Promise<ObjectMetaValue> {
   if (folder) return { etag: EMPTY_MD5, contentType: 'application/x-directory', userMeta: {} }
-  return r.meta.get(r.caller.fs, path, entry)
+  return listing ? r.meta.get(r.caller.fs, path, entry) : r.meta.get(r.caller.fs, path, entry, r.ctx)
 }
 
 const httpDate = (ms: number | null): string => new Date(ms ?? 0).toUTCString()
@@ -153,7 +157,7 @@ async function emptyBody(r: S3Request): Promise<void> {
 export async function putObject(r: S3Request): Promise<HttpReply> {
   const { path, folder } = keyPath(r.bucket, r.key)
   const md5Expected = contentMd5(r)
-  const userMeta = requestUserMeta(r.req.headers())
+  const userMeta = userMetaFrom(r.req.headers())
   const contentType = r.req.header('content-type')
   const ifNoneMatch = r.req.header('if-none-match')
   if (ifNoneMatch !== undefined && ifNoneMatch.trim() !== '*') throw new S3Error('NotImplemented', 'If-None-Match on PutObject takes only "*".', 501)
@@ -179,14 +183,16 @@ export async function putObject(r: S3Request): Promise<HttpReply> {
   }
 
   const flags = { read: false, write: true, append: false, create: true, truncate: true, exclusive }
+  // Kept on the object itself where the storage can (S3); recorded otherwise (meta.put).
+  const metadata = { userMeta, ...(contentType === undefined ? {} : { contentType }) }
   let made: string[] = []
   let handle: FileHandle
   try {
-    handle = await r.caller.fs.open(r.ctx, path, flags)
+    handle = await r.caller.fs.open(r.ctx, path, flags, { metadata })
   } catch (err) {
     if (codeOf(err) !== 'ENOENT') throw exclusive && codeOf(err) === 'EEXIST' ? preconditionFailed('If-None-Match') : err
     made = await makeFolders(r, parentOf(path))
-    handle = await r.caller.fs.open(r.ctx, path, flags)
+    handle = await r.caller.fs.open(r.ctx, path, flags, { metadata })
   }
   let etag: string
   try {
@@ -196,14 +202,15 @@ export async function putObject(r: S3Request): Promise<HttpReply> {
     throw exclusive && codeOf(err) === 'EEXIST' ? preconditionFailed('If-None-Match') : err
   }
   const entry = await r.caller.fs.stat(r.ctx, path)
-  await r.meta.put(r.caller.fs, path, entry, { etag, userMeta, ...(contentType === undefined ? {} : { contentType }) })
+  await r.meta.put(r.caller.fs, path, entry, { etag, ...metadata }, r.ctx)
   return { status: 200, headers: { etag: `"${etag}"` } }
 }
 
 /**
  * Deletes one object; never a folder's content. A missing key is a success (204), as
  * on S3; a key ending in `/` removes its folder only when empty (a folder with content
- * shows no marker anyway). Empty folders left above it are removed.
+ * shows no marker anyway). Deleting a file removes the folders it leaves empty, up to
+ * the bucket: the prefix vanishes with its last key, as on S3.
  */
 export async function deleteKey(r: S3Request, key: string): Promise<void> {
   const { path, folder } = keyPath(r.bucket, key)
@@ -219,7 +226,8 @@ export async function deleteKey(r: S3Request, key: string): Promise<void> {
     if (code === 'ENOTEMPTY' || code === 'EISDIR') return // a folder with content: no object of that key
     throw err
   }
-  if (!folder) await r.meta.forget(r.caller.fs, path)
+  if (folder) return // a marker is a folder made on purpose: its own parents stay, as other markers on S3
+  await r.meta.forget(r.caller.fs, path)
   await removeEmptyParents(r, path)
 }
 

@@ -7,10 +7,10 @@ import type { HttpRequest } from '../../core/http.js'
 import { parentOf } from '../../core/paths.js'
 import type { FsEntry } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
-import type { S3Caller } from './caller.js'
+import type { S3Caller } from './auth/index.js'
 import { noSuchBucket } from './errors.js'
 import { bucketPath } from './keys.js'
-import type { ObjectMetaStore } from './object-meta.js'
+import type { ObjectMetaStore } from './meta/index.js'
 
 export interface S3Request {
   readonly req: HttpRequest

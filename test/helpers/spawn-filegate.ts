@@ -22,7 +22,7 @@ export async function spawnFilegate(opts: { dataDir: string; workers: number; en
   if (!existsSync(main)) throw new Error('dist/ is missing: build first (npm run build)')
   const child = spawn(process.execPath, [main, '--port', '0', '--data-dir', opts.dataDir, '--workers', String(opts.workers), ...(opts.args ?? [])], {
     cwd: ROOT,
-    // The SFTP gateway off unless asked: parallel runs would fight over its default port.
+    // The SFTP and S3 gateways off unless asked: parallel runs would fight over their default ports.
     env: { ...process.env, FILEGATE_LOG_REQUESTS: 'false', FILEGATE_SFTP_PORT: 'off', FILEGATE_S3_PORT: 'off', ...opts.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   })

@@ -4,19 +4,24 @@
  * metadata"):
  *
  * - an object written through the gateway has the MD5 of its content as ETag (md5.ts;
- *   md5-of-md5s `-N` for multipart), with its Content-Type and `x-amz-meta-*`. They are
- *   kept in the state store, keyed by the view's identity (ProtocolFs.identity) and the
- *   path, together with the file's size and modification time when written;
+ *   md5-of-md5s `-N` for multipart), with its Content-Type and `x-amz-meta-*`. A store
+ *   that keeps metadata itself (S3: `abilities.metadata`) keeps them when they were
+ *   written with the object and its ETag is the same; else they are kept in the state
+ *   store, keyed by the view's identity (ProtocolFs.identity) and the path, together
+ *   with the file's size and modification time when written;
  * - the record holds while the file keeps that size and time. A file written or changed
  *   by another door (HTTP API, SFTP, the disk itself) gets the stable ETag of etag.ts,
- *   which no client takes for an MD5, and no metadata (an empty file gets the MD5 of
+ *   which no client takes for an MD5, and no metadata; on a store with ETags of its own
+ *   (S3), the store's ETag and metadata (an empty file gets the MD5 of
  *   nothing, which is true whoever wrote it). A storage that keeps no times
  *   keeps no records: its objects always get the stable ETag.
  *
  * Used by the object operations (PutObject, CopyObject, GetObject, HeadObject, listings)
  * and by multipart's Complete.
  */
+import type { StoredMetadata } from '../../../core/driver.js'
 import type { FsEntry, ProtocolFs } from '../../../core/protocol-fs.js'
+import type { RequestContext } from '../../../core/storage.js'
 import type { StateStore } from '../../../core/state.js'
 import { S3Error } from '../errors.js'
 import { stableEtag } from './etag.js'
@@ -68,28 +73,51 @@ export function userMetaHeaders(meta: ObjectMetaValue): Record<string, string> {
   return out
 }
 
-export class ObjectMeta {
+/** For calls made without a request's context (listings): short, not cancelled. */
+const detached = (): RequestContext => ({ requestId: 's3-meta', signal: new AbortController().signal })
+
+/** What the object operations use (gateways/s3/objects.ts, copy.ts, multipart's Complete). */
+export interface ObjectMetaStore {
+  get(fs: ProtocolFs, path: string, entry: FsEntry, ctx?: RequestContext): Promise<ObjectMetaValue>
+  /** After the object at `path` was written (`entry`: as committed). */
+  put(fs: ProtocolFs, path: string, entry: FsEntry, meta: ObjectMetaValue, ctx?: RequestContext): Promise<void>
+  /** After the object at `path` was deleted. */
+  forget(fs: ProtocolFs, path: string): Promise<void>
+}
+
+export class ObjectMeta implements ObjectMetaStore {
   readonly #state: StateStore
 
   constructor(state: StateStore) {
     this.#state = state
   }
 
-  /** The object's ETag and metadata; `entry` is the file as just stat'ed. */
-  async get(fs: ProtocolFs, path: string, entry: FsEntry): Promise<ObjectMetaValue> {
+  /**
+   * The object's ETag and metadata; `entry` is the file as just stat'ed. With `ctx` (a
+   * GetObject, a HeadObject) a store that keeps metadata (S3) is asked for it; without
+   * (listings), only what costs no request: the record, the store's ETag in `entry`.
+   */
+  async get(fs: ProtocolFs, path: string, entry: FsEntry, ctx?: RequestContext): Promise<ObjectMetaValue> {
     const rec = entry.mtimeMs === null ? null : await this.#state.getObjectMeta(fs.identity, path)
     if (rec && rec.size === entry.size && rec.mtime_ms === entry.mtimeMs) {
       return { etag: rec.etag, userMeta: rec.user_meta, ...(rec.content_type === null ? {} : { contentType: rec.content_type }) }
     }
+    if (ctx && fs.abilities.metadata) return native(await fs.metadata(ctx, path))
+    if (entry.etag !== undefined && entry.etag !== '') return { etag: entry.etag, userMeta: {} }
     return { etag: stableEtag(fs.identity, path, entry), userMeta: {} }
   }
 
   /**
    * Records what an object written through the gateway is; `entry` is the file as stat'ed
-   * right after the write was committed. Nothing is kept where the storage keeps no times
-   * (the record could not be told stale), nor a stable ETag (it is derived anyway).
+   * right after the write was committed. A store that kept it all itself (S3, written
+   * with `open`'s metadata and the same ETag) needs no record. Nothing is kept where the
+   * storage keeps no times (the record could not be told stale).
    */
-  async put(fs: ProtocolFs, path: string, entry: FsEntry, meta: ObjectMetaValue): Promise<void> {
+  async put(fs: ProtocolFs, path: string, entry: FsEntry, meta: ObjectMetaValue, ctx: RequestContext = detached()): Promise<void> {
+    if (fs.abilities.metadata) {
+      const kept = await fs.metadata(ctx, path).then(native, () => null)
+      if (kept && kept.etag === meta.etag && sameMeta(kept, meta)) return this.forget(fs, path)
+    }
     if (entry.mtimeMs === null || entry.kind !== 'file') return this.forget(fs, path)
     await this.#state.putObjectMeta({
       storage: fs.identity,
@@ -106,4 +134,13 @@ export class ObjectMeta {
   async forget(fs: ProtocolFs, path: string): Promise<void> {
     await this.#state.deleteObjectMeta(fs.identity, path)
   }
+}
+
+const native = (m: StoredMetadata): ObjectMetaValue => ({ etag: m.etag, userMeta: m.userMeta, ...(m.contentType === undefined ? {} : { contentType: m.contentType }) })
+
+/** What the store kept is what was asked for (no Content-Type asked: the store's default is fine). */
+function sameMeta(kept: ObjectMetaValue, asked: ObjectMetaValue): boolean {
+  if (asked.contentType !== undefined && kept.contentType !== asked.contentType) return false
+  const a = Object.entries(asked.userMeta)
+  return a.length === Object.keys(kept.userMeta).length && a.every(([k, v]) => kept.userMeta[k] === v)
 }

@@ -2,30 +2,22 @@
  * @module gateways/s3/multipart
  * S3 multipart uploads over any storage: uploads.ts (the operations, records, Complete,
  * expiry), staging.ts (parts on disk), route.ts (the query forms of the REST API),
- * xml.ts (the XML documents). docs/s3-gateway.md, "Multipart uploads".
+ * xml.ts (the part list of Complete). docs/s3-gateway.md, "Multipart uploads".
  */
 import { join } from 'node:path'
 import type { GatewayContext } from '../../../core/gateway.js'
-import type { HttpReply, HttpRequest } from '../../../core/http.js'
+import type { HttpReply } from '../../../core/http.js'
 import type { ObjectMeta } from '../meta/index.js'
+import type { S3Request } from '../request.js'
 import { multipartRoute } from './route.js'
-import { type MultipartCaller, MultipartUploads } from './uploads.js'
+import { MultipartUploads } from './uploads.js'
 
-export { MAX_PART_BYTES, MAX_PART_NUMBER, MIN_PART_BYTES, MultipartUploads, objectPath, type MultipartCaller, type MultipartOptions } from './uploads.js'
+export { MAX_PART_BYTES, MAX_PART_NUMBER, MIN_PART_BYTES, MultipartUploads, type MultipartOptions } from './uploads.js'
 export { multipartRoute } from './route.js'
 
-/** A request as the gateway's handler hands it over (its S3Request has these). */
-export interface MultipartRequest {
-  readonly req: HttpRequest
-  readonly caller: MultipartCaller
-  readonly bucket: string
-  /** '' for a bucket (ListMultipartUploads). */
-  readonly key: string
-}
-
 export interface Multipart {
-  /** Answers a multipart request; undefined: the request is not one. */
-  route(r: MultipartRequest): Promise<HttpReply | undefined>
+  /** Answers a multipart request (`?uploads`, `?uploadId=`); undefined: the request is not one. */
+  route(r: S3Request): Promise<HttpReply | undefined>
   /** Stops the periodic sweep. */
   stop(): void
 }
@@ -45,7 +37,7 @@ export function createMultipart(ctx: Pick<GatewayContext, 'state' | 'dataDir' | 
   })
   uploads.start().catch((err: unknown) => ctx.log('warn', 's3 multipart sweep failed', { error: String(err) }))
   return {
-    route: (r) => multipartRoute(uploads, r.req, r.caller, r.bucket, r.key),
+    route: (r) => multipartRoute(uploads, r),
     stop: () => uploads.stop(),
   }
 }

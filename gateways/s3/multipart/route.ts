@@ -13,41 +13,38 @@
  *
  * `route` answers undefined for any other request: the gateway's router goes on.
  */
-import type { HttpReply, HttpRequest } from '../../../core/http.js'
+import type { HttpReply } from '../../../core/http.js'
 import type { MultipartUploadRecord } from '../../../core/state.js'
-import type { RequestContext } from '../../../core/storage.js'
+import { parseCopySource } from '../copy.js'
 import { S3Error } from '../errors.js'
+import { compareKeys } from '../keys.js'
 import { quoteEtag, userMetaFrom } from '../meta/index.js'
-import { type MultipartCaller, type MultipartUploads, objectPath } from './uploads.js'
-import { parseCompleteBody, resultXml } from './xml.js'
+import type { S3Request } from '../request.js'
+import { isoTime, xmlReply } from '../xml.js'
+import type { MultipartUploads } from './uploads.js'
+import { parseCompleteBody } from './xml.js'
 
 /** A CompleteMultipartUpload body (10,000 parts with quoted ETags are about 1.2 MB). */
 const MAX_COMPLETE_BODY = 4 * 1024 * 1024
 const MAX_LIST = 1000
 
-const XML_HEADERS = { 'content-type': 'application/xml' } as const
-
-const xmlReply = (root: string, body: Record<string, unknown>): HttpReply => ({ status: 200, headers: XML_HEADERS, body: resultXml(root, body) })
-
-const iso = (ms: number): string => new Date(ms).toISOString()
-
 /** Who, as S3's listings show it: the gateway user. */
 const person = (user: string) => ({ ID: user, DisplayName: user })
 
-export async function multipartRoute(uploads: MultipartUploads, req: HttpRequest, caller: MultipartCaller, bucket: string, key: string): Promise<HttpReply | undefined> {
+export async function multipartRoute(uploads: MultipartUploads, r: S3Request): Promise<HttpReply | undefined> {
+  const { req, bucket, key } = r
   const q = req.query
-  const ctx: RequestContext = { requestId: req.requestId, signal: req.signal }
   const uploadId = q.get('uploadId')
-  if (key === '') return req.method === 'GET' && q.has('uploads') && uploadId === null ? listUploads(uploads, req, caller, bucket) : undefined
+  if (key === '') return req.method === 'GET' && q.has('uploads') && uploadId === null ? listUploads(uploads, r) : undefined
   switch (req.method) {
     case 'POST':
       if (q.has('uploads') && uploadId === null) {
-        const id = await uploads.create(ctx, caller, bucket, key, req.header('content-type') ?? null, userMetaFrom(req.headers()))
+        const id = await uploads.create(r, req.header('content-type') ?? null, userMetaFrom(req.headers()))
         return xmlReply('InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: id })
       }
       if (uploadId !== null) {
-        const parts = parseCompleteBody(await bodyText(caller))
-        const etag = await uploads.complete(ctx, caller, bucket, key, uploadId, parts)
+        const parts = parseCompleteBody(await bodyText(r))
+        const etag = await uploads.complete(r, uploadId, parts)
         return xmlReply('CompleteMultipartUploadResult', { Location: `/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`, Bucket: bucket, Key: key, ETag: quoteEtag(etag) })
       }
       return undefined
@@ -55,21 +52,21 @@ export async function multipartRoute(uploads: MultipartUploads, req: HttpRequest
       if (uploadId === null || !q.has('partNumber')) return undefined
       const source = req.header('x-amz-copy-source')
       if (source !== undefined) {
-        const r = await uploads.copyPart(ctx, caller, bucket, key, uploadId, q.get('partNumber'), { path: copySourcePath(source), range: req.header('x-amz-copy-source-range') })
-        return xmlReply('CopyPartResult', { LastModified: iso(r.modified), ETag: quoteEtag(r.etag) })
+        const made = await uploads.copyPart(r, uploadId, q.get('partNumber'), { ...parseCopySource(source), range: req.header('x-amz-copy-source-range') })
+        return xmlReply('CopyPartResult', { LastModified: isoTime(made.modified), ETag: quoteEtag(made.etag) })
       }
-      const etag = await uploads.uploadPart(caller, bucket, key, uploadId, q.get('partNumber'), req.header('content-md5'))
+      const etag = await uploads.uploadPart(r, uploadId, q.get('partNumber'))
       return { status: 200, headers: { etag: quoteEtag(etag) } }
     }
     case 'DELETE':
       if (uploadId === null) return undefined
-      await uploads.abort(caller, bucket, key, uploadId)
+      await uploads.abort(r, uploadId)
       return { status: 204 }
     case 'GET': {
       if (uploadId === null) return undefined
       const marker = count(q.get('part-number-marker'), 'part-number-marker', 0)
       const max = Math.min(MAX_LIST, count(q.get('max-parts'), 'max-parts', MAX_LIST))
-      const { upload, parts, truncated } = await uploads.listParts(caller, bucket, key, uploadId, marker, max)
+      const { upload, parts, truncated } = await uploads.listParts(r, uploadId, marker, max)
       const encode = urlEncoding(q)
       return xmlReply('ListPartsResult', {
         Bucket: bucket,
@@ -83,7 +80,7 @@ export async function multipartRoute(uploads: MultipartUploads, req: HttpRequest
         MaxParts: max,
         IsTruncated: truncated,
         ...(q.get('encoding-type') === 'url' ? { EncodingType: 'url' } : {}),
-        Part: parts.map((p) => ({ PartNumber: p.number, LastModified: iso(p.modified), ETag: quoteEtag(p.etag), Size: p.size })),
+        Part: parts.map((p) => ({ PartNumber: p.number, LastModified: isoTime(p.modified), ETag: quoteEtag(p.etag), Size: p.size })),
       })
     }
     default:
@@ -91,15 +88,15 @@ export async function multipartRoute(uploads: MultipartUploads, req: HttpRequest
   }
 }
 
-async function listUploads(uploads: MultipartUploads, req: HttpRequest, caller: MultipartCaller, bucket: string): Promise<HttpReply> {
-  const q = req.query
+async function listUploads(uploads: MultipartUploads, r: S3Request): Promise<HttpReply> {
+  const q = r.req.query
   const prefix = q.get('prefix') ?? ''
   const delimiter = q.get('delimiter') ?? ''
   const keyMarker = q.get('key-marker') ?? ''
   const idMarker = q.get('upload-id-marker') ?? ''
   const max = Math.min(MAX_LIST, count(q.get('max-uploads'), 'max-uploads', MAX_LIST))
   const encode = urlEncoding(q)
-  const all = afterMarkers(await uploads.listUploads(caller, bucket), keyMarker, idMarker, delimiter).filter((u) => u.key.startsWith(prefix))
+  const all = afterMarkers(await uploads.listUploads(r), keyMarker, idMarker, delimiter).filter((u) => u.key.startsWith(prefix))
   const shown: MultipartUploadRecord[] = []
   const prefixes: string[] = []
   let truncated = false
@@ -121,7 +118,7 @@ async function listUploads(uploads: MultipartUploads, req: HttpRequest, caller: 
     }
   }
   return xmlReply('ListMultipartUploadsResult', {
-    Bucket: bucket,
+    Bucket: r.bucket,
     KeyMarker: encode(keyMarker),
     UploadIdMarker: idMarker,
     NextKeyMarker: truncated && last ? encode(last.key) : '',
@@ -131,7 +128,7 @@ async function listUploads(uploads: MultipartUploads, req: HttpRequest, caller: 
     MaxUploads: max,
     IsTruncated: truncated,
     ...(q.get('encoding-type') === 'url' ? { EncodingType: 'url' } : {}),
-    Upload: shown.map((u) => ({ Key: encode(u.key), UploadId: u.id, Initiator: person(u.user), Owner: person(u.user), StorageClass: 'STANDARD', Initiated: iso(u.created) })),
+    Upload: shown.map((u) => ({ Key: encode(u.key), UploadId: u.id, Initiator: person(u.user), Owner: person(u.user), StorageClass: 'STANDARD', Initiated: isoTime(u.created) })),
     CommonPrefixes: prefixes.map((p) => ({ Prefix: encode(p) })),
   })
 }
@@ -143,11 +140,10 @@ async function listUploads(uploads: MultipartUploads, req: HttpRequest, caller: 
  */
 function afterMarkers(list: readonly MultipartUploadRecord[], keyMarker: string, idMarker: string, delimiter: string): MultipartUploadRecord[] {
   if (keyMarker === '') return [...list]
-  const marker = Buffer.from(keyMarker)
   const at = idMarker === '' ? -1 : list.findIndex((u) => u.key === keyMarker && u.id === idMarker)
   const underMarker = delimiter !== '' && keyMarker.endsWith(delimiter)
   return list.filter((u, i) => {
-    const c = Buffer.compare(Buffer.from(u.key), marker)
+    const c = compareKeys(u.key, keyMarker)
     if (c === 0) return at >= 0 && i > at
     return c > 0 && !(underMarker && u.key.startsWith(keyMarker))
   })
@@ -166,29 +162,12 @@ function count(raw: string | null, name: string, dflt: number): number {
   return Number(raw)
 }
 
-/** `x-amz-copy-source`: `[/]bucket/key[?versionId=null]`, percent-encoded → the object's path. */
-function copySourcePath(raw: string): string {
-  const [src, query] = raw.split('?', 2) as [string, string | undefined]
-  if (query !== undefined && query !== '' && query !== 'versionId=null') {
-    throw new S3Error('InvalidArgument', 'This storage keeps no versions: only the current version can be copied', 400, { ArgumentName: 'x-amz-copy-source' })
-  }
-  let decoded: string
-  try {
-    decoded = decodeURIComponent(src.replace(/^\//, ''))
-  } catch {
-    throw new S3Error('InvalidArgument', 'Invalid copy source encoding', 400, { ArgumentName: 'x-amz-copy-source' })
-  }
-  const i = decoded.indexOf('/')
-  if (i <= 0 || i === decoded.length - 1) throw new S3Error('InvalidArgument', 'Copy Source must mention the source bucket and key: sourcebucket/sourcekey', 400, { ArgumentName: 'x-amz-copy-source' })
-  return objectPath(decoded.slice(0, i), decoded.slice(i + 1))
-}
-
 /** The request body as text, at most MAX_COMPLETE_BODY bytes. */
-async function bodyText(caller: MultipartCaller): Promise<string> {
-  if (caller.contentLength !== null && caller.contentLength > MAX_COMPLETE_BODY) throw tooLong()
+async function bodyText(r: S3Request): Promise<string> {
+  if (r.caller.contentLength !== null && r.caller.contentLength > MAX_COMPLETE_BODY) throw tooLong()
   const chunks: Uint8Array[] = []
   let n = 0
-  for await (const c of caller.body) {
+  for await (const c of r.caller.body) {
     n += c.byteLength
     if (n > MAX_COMPLETE_BODY) throw tooLong()
     chunks.push(c)

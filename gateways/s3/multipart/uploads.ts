@@ -18,12 +18,14 @@
  * mapped by the gateway's one table.
  */
 import { FsError, isFsError } from '../../../core/errors.js'
-import { isCanonical, parentOf, resolveProtocolPath } from '../../../core/paths.js'
-import type { FsEntry, OpenFlags, ProtocolFs } from '../../../core/protocol-fs.js'
+import { parentOf } from '../../../core/paths.js'
+import type { OpenFlags } from '../../../core/protocol-fs.js'
 import type { MultipartPartRecord, MultipartUploadRecord, StateStore } from '../../../core/state.js'
-import type { RequestContext } from '../../../core/storage.js'
 import { S3Error } from '../errors.js'
+import { compareKeys, keyPath } from '../keys.js'
 import { type ObjectMeta, multipartEtag, unquoteEtag } from '../meta/index.js'
+import { statObject } from '../objects.js'
+import { type S3Request, makeFolders, statBucket, unmakeFolders } from '../request.js'
 import { PartStaging, PartTooLarge, UPLOAD_ID, UploadGone, newUploadId } from './staging.js'
 import type { RequestedPart } from './xml.js'
 
@@ -33,16 +35,6 @@ export const MAX_PART_NUMBER = 10_000
 export const MIN_PART_BYTES = 5 * MiB
 export const MAX_PART_BYTES = 5 * 1024 * MiB
 const READ_STEP = MiB
-
-/** What a multipart operation needs of the authenticated caller (the S3 gateway's `S3Caller` has it). */
-export interface MultipartCaller {
-  /** The gateway user the key belongs to: uploads are visible to that user's keys only. */
-  readonly user: string
-  readonly fs: ProtocolFs
-  /** Verified as it is read: throws at its end on a bad signature, so nothing is kept before it ended. */
-  readonly body: AsyncIterable<Uint8Array>
-  readonly contentLength: number | null
-}
 
 export interface MultipartOptions {
   readonly state: StateStore
@@ -72,23 +64,10 @@ export const noSuchUpload = (id: string) =>
 
 const accessDenied = () => new S3Error('AccessDenied', 'Access Denied', 403)
 
-/**
- * The path of an object in the user's view: `/<bucket>/<key>`. A key that would not be
- * stored under that exact name (`..`, `.`, empty segments, a trailing `/`, control
- * characters) is refused, never resolved elsewhere.
- */
-export function objectPath(bucket: string, key: string): string {
-  const raw = `/${bucket}/${key}`
-  if (Buffer.byteLength(key) > 1024) throw new S3Error('KeyTooLongError', 'Your key is too long', 400)
-  let path: string
-  try {
-    path = resolveProtocolPath('/', raw)
-  } catch {
-    path = ''
-  }
-  if (key === '' || path !== raw || !isCanonical(path)) {
-    throw new S3Error('InvalidArgument', 'This key cannot be stored on this storage: empty, ".", ".." and trailing "/" segments, backslashes and control characters are refused.', 400, { Key: key })
-  }
+/** The path of the object a multipart upload makes; a folder key (ending in `/`) cannot be one. */
+function objectPath(bucket: string, key: string): string {
+  const { path, folder } = keyPath(bucket, key)
+  if (folder) throw new S3Error('InvalidArgument', 'A key ending in "/" names a folder on this server: it cannot be uploaded in parts.', 400, { ArgumentName: 'key' })
   return path
 }
 
@@ -121,12 +100,13 @@ export class MultipartUploads {
     this.#timer = null
   }
 
-  async create(ctx: RequestContext, caller: MultipartCaller, bucket: string, key: string, contentType: string | null, userMeta: Readonly<Record<string, string>>): Promise<string> {
-    if (caller.fs.readOnly) throw accessDenied()
-    objectPath(bucket, key)
-    await this.#bucketExists(ctx, caller.fs, bucket)
+  /** CreateMultipartUpload: the bucket must exist; the key must be one this storage can hold. */
+  async create(r: S3Request, contentType: string | null, userMeta: Readonly<Record<string, string>>): Promise<string> {
+    if (r.caller.fs.readOnly) throw accessDenied()
+    objectPath(r.bucket, r.key)
+    await statBucket(r)
     const id = newUploadId()
-    const rec: MultipartUploadRecord = { id, user: caller.user, bucket, key, created: Date.now(), content_type: contentType, user_meta: userMeta, completed_etag: null }
+    const rec: MultipartUploadRecord = { id, user: r.caller.user, bucket: r.bucket, key: r.key, created: Date.now(), content_type: contentType, user_meta: userMeta, completed_etag: null }
     await this.#o.state.putMultipartUpload(rec)
     try {
       await this.#staging.create(id)
@@ -137,49 +117,34 @@ export class MultipartUploads {
     return id
   }
 
-  /** Stores a part from the request body. `contentMd5`: the Content-MD5 header (base64), when sent. */
-  async uploadPart(caller: MultipartCaller, bucket: string, key: string, id: string, partNumber: string | null, contentMd5: string | undefined): Promise<string> {
+  /**
+   * Stores a part from the request body, which authentication verifies as it streams
+   * (signature, Content-MD5, checksums): a body that fails at its end keeps nothing.
+   */
+  async uploadPart(r: S3Request, id: string, partNumber: string | null): Promise<string> {
     const number = this.#partNumber(partNumber)
-    await this.#upload(caller, bucket, key, id, { write: true })
-    if (caller.contentLength !== null && caller.contentLength > MAX_PART_BYTES) throw tooLarge()
-    return this.#store(id, number, caller.body, (md5) => {
-      if (contentMd5 !== undefined && Buffer.from(md5, 'hex').toString('base64') !== contentMd5.trim()) {
-        throw new S3Error('BadDigest', 'The Content-MD5 you specified did not match what we received.', 400)
-      }
-    })
+    await this.#upload(r, id, { write: true })
+    if (r.caller.contentLength !== null && r.caller.contentLength > MAX_PART_BYTES) throw tooLarge()
+    return this.#store(id, number, r.caller.body)
   }
 
   /**
    * UploadPartCopy: a part made of (a range of) an object the caller may read, read
    * through the caller's own view.
    */
-  async copyPart(
-    ctx: RequestContext,
-    caller: MultipartCaller,
-    bucket: string,
-    key: string,
-    id: string,
-    partNumber: string | null,
-    source: { readonly path: string; readonly range: string | undefined },
-  ): Promise<{ etag: string; modified: number }> {
+  async copyPart(r: S3Request, id: string, partNumber: string | null, source: { readonly bucket: string; readonly key: string; readonly range: string | undefined }): Promise<{ etag: string; modified: number }> {
     const number = this.#partNumber(partNumber)
-    await this.#upload(caller, bucket, key, id, { write: true })
-    let entry: FsEntry
-    try {
-      entry = await caller.fs.stat(ctx, source.path)
-    } catch (err) {
-      if (isFsError(err) && (err.code === 'ENOENT' || err.code === 'ENOTDIR')) throw noSuchKey()
-      throw err
-    }
-    if (entry.kind !== 'file') throw noSuchKey()
-    const { start, end } = copyRange(source.range, entry.size)
+    await this.#upload(r, id, { write: true })
+    const src = await statObject({ ...r, bucket: source.bucket }, source.key)
+    if (src.folder) throw new S3Error('InvalidRequest', 'A folder marker cannot be copied on this server.', 400)
+    const { start, end } = copyRange(source.range, src.entry.size)
     if (end - start + 1 > MAX_PART_BYTES) throw tooLarge()
-    const h = await caller.fs.open({ ...ctx, signal: ctx.signal }, source.path, FILE_READ)
+    const h = await r.caller.fs.open(r.ctx, src.path, FILE_READ)
     async function* bytes(): AsyncIterable<Uint8Array> {
       try {
         for (let off = start; off <= end; ) {
           const chunk = await h.read(off, Math.min(READ_STEP, end - off + 1))
-          if (chunk.byteLength === 0) throw new FsError('EIO', `${source.path}: the file shrank while it was copied`, { path: source.path })
+          if (chunk.byteLength === 0) throw new FsError('EIO', 'the object became shorter while it was copied')
           off += chunk.byteLength
           yield chunk
         }
@@ -195,56 +160,39 @@ export class MultipartUploads {
    * Checks the part list and makes the object, atomically, from the staged parts.
    * @returns the object's ETag (unquoted)
    */
-  async complete(ctx: RequestContext, caller: MultipartCaller, bucket: string, key: string, id: string, requested: readonly RequestedPart[]): Promise<string> {
-    const up = await this.#upload(caller, bucket, key, id, { write: true, completed: true })
+  async complete(r: S3Request, id: string, requested: readonly RequestedPart[]): Promise<string> {
+    const up = await this.#upload(r, id, { write: true, completed: true })
     if (up.completed_etag !== null) return up.completed_etag // a repeated Complete
     if (this.#completing.has(id)) throw new S3Error('OperationAborted', 'A conflicting operation is in progress on this upload. Please try again.', 409)
     this.#completing.add(id)
     try {
-      const path = objectPath(bucket, key)
-      const staged = new Map((await this.#o.state.listMultipartParts(id)).map((p) => [p.number, p]))
-      const chosen: MultipartPartRecord[] = []
-      let prev = 0
-      for (const r of requested) {
-        if (r.number <= prev) throw new S3Error('InvalidPartOrder', 'The list of parts was not in ascending order. The parts list must be specified in order by part number.', 400, { UploadId: id })
-        prev = r.number
-        const p = staged.get(r.number)
-        if (!p || unquoteEtag(r.etag) !== p.etag) {
-          throw new S3Error('InvalidPart', 'One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part\'s entity tag.', 400, {
-            UploadId: id,
-            PartNumber: String(r.number),
-          })
-        }
-        chosen.push(p)
-      }
-      chosen.forEach((p, i) => {
-        if (i < chosen.length - 1 && p.size < this.#minPart) {
-          throw new S3Error('EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.', 400, {
-            ProposedSize: String(p.size),
-            MinSizeAllowed: String(this.#minPart),
-            PartNumber: String(p.number),
-          })
-        }
-      })
-      await ensureParents(ctx, caller.fs, path)
-      const h = await caller.fs.open(ctx, path, FILE_WRITE)
+      const path = objectPath(r.bucket, r.key)
+      const chosen = this.#chosen(id, requested, await this.#o.state.listMultipartParts(id))
+      const etag = multipartEtag(chosen.map((p) => p.etag))
+      const metadata = { userMeta: up.user_meta, ...(up.content_type === null ? {} : { contentType: up.content_type }) }
+      const made = await makeFolders(r, parentOf(path))
       try {
-        let off = 0
-        for (const p of chosen) {
-          for await (const chunk of this.#staging.read(id, p.file)) {
-            await h.write(off, chunk)
-            off += chunk.byteLength
+        const h = await r.caller.fs.open(r.ctx, path, FILE_WRITE, { metadata })
+        try {
+          let off = 0
+          for (const p of chosen) {
+            for await (const chunk of this.#staging.read(id, p.file)) {
+              await h.write(off, chunk)
+              off += chunk.byteLength
+            }
           }
+          await h.close()
+        } catch (err) {
+          h.abort()
+          throw err
         }
-        await h.close()
       } catch (err) {
-        h.abort()
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !isFsError(err)) throw noSuchUpload(id) // aborted or swept meanwhile
+        await unmakeFolders(r, made)
+        if (!isFsError(err) && (err as NodeJS.ErrnoException).code === 'ENOENT') throw noSuchUpload(id) // aborted or swept meanwhile
         throw err
       }
-      const etag = multipartEtag(chosen.map((p) => p.etag))
-      const entry = await caller.fs.stat(ctx, path)
-      await this.#o.meta.put(caller.fs, path, entry, { etag, userMeta: up.user_meta, ...(up.content_type === null ? {} : { contentType: up.content_type }) })
+      const entry = await r.caller.fs.stat(r.ctx, path)
+      await this.#o.meta.put(r.caller.fs, path, entry, { etag, ...metadata }, r.ctx)
       await this.#o.state.completeMultipartUpload(id, etag)
       await this.#staging.remove(id)
       return etag
@@ -253,23 +201,24 @@ export class MultipartUploads {
     }
   }
 
-  async abort(caller: MultipartCaller, bucket: string, key: string, id: string): Promise<void> {
-    await this.#upload(caller, bucket, key, id, { write: true })
+  async abort(r: S3Request, id: string): Promise<void> {
+    await this.#upload(r, id, { write: true })
     await this.#remove(id)
   }
 
   /** Parts after `marker`, at most `max`. */
-  async listParts(caller: MultipartCaller, bucket: string, key: string, id: string, marker: number, max: number): Promise<{ upload: MultipartUploadRecord; parts: PartInfo[]; truncated: boolean }> {
-    const upload = await this.#upload(caller, bucket, key, id, { write: false })
+  async listParts(r: S3Request, id: string, marker: number, max: number): Promise<{ upload: MultipartUploadRecord; parts: PartInfo[]; truncated: boolean }> {
+    const upload = await this.#upload(r, id, { write: false })
     const after = (await this.#o.state.listMultipartParts(id)).filter((p) => p.number > marker)
     const parts = after.slice(0, max).map(({ number, etag, size, modified }) => ({ number, etag, size, modified }))
     return { upload, parts, truncated: after.length > max }
   }
 
   /** The caller's uploads in progress in `bucket`, ordered by key (UTF-8 bytes), then creation. */
-  async listUploads(caller: MultipartCaller, bucket: string): Promise<MultipartUploadRecord[]> {
-    const all = await this.#o.state.listMultipartUploads(caller.user, bucket)
-    return all.sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)) || a.created - b.created || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  async listUploads(r: S3Request): Promise<MultipartUploadRecord[]> {
+    await statBucket(r)
+    const all = await this.#o.state.listMultipartUploads(r.caller.user, r.bucket)
+    return all.sort((a, b) => compareKeys(a.key, b.key) || a.created - b.created || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   }
 
   /**
@@ -299,23 +248,43 @@ export class MultipartUploads {
 
   // Internals ----------------------------------------------------------------
 
-  /**
-   * Streams a part to staging and records it, replacing one of the same number; `check`
-   * may refuse it (a bad digest) before it is recorded. @returns its MD5
-   */
-  async #store(id: string, number: number, body: AsyncIterable<Uint8Array>, check?: (md5: string) => void): Promise<string> {
+  /** The staged parts a Complete names, checked: ascending numbers, each uploaded with that ETag, the size rule. */
+  #chosen(id: string, requested: readonly RequestedPart[], stagedParts: readonly MultipartPartRecord[]): MultipartPartRecord[] {
+    const staged = new Map(stagedParts.map((p) => [p.number, p]))
+    const chosen: MultipartPartRecord[] = []
+    let prev = 0
+    for (const r of requested) {
+      if (r.number <= prev) throw new S3Error('InvalidPartOrder', 'The list of parts was not in ascending order. The parts list must be specified in order by part number.', 400, { UploadId: id })
+      prev = r.number
+      const p = staged.get(r.number)
+      if (!p || unquoteEtag(r.etag) !== p.etag) {
+        throw new S3Error('InvalidPart', "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.", 400, {
+          UploadId: id,
+          PartNumber: String(r.number),
+        })
+      }
+      chosen.push(p)
+    }
+    chosen.forEach((p, i) => {
+      if (i < chosen.length - 1 && p.size < this.#minPart) {
+        throw new S3Error('EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.', 400, {
+          ProposedSize: String(p.size),
+          MinSizeAllowed: String(this.#minPart),
+          PartNumber: String(p.number),
+        })
+      }
+    })
+    return chosen
+  }
+
+  /** Streams a part to staging and records it, replacing one of the same number. @returns its MD5 */
+  async #store(id: string, number: number, body: AsyncIterable<Uint8Array>): Promise<string> {
     let part: { file: string; size: number; md5: string }
     try {
       part = await this.#staging.write(id, number, body, MAX_PART_BYTES)
     } catch (err) {
       if (err instanceof UploadGone) throw noSuchUpload(id)
       if (err instanceof PartTooLarge) throw tooLarge()
-      throw err
-    }
-    try {
-      check?.(part.md5)
-    } catch (err) {
-      await this.#staging.removePart(id, part.file)
       throw err
     }
     const prev = await this.#o.state.putMultipartPart({ upload_id: id, number, size: part.size, etag: part.md5, file: part.file, modified: Date.now() })
@@ -337,10 +306,10 @@ export class MultipartUploads {
    * else is NoSuchUpload: another user's upload is not told apart from none). A completed
    * upload only for `completed` (a repeated Complete).
    */
-  async #upload(caller: MultipartCaller, bucket: string, key: string, id: string, opts: { write: boolean; completed?: boolean }): Promise<MultipartUploadRecord> {
-    if (opts.write && caller.fs.readOnly) throw accessDenied()
+  async #upload(r: S3Request, id: string, opts: { write: boolean; completed?: boolean }): Promise<MultipartUploadRecord> {
+    if (opts.write && r.caller.fs.readOnly) throw accessDenied()
     const up = UPLOAD_ID.test(id) ? await this.#o.state.getMultipartUpload(id) : null
-    if (!up || up.user !== caller.user || up.bucket !== bucket || up.key !== key) throw noSuchUpload(id)
+    if (!up || up.user !== r.caller.user || up.bucket !== r.bucket || up.key !== r.key) throw noSuchUpload(id)
     if (up.completed_etag !== null && !opts.completed) throw noSuchUpload(id)
     if (Date.now() - up.created > this.#o.expiryMs) throw noSuchUpload(id) // expired, not swept yet
     return up
@@ -356,18 +325,9 @@ export class MultipartUploads {
     }
     return n
   }
-
-  async #bucketExists(ctx: RequestContext, fs: ProtocolFs, bucket: string): Promise<void> {
-    const entry = await fs.stat(ctx, `/${bucket}`).catch((err: unknown) => {
-      if (isFsError(err) && (err.code === 'ENOENT' || err.code === 'ENOTDIR')) return null
-      throw err
-    })
-    if (!entry || entry.kind !== 'dir') throw new S3Error('NoSuchBucket', 'The specified bucket does not exist', 404, { BucketName: bucket })
-  }
 }
 
 const tooLarge = () => new S3Error('EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size', 400, { MaxSizeAllowed: String(MAX_PART_BYTES) })
-const noSuchKey = () => new S3Error('NoSuchKey', 'The specified key does not exist.', 404)
 
 /** `x-amz-copy-source-range: bytes=first-last` (both required, inside the object). */
 function copyRange(raw: string | undefined, size: number): { start: number; end: number } {
@@ -378,17 +338,4 @@ function copyRange(raw: string | undefined, size: number): { start: number; end:
   const end = Number(m[2])
   if (start > end || end >= size) throw new S3Error('InvalidRange', 'The requested range is not satisfiable', 416, { RangeRequested: raw, ActualObjectSize: String(size) })
   return { start, end }
-}
-
-/** The folders above `path` (the bucket excluded), made where missing: a key's `/` are folders here. */
-async function ensureParents(ctx: RequestContext, fs: ProtocolFs, path: string): Promise<void> {
-  const dirs: string[] = []
-  for (let d = parentOf(path); d.split('/').length > 2; d = parentOf(d)) dirs.unshift(d)
-  for (const d of dirs) {
-    try {
-      await fs.mkdir(ctx, d)
-    } catch (err) {
-      if (!(isFsError(err) && err.code === 'EEXIST')) throw err
-    }
-  }
 }

@@ -2,7 +2,8 @@
  * A real filegate (admin API on) with its S3 gateway on a free port, and a gateway user
  * made through the admin API whose root is a folder: of the test's (`local`, a local
  * connection) or of a real OpenSSH sshd's user (`sftp`). `root` is that folder on this
- * machine's disk, so tests look at what really happened.
+ * machine's disk, so tests look at what really happened. The user's S3 key is made
+ * through the admin API, as an admin would.
  */
 import { randomBytes } from 'node:crypto'
 import { chownSync, mkdirSync, writeFileSync } from 'node:fs'
@@ -10,12 +11,10 @@ import { dirname, join } from 'node:path'
 import { S3Client } from '@aws-sdk/client-s3'
 import type { Test } from 'tap'
 import type { ConnectionConfig } from '../../../core/config.js'
-import { validateConfig } from '../../../core/config.js'
-import { type Filegate, startFilegate } from '../../../front/app.js'
+import type { Filegate } from '../../../front/app.js'
 import { type Logger, silentLogger } from '../../../front/log.js'
-import type { Authenticate } from '../../../gateways/s3/caller.js'
 import { createS3Gateway } from '../../../gateways/s3/index.js'
-import { api } from '../../helpers/filegate.js'
+import { api, startTestServer } from '../../helpers/filegate.js'
 import { ADMIN_PASSWORD, adminToken } from '../../helpers/share.js'
 import { serverDir } from '../../servers/process.js'
 import { sharedSshd } from '../sftp/fixture.js'
@@ -50,17 +49,8 @@ export interface S3GwOptions {
   readonly backend?: Backend
   readonly readOnly?: boolean
   readonly logger?: Logger
-}
-
-// Until authentication lands: the access key id is the gateway user's name, its password the secret.
-const PASSWORDS = new Map<string, string>()
-const testAuth: Authenticate = async (req, login) => {
-  const m = /Credential=([^/]+)\//.exec(req.header('authorization') ?? '') ?? /^([^/]+)\//.exec(req.query.get('X-Amz-Credential') ?? '')
-  const { S3Error } = await import('../../../gateways/s3/errors.js')
-  if (!m) throw new S3Error('AccessDenied', 'Access Denied', 403)
-  const res = await login.login({ door: 's3', user: m[1]!, password: PASSWORDS.get(m[1]!) ?? 'x', address: req.remoteAddress, requestId: req.requestId })
-  if (!res.ok) throw new S3Error('InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.', 403)
-  return { accessKeyId: m[1]!, user: res.user, fs: res.fs, body: req.body, contentLength: req.contentLength }
+  /** `s3.base_domain` (virtual-hosted style). */
+  readonly baseDomain?: string
 }
 
 export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S3Gw> {
@@ -81,22 +71,23 @@ export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S
   } else {
     root = join(base, 'root')
     mkdirSync(root)
-    connection = { label: 'disk', type: 'local', path: root, public: true }
+    connection = { label: 'disk', type: 'local', path: root }
   }
-  const gateway = createS3Gateway({ port: 0, host: '127.0.0.1', region: 'us-east-1', baseDomain: null, authenticate: testAuth, graceMs: 500 })
-  const app = await startFilegate(
-    validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 1, admin_password: ADMIN_PASSWORD, sftp: { port: 'off' }, s3: { port: 'off' }, data_dir: join(base, 'data'), connections: [connection] }),
-    { logger: opts.logger ?? silentLogger, gateways: [gateway] },
+  const { app, url } = await startTestServer(
+    t,
+    { s3: { port: 0, ...(opts.baseDomain ? { base_domain: opts.baseDomain } : {}) }, admin_password: ADMIN_PASSWORD, data_dir: join(base, 'data'), shutdown_grace_seconds: 1, connections: [connection] },
+    opts.logger ?? silentLogger,
   )
-  t.teardown(() => app.close(0))
-  const url = `http://127.0.0.1:${app.port}`
+  const gateway = app.gateways.find((g) => g.name === 's3')!
   const admin = api(url, await adminToken(url))
   const addUser = async (name: string, o: { readOnly?: boolean } = {}): Promise<Key> => {
     const password = `${name}-password-${randomBytes(4).toString('hex')}`
     const res = await admin('POST', '/admin/api/users', {}, { body: JSON.stringify({ name, password, connection: connection.label, root: userRoot, read_only: o.readOnly ?? false }) })
     if (res.status !== 200) throw new Error(`adding a user: ${res.status} ${await res.text()}`)
-    PASSWORDS.set(name, password)
-    return { accessKeyId: name, secretAccessKey: password }
+    const made = await admin('POST', `/admin/api/users/${name}/s3-keys`)
+    if (made.status !== 201) throw new Error(`making an S3 key: ${made.status} ${await made.text()}`)
+    const k = ((await made.json()) as { result: { access_key_id: string; secret_access_key: string } }).result
+    return { accessKeyId: k.access_key_id, secretAccessKey: k.secret_access_key }
   }
   const key = await addUser(`alice${randomBytes(3).toString('hex')}`, { readOnly: opts.readOnly ?? false })
   const endpoint = `http://127.0.0.1:${gateway.port}`

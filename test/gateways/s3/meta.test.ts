@@ -14,6 +14,7 @@ import { openSqliteState } from '../../../front/state/sqlite-state.js'
 import { ObjectMeta, md5While, multipartEtag, userMetaFrom } from '../../../gateways/s3/meta/index.js'
 import { S3Error } from '../../../gateways/s3/errors.js'
 import { WorkerPool } from '../../../workers/pool.js'
+import { startS3rver } from '../../servers/s3rver.js'
 
 const pool = new WorkerPool({ workers: 1, tasksPerWorker: 16, maxQueue: 1000 })
 t.teardown(() => pool.close())
@@ -104,4 +105,43 @@ t.test('user metadata: x-amz-meta-* collected, over 2 KB refused with MetadataTo
     t.ok(err instanceof S3Error)
     t.match(err, { code: 'MetadataTooLarge', status: 400 })
   }
+})
+
+t.test('over an S3 backend: metadata kept on the object itself, the store\'s ETag where no record says otherwise', async (t) => {
+  const s3 = await startS3rver(t)
+  const base = t.testdir()
+  const state = await openSqliteState(join(base, 'state'))
+  t.teardown(() => state.close())
+  const spec = { type: 's3' as const, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, root: await s3.bucket() }
+  const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: join(base, 'staging') })
+  t.teardown(() => fs.close())
+  const meta = new ObjectMeta(state)
+  t.equal(fs.abilities.metadata, true, 'the S3 backend keeps object metadata')
+
+  // Written with its metadata (as multipart's Complete does): the object holds it all; no record.
+  const data = randomBytes(100_000)
+  const h = await fs.open(ctx(), '/native.bin', PUT, { metadata: { contentType: 'application/x-native', userMeta: { colour: 'red' } } })
+  await h.write(0, data)
+  await h.close()
+  const entry = await fs.stat(ctx(), '/native.bin')
+  t.equal(entry.etag, md5(data), "stat reports the store's ETag (here the MD5)")
+  await meta.put(fs, '/native.bin', entry, { etag: md5(data), contentType: 'application/x-native', userMeta: { colour: 'red' } }, ctx())
+  t.equal(await state.getObjectMeta(fs.identity, '/native.bin'), null, 'nothing recorded in the state store')
+  t.same(await meta.get(fs, '/native.bin', entry, ctx()), { etag: md5(data), contentType: 'application/x-native', userMeta: { colour: 'red' } }, 'read back from the object')
+  const listed = (await fs.list(ctx(), '/')).entries.find((e) => e.name === 'native.bin')!
+  t.equal((await meta.get(fs, '/native.bin', listed)).etag, md5(data), "a listing: the store's ETag, no request per object")
+
+  // An ETag the store does not have (a multipart ETag of the client's parts): recorded.
+  await meta.put(fs, '/native.bin', entry, { etag: `${md5(data)}-3`, contentType: 'application/x-native', userMeta: { colour: 'red' } }, ctx())
+  t.equal((await meta.get(fs, '/native.bin', await fs.stat(ctx(), '/native.bin'), ctx())).etag, `${md5(data)}-3`, 'the record wins while the object stays')
+
+  // Rewritten through another door (no metadata): the store's true MD5, the record no longer holds.
+  await new Promise((r) => setTimeout(r, 1100)) // S3 times are whole seconds
+  const other = randomBytes(2000)
+  const h2 = await fs.open(ctx(), '/native.bin', PUT)
+  await h2.write(0, other)
+  await h2.close()
+  const after = await meta.get(fs, '/native.bin', await fs.stat(ctx(), '/native.bin'), ctx())
+  t.equal(after.etag, md5(other), "the store's ETag of the new content")
+  t.same(after.userMeta, {}, 'the old metadata is gone with the old object')
 })

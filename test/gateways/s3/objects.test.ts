@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { Readable } from 'node:stream'
 import {
   CopyObjectCommand,
   CreateBucketCommand,
@@ -28,6 +29,9 @@ const md5 = (b: string | Uint8Array) => createHash('md5').update(b).digest('hex'
 const text = async (s3: S3Client, Bucket: string, Key: string, extra: Record<string, unknown> = {}) =>
   (await s3.send(new GetObjectCommand({ Bucket, Key, ...extra }))).Body!.transformToString()
 
+/** What a rejection carries: the HTTP status (tap's matcher wants an Error's shape). */
+const status = (code: number) => ({ $metadata: { httpStatusCode: code } }) as unknown as Error
+
 for (const backend of BACKENDS) {
   t.test(`${backend}: buckets`, async (t) => {
     const gw = await startS3Gateway(t, { backend })
@@ -44,7 +48,7 @@ for (const backend of BACKENDS) {
     t.same(list.Buckets?.map((b) => b.Name), ['made-by-sftp', 'photos'], 'folders at the top are buckets; files are not')
     t.ok(list.Buckets![0]!.CreationDate instanceof Date)
     await s3.send(new HeadBucketCommand({ Bucket: 'photos' }))
-    await t.rejects(s3.send(new HeadBucketCommand({ Bucket: 'missing' })), { $metadata: { httpStatusCode: 404 } })
+    await t.rejects(s3.send(new HeadBucketCommand({ Bucket: 'missing' })), status(404))
     t.equal((await s3.send(new GetBucketLocationCommand({ Bucket: 'photos' }))).LocationConstraint, undefined, 'us-east-1: an empty constraint')
     await s3.send(new PutObjectCommand({ Bucket: 'photos', Key: 'a.jpg', Body: 'x' }))
     await t.rejects(s3.send(new DeleteBucketCommand({ Bucket: 'photos' })), { name: 'BucketNotEmpty' })
@@ -71,6 +75,14 @@ for (const backend of BACKENDS) {
     t.equal(head.ContentLength, body.length)
     t.equal(head.ETag, got.ETag, 'HEAD and GET agree on the ETag')
 
+    // The SDK's default checksums: a streamed body goes aws-chunked with a CRC32 trailer.
+    const sdk = gw.client({ checksums: 'default' })
+    const streamed = await sdk.send(new PutObjectCommand({ Bucket: 'data', Key: 'streamed.bin', Body: Readable.from([body.subarray(0, 1000), body.subarray(1000)]), ContentLength: body.length }))
+    t.equal(streamed.ETag, `"${md5(body)}"`, 'aws-chunked: the ETag is the MD5 of the decoded content')
+    t.same(readFileSync(join(gw.root, 'data', 'streamed.bin')), body, 'aws-chunked: the content, without its framing')
+    const checked = await sdk.send(new GetObjectCommand({ Bucket: 'data', Key: 'streamed.bin' }))
+    t.same(Buffer.from(await checked.Body!.transformToByteArray()), body)
+
     const part = await s3.send(new GetObjectCommand({ Bucket: 'data', Key: 'deep/er/blob.bin', Range: 'bytes=100-199' }))
     t.equal(part.$metadata.httpStatusCode, 206)
     t.equal(part.ContentRange, `bytes 100-199/${body.length}`)
@@ -79,7 +91,7 @@ for (const backend of BACKENDS) {
     t.same(Buffer.from(await suffix.Body!.transformToByteArray()), body.subarray(body.length - 10), 'a suffix range')
     const open = await s3.send(new GetObjectCommand({ Bucket: 'data', Key: 'deep/er/blob.bin', Range: `bytes=${body.length - 5}-` }))
     t.same(Buffer.from(await open.Body!.transformToByteArray()), body.subarray(body.length - 5), 'an open range')
-    await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'data', Key: 'deep/er/blob.bin', Range: `bytes=${body.length}-` })), { name: 'InvalidRange', $metadata: { httpStatusCode: 416 } })
+    await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'data', Key: 'deep/er/blob.bin', Range: `bytes=${body.length}-` })), { ...status(416), name: 'InvalidRange' })
 
     // Overrides of the reply's headers (what presigned downloads use).
     const o = await s3.send(new GetObjectCommand({ Bucket: 'data', Key: 'deep/er/blob.bin', ResponseContentType: 'text/x-over', ResponseContentDisposition: 'attachment; filename="x.bin"', ResponseCacheControl: 'no-cache' }))
@@ -110,13 +122,13 @@ for (const backend of BACKENDS) {
     const head = await s3.send(new HeadObjectCommand({ Bucket: 'cond', Key: 'k.txt' }))
     const { ETag } = head
     const lm = head.LastModified!
-    await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'cond', Key: 'k.txt', IfNoneMatch: ETag })), { $metadata: { httpStatusCode: 304 } }, 'If-None-Match: 304')
-    await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'cond', Key: 'k.txt', IfMatch: '"0000"' })), { name: 'PreconditionFailed', $metadata: { httpStatusCode: 412 } }, 'If-Match: 412')
+    await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'cond', Key: 'k.txt', IfNoneMatch: ETag })), status(304), 'If-None-Match: 304')
+    await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'cond', Key: 'k.txt', IfMatch: '"0000"' })), { ...status(412), name: 'PreconditionFailed' }, 'If-Match: 412')
     t.equal(await text(s3, 'cond', 'k.txt', { IfMatch: ETag }), 'version 1', 'If-Match that holds')
-    await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'cond', Key: 'k.txt', IfModifiedSince: new Date(lm.getTime() + 5000) })), { $metadata: { httpStatusCode: 304 } }, 'If-Modified-Since: 304')
-    await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'cond', Key: 'k.txt', IfUnmodifiedSince: new Date(lm.getTime() - 5000) })), { $metadata: { httpStatusCode: 412 } }, 'If-Unmodified-Since: 412')
+    await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'cond', Key: 'k.txt', IfModifiedSince: new Date(lm.getTime() + 5000) })), status(304), 'If-Modified-Since: 304')
+    await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'cond', Key: 'k.txt', IfUnmodifiedSince: new Date(lm.getTime() - 5000) })), status(412), 'If-Unmodified-Since: 412')
     t.equal(await text(s3, 'cond', 'k.txt', { IfMatch: ETag, IfUnmodifiedSince: new Date(lm.getTime() - 5000) }), 'version 1', 'If-Match that holds wins over If-Unmodified-Since')
-    await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'cond', Key: 'k.txt', IfNoneMatch: ETag, IfModifiedSince: new Date(lm.getTime() - 5000) })), { $metadata: { httpStatusCode: 304 } }, 'If-None-Match decides over If-Modified-Since')
+    await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'cond', Key: 'k.txt', IfNoneMatch: ETag, IfModifiedSince: new Date(lm.getTime() - 5000) })), status(304), 'If-None-Match decides over If-Modified-Since')
 
     await t.rejects(s3.send(new PutObjectCommand({ Bucket: 'cond', Key: 'k.txt', Body: 'version 2', IfNoneMatch: '*' })), { name: 'PreconditionFailed' }, 'If-None-Match: * on an existing key')
     t.equal(readFileSync(join(gw.root, 'cond', 'k.txt'), 'utf8'), 'version 1', 'left as it was')

@@ -8,13 +8,16 @@ import { request } from 'node:http'
 import { SignatureV4 } from '@smithy/signature-v4'
 import type { Key } from './fixture.js'
 
+const bytes = (d: string | ArrayBuffer | ArrayBufferView) => (typeof d === 'string' ? d : d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength))
+
+/** smithy's hash interface on node:crypto. */
 class Sha256 {
   readonly #h
-  constructor(secret?: string | Uint8Array) {
-    this.#h = secret === undefined ? createHash('sha256') : createHmac('sha256', secret)
+  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
+    this.#h = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret))
   }
-  update(data: string | Uint8Array): void {
-    this.#h.update(data)
+  update(d: string | ArrayBuffer | ArrayBufferView): void {
+    this.#h.update(bytes(d))
   }
   async digest(): Promise<Uint8Array> {
     return new Uint8Array(this.#h.digest())

@@ -23,6 +23,10 @@
  * the race; servers without conditional writes leave a small window). Not kept:
  * modification times (S3's LastModified is the upload time; mtimes cannot be set).
  *
+ * Object metadata: a write may carry a Content-Type and user metadata (`x-amz-meta-*`,
+ * from the S3 gateway), kept on the object; `metadata` reads them back with the ETag,
+ * which stat and listings also report. Copies keep them (MetadataDirective COPY).
+ *
  * Writes are atomic by nature: an object appears only once complete. A body under
  * one part is sent with PutObject; a longer or unknown one as a multipart upload of
  * 8 MiB parts (larger for huge known sizes), at most PARTS_IN_FLIGHT at a time, so
@@ -36,7 +40,7 @@ import type { Readable } from 'node:stream'
 import mime from 'mime-types'
 import type * as S3 from '@aws-sdk/client-s3'
 import type { S3Spec } from '../../../core/backend.js'
-import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../../core/driver.js'
+import type { ByteRange, Driver, Entry, Features, ObjectMetadata, OpContext, StoredMetadata, WriteOptions } from '../../../core/driver.js'
 import { FsError, isFsError } from '../../../core/errors.js'
 import { baseName, joinPath, parentOf } from '../../../core/paths.js'
 import { type SdkError, classify } from './errors.js'
@@ -89,7 +93,15 @@ interface Upload {
 }
 
 const dirEntry = (path: string, mtimeMs: number | null = null): Entry => ({ path, name: baseName(path), kind: 'dir', size: 0, mtimeMs })
-const fileEntry = (path: string, size: number, mtime: Date | undefined): Entry => ({ path, name: baseName(path), kind: 'file', size, mtimeMs: mtime ? mtime.getTime() : null })
+const fileEntry = (path: string, size: number, mtime: Date | undefined, etag?: string): Entry => ({
+  path,
+  name: baseName(path),
+  kind: 'file',
+  size,
+  mtimeMs: mtime ? mtime.getTime() : null,
+  ...(etag ? { etag: unquote(etag) } : {}),
+})
+const unquote = (etag: string): string => etag.replace(/^"|"$/g, '')
 /** The prefix under which a location's children lie. */
 const prefixOf = (loc: KeyLoc): string => (loc.key === '' ? '' : `${loc.key}/`)
 /** CopySource: bucket/key, URL-encoded segment by segment. */
@@ -97,6 +109,11 @@ const copySource = (bucket: string, key: string): string => `${encodeURIComponen
 const canceled = (path: string) => new FsError('ECANCELED', 'cancelled', { path })
 /** Stored with the object, for clients that read the bucket directly (browsers, CDNs). */
 const contentType = (path: string): string => mime.lookup(baseName(path)) || 'application/octet-stream'
+/** A write's Content-Type (the one given, else by the name) and user metadata. */
+const objectHeaders = (path: string, meta: ObjectMetadata | undefined): { ContentType: string; Metadata?: Record<string, string> } => ({
+  ContentType: meta?.contentType ?? contentType(path),
+  ...(meta && Object.keys(meta.userMeta).length > 0 ? { Metadata: { ...meta.userMeta } } : {}),
+})
 
 class S3Driver implements Driver {
   readonly kind = 's3'
@@ -145,7 +162,7 @@ class S3Driver implements Driver {
       return dirEntry(path)
     }
     const head = await this.#head(ctx, path, loc)
-    if (head) return fileEntry(path, head.ContentLength ?? 0, head.LastModified)
+    if (head) return fileEntry(path, head.ContentLength ?? 0, head.LastModified, head.ETag)
     if (await this.#dirExists(ctx, path, loc)) return dirEntry(path)
     throw new FsError('ENOENT', `${path}: no such file or directory`, { path })
   }
@@ -168,7 +185,7 @@ class S3Driver implements Driver {
         const name = o.Key?.slice(prefix.length) ?? ''
         if (name === '') continue // the directory's own marker
         files.add(name)
-        page.push(fileEntry(joinPath(dir, name), o.Size ?? 0, o.LastModified))
+        page.push(fileEntry(joinPath(dir, name), o.Size ?? 0, o.LastModified, o.ETag))
       }
       for (const p of out.CommonPrefixes ?? []) {
         const name = p.Prefix?.slice(prefix.length, -1) ?? ''
@@ -273,11 +290,11 @@ class S3Driver implements Driver {
     if (done && cutter.size < partSize) {
       const data = cutter.take(cutter.size)
       await this.#conditional(create, (cond) =>
-        this.#send(ctx, path, new this.#sdk.PutObjectCommand({ Bucket: loc.bucket, Key: loc.key, Body: data, ContentLength: data.length, ContentType: contentType(path), ...cond })),
+        this.#send(ctx, path, new this.#sdk.PutObjectCommand({ Bucket: loc.bucket, Key: loc.key, Body: data, ContentLength: data.length, ...objectHeaders(path, opts.metadata), ...cond })),
       )
       return fileEntry(path, data.length, new Date())
     }
-    const size = await this.#multipart(ctx, path, loc, cutter, partSize, done ? null : it, create)
+    const size = await this.#multipart(ctx, path, loc, cutter, partSize, done ? null : it, create, opts.metadata)
     return fileEntry(path, size, new Date())
   }
 
@@ -375,6 +392,17 @@ class S3Driver implements Driver {
     if (target && !opts.overwrite) throw new FsError('EEXIST', `${to}: already exists`, { path: to })
     await this.#copyObject(ctx, to, src.bucket, src.key, dst.bucket, dst.key, head.ContentLength ?? 0)
     return this.stat(ctx, to)
+  }
+
+  /** HeadObject's ETag, Content-Type and user metadata. */
+  async metadata(ctx: OpContext, path: string): Promise<StoredMetadata> {
+    const loc = this.#fileLoc(path, 'EISDIR')
+    const head = await this.#head(ctx, path, loc)
+    if (!head) {
+      if (await this.#dirExists(ctx, path, loc)) throw new FsError('EISDIR', `${path}: is a directory`, { path })
+      throw new FsError('ENOENT', `${path}: no such file or directory`, { path })
+    }
+    return { etag: unquote(head.ETag ?? ''), userMeta: { ...head.Metadata }, ...(head.ContentType === undefined ? {} : { contentType: head.ContentType }) }
   }
 
   /**
@@ -503,8 +531,17 @@ class S3Driver implements Driver {
   }
 
   /** Uploads the bytes in `cutter` and the rest of `it` in parts; aborts the upload on any failure. */
-  async #multipart(ctx: OpContext, path: string, loc: KeyLoc, cutter: ByteQueue, partSize: number, it: AsyncIterator<Uint8Array> | null, create: boolean): Promise<number> {
-    const { UploadId } = await this.#send(ctx, path, new this.#sdk.CreateMultipartUploadCommand({ Bucket: loc.bucket, Key: loc.key, ContentType: contentType(path) }))
+  async #multipart(
+    ctx: OpContext,
+    path: string,
+    loc: KeyLoc,
+    cutter: ByteQueue,
+    partSize: number,
+    it: AsyncIterator<Uint8Array> | null,
+    create: boolean,
+    meta: ObjectMetadata | undefined,
+  ): Promise<number> {
+    const { UploadId } = await this.#send(ctx, path, new this.#sdk.CreateMultipartUploadCommand({ Bucket: loc.bucket, Key: loc.key, ...objectHeaders(path, meta) }))
     if (UploadId === undefined) throw new FsError('EIO', `${path}: the S3 server gave no upload id`, { path })
     // Parts in flight share one controller: the first failure stops the others.
     const ac = new AbortController()
