@@ -53,6 +53,8 @@ interface Flow {
 const FLOW_MS = 15 * 60_000
 const COOKIE = 'filegate_oauth'
 const CSRF = /^[A-Za-z0-9_-]{43}$/
+/** The client's `state` travels in the page's sealed flow: bounded. */
+const MAX_STATE = 1024
 
 export interface AuthorizeDeps {
   readonly config: Config
@@ -115,7 +117,8 @@ export class Authorize {
     }
     // From here on the redirect URI is trusted: errors go back to the client.
     const state = q.get('state') ?? null
-    const fail = (error: string, description: string) => ({ redirect: redirectTo(redirect_uri, { error, error_description: description, state, iss: this.#deps.issuer() }) })
+    const fail = (error: string, description: string) => ({ redirect: redirectTo(redirect_uri, { error, error_description: description, state: state && state.slice(0, MAX_STATE), iss: this.#deps.issuer() }) })
+    if (state !== null && state.length > MAX_STATE) return fail('invalid_request', `state must be at most ${MAX_STATE} characters`)
     if (q.get('response_type') !== 'code') return fail('unsupported_response_type', 'response_type must be "code"')
     const challenge = q.get('code_challenge')
     if (challenge === undefined) return fail('invalid_request', 'PKCE is required: send code_challenge and code_challenge_method=S256')

@@ -125,6 +125,8 @@ t.test('PKCE: wrong verifier, plain, missing', async (t) => {
   const p = new URL(plain.html).searchParams
   t.same([p.get('error'), p.get('state')], ['invalid_request', 'xyz'], 'with invalid_request and the state')
   t.match(p.get('error_description'), /S256/)
+  const long = await openPage(s.url, { ...base, state: 'x'.repeat(1025), code_challenge: pkce().challenge, code_challenge_method: 'S256' })
+  t.match(new URL(long.html).searchParams.get('error_description'), /state must be at most 1024/, 'an oversized state is refused')
   const missing = await openPage(s.url, base)
   t.equal(new URL(missing.html).searchParams.get('error'), 'invalid_request', 'no PKCE: refused')
   t.match(new URL(missing.html).searchParams.get('error_description'), /PKCE is required/)
