@@ -38,6 +38,8 @@ const PAGE = 1000
 interface Dir {
   readonly path: string
   readonly keyBase: string
+  /** As its parent's listing gave it (absent for the folder a walk starts in). */
+  readonly entry?: FsEntry
 }
 
 /**
@@ -106,7 +108,7 @@ async function* walkDir(fs: ProtocolFs, ctx: RequestContext, dir: Dir, opts: Wal
   if (page.entries.length === 0 && page.cursor === null) {
     // An empty folder is its marker (the bucket itself is none).
     if (dir.keyBase !== '') {
-      const entry = await fs.stat(ctx, dir.path)
+      const entry = dir.entry ?? (await fs.stat(ctx, dir.path))
       yield* emitObject({ kind: 'object', key: dir.keyBase, path: dir.path, entry, folder: true }, opts)
     }
     return
@@ -118,7 +120,7 @@ async function* walkDir(fs: ProtocolFs, ctx: RequestContext, dir: Dir, opts: Wal
   }
   for (;;) {
     for (const entry of page.entries) {
-      for (const w of dueBefore(dir.keyBase + entry.name)) yield* folder(w.key, w.entry)
+      for (const w of dueBefore(dir.keyBase + entry.name)) yield* folder(w)
       if (entry.kind === 'dir') {
         const key = `${dir.keyBase}${entry.name}/`
         let i = waiting.length
@@ -131,12 +133,12 @@ async function* walkDir(fs: ProtocolFs, ctx: RequestContext, dir: Dir, opts: Wal
     if (page.cursor === null) break
     page = await fs.list(ctx, dir.path, { limit: PAGE, cursor: page.cursor })
   }
-  for (const w of dueBefore(null)) yield* folder(w.key, w.entry)
+  for (const w of dueBefore(null)) yield* folder(w)
 
-  async function* folder(key: string, _entry: FsEntry): AsyncGenerator<Found> {
+  async function* folder({ key, entry }: { key: string; entry: FsEntry }): AsyncGenerator<Found> {
     const plan = folderPlan(key, opts)
     if (plan === 'skip') return
-    if (plan === 'open') yield* walkDir(fs, ctx, { path: childPath(dir.path, key.slice(dir.keyBase.length, -1)), keyBase: key }, opts, false)
+    if (plan === 'open') yield* walkDir(fs, ctx, { path: childPath(dir.path, entry.name), keyBase: key, entry }, opts, false)
     else yield { kind: 'prefix', key: plan.prefix }
   }
 }
