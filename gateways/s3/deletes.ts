@@ -1,8 +1,8 @@
 /**
  * @module gateways/s3/deletes
  * DeleteObjects: up to 1000 keys in an XML body that carries a Content-MD5 or a
- * checksum (S3 requires one; authentication checks it), each deleted as DeleteObject does; a key that
- * fails is reported in the result, not as the request's error.
+ * checksum (S3 requires one; authentication checks it), each deleted as DeleteObject
+ * does; a key that fails is reported in the result, not as the request's error.
  */
 import type { HttpReply } from '../../core/http.js'
 import { S3Error, toS3Error } from './errors.js'
@@ -15,8 +15,7 @@ const MAX_OBJECTS = 1000
 const MAX_BODY = 8 * 1024 * 1024
 
 export async function deleteObjects(r: S3Request): Promise<HttpReply> {
-  const md5 = r.req.header('content-md5')
-  const hasChecksum = md5 !== undefined || [...r.req.headers()].some(([n]) => n.startsWith('x-amz-checksum-')) || r.req.header('x-amz-trailer') !== undefined
+  const hasChecksum = r.req.header('content-md5') !== undefined || [...r.req.headers()].some(([n]) => n.startsWith('x-amz-checksum-')) || r.req.header('x-amz-trailer') !== undefined
   if (!hasChecksum) throw new S3Error('InvalidRequest', 'Missing required header for this request: Content-MD5', 400)
   const chunks: Uint8Array[] = []
   let n = 0
