@@ -96,16 +96,34 @@ function folderPlan(dirKey: string, opts: WalkOptions): 'skip' | 'open' | { pref
   return 'open'
 }
 
+/**
+ * Where a listing that resumes after `after` can start in `dir`: after a name below which
+ * every entry holds only keys up to `after`, or null (from the start). A folder `d` holds
+ * the keys `d/...`, which come after `after` when `after` continues `d` with a character
+ * below `/` (`d-x`, `d.txt`) or ends there: so the cut is before the first such character
+ * of the name `after` continues with, and before its last character.
+ */
+export function resumeName(dir: Dir, after: string): string | null {
+  if (after === '' || !after.startsWith(dir.keyBase)) return null
+  const rest = after.slice(dir.keyBase.length)
+  const seg = rest.split('/', 1)[0]!
+  let i = 0
+  while (i < seg.length && seg.charCodeAt(i) >= 0x2f) i++
+  return i <= 1 ? null : seg.slice(0, i - 1)
+}
+
 async function* walkDir(fs: ProtocolFs, ctx: RequestContext, dir: Dir, opts: WalkOptions, top: boolean): AsyncGenerator<Found> {
   let page: { entries: readonly FsEntry[]; cursor: string | null }
+  // Resuming inside this folder: its listing starts near the key (from the view's snapshot of it, when fresh).
+  const from = resumeName(dir, opts.after)
   try {
-    page = await fs.list(ctx, dir.path, { limit: PAGE })
+    page = await fs.list(ctx, dir.path, { limit: PAGE, ...(from === null ? {} : { after: from }) })
   } catch (err) {
     // The folder a prefix names may not exist (or be a file): nothing is under it.
     if (top && ['ENOENT', 'ENOTDIR'].includes((err as { code?: string }).code ?? '')) return
     throw err
   }
-  if (page.entries.length === 0 && page.cursor === null) {
+  if (from === null && page.entries.length === 0 && page.cursor === null) {
     // An empty folder is its marker (the bucket itself is none).
     if (dir.keyBase !== '') {
       const entry = dir.entry ?? (await fs.stat(ctx, dir.path))
