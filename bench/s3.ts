@@ -7,6 +7,8 @@
  * - PUT of that file: curl -T (Content-Length), `PUT /<bucket>/<key>` against
  *   `POST /api/files/cat`; each upload's size is checked on disk (and its SHA-256 in
  *   quick mode), then removed;
+ * - the same as a multipart upload (fetch in this process: parts of 16 MiB, 4 at a time,
+ *   read from the file as they are sent, then Complete) against the same HTTP upload;
  * - a listing of 10,000 keys (1,000 in quick mode) in one folder: ListObjectsV2 page by
  *   page (1,000 keys each, continuation tokens) against one `GET /api/files/ls`, both
  *   with Node's fetch in this process (SigV4 by @smithy/signature-v4, the AWS SDK's signer).
@@ -47,7 +49,7 @@ async function sha256(path: string): Promise<string> {
   return h.digest('hex')
 }
 
-type Case = 'GET' | 'PUT' | 'list'
+type Case = 'GET' | 'PUT' | 'multipart' | 'list'
 interface Sample {
   readonly run: number
   readonly door: 's3' | 'http'
@@ -120,12 +122,52 @@ runBenchmark('s3', async () => {
     return (j.results ?? j.result ?? []).length
   }
 
+  /** A signed request with fetch (UNSIGNED-PAYLOAD bodies). */
+  const s3Fetch = async (method: string, path: string, query: Record<string, string>, body?: BodyInit & AsyncIterable<Uint8Array>, length?: number): Promise<string> => {
+    const headers: Record<string, string> = { host: `127.0.0.1:${port}`, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...(length === undefined ? {} : { 'content-length': String(length) }) }
+    const signed = await signer.sign({ method, protocol: 'http:', hostname: '127.0.0.1', port, path, query, headers })
+    const qs = new URLSearchParams(query).toString()
+    const res = await fetch(`${endpoint}${path}${qs ? `?${qs}` : ''}`, { method, headers: signed.headers as Record<string, string>, ...(body ? { body, duplex: 'half' } : {}) } as RequestInit)
+    const text = await res.text()
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`)
+    return method === 'PUT' ? (res.headers.get('etag') ?? '') : text
+  }
+  /** CreateMultipartUpload, parts of PART bytes (PARALLEL at a time, read from the file as they go), Complete. */
+  const PART = 16 * 2 ** 20
+  const PARALLEL = 4
+  const multipartPut = async (): Promise<number> => {
+    const path = `/${BUCKET}/up-s3.bin`
+    const id = /<UploadId>([^<]+)</.exec(await s3Fetch('POST', path, { uploads: '' }))?.[1]
+    if (!id) throw new Error('no UploadId')
+    const n = Math.ceil(size / PART)
+    const etags: string[] = []
+    let next = 0
+    const worker = async () => {
+      for (let i = next++; i < n; i = next++) {
+        const start = i * PART
+        const end = Math.min(size, start + PART) - 1
+        const body = createReadStream(source, { start, end, highWaterMark: 1 << 20 }) as unknown as BodyInit & AsyncIterable<Uint8Array>
+        etags[i] = await s3Fetch('PUT', path, { partNumber: String(i + 1), uploadId: id }, body, end + 1 - start)
+      }
+    }
+    await Promise.all(Array.from({ length: PARALLEL }, worker))
+    const xml = `<CompleteMultipartUpload>${etags.map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${e}</ETag></Part>`).join('')}</CompleteMultipartUpload>`
+    const signedBody = Buffer.from(xml)
+    const headers = { host: `127.0.0.1:${port}`, 'x-amz-content-sha256': createHash('sha256').update(signedBody).digest('hex') }
+    const signed = await signer.sign({ method: 'POST', protocol: 'http:', hostname: '127.0.0.1', port, path, query: { uploadId: id }, headers, body: signedBody })
+    const res = await fetch(`${endpoint}${path}?uploadId=${encodeURIComponent(id)}`, { method: 'POST', headers: signed.headers as Record<string, string>, body: signedBody })
+    if (!res.ok || !(await res.text()).includes('<CompleteMultipartUploadResult')) throw new Error(`CompleteMultipartUpload: ${res.status}`)
+    return size
+  }
+
   const landed = (door: string) => join(folder, BUCKET, `up-${door}.bin`)
   const cases: Record<`${Case} ${'s3' | 'http'}`, () => Promise<number>> = {
     'GET s3': async () => (await curlOnce([...sigv4, '-o', '/dev/null', `${endpoint}/${BUCKET}/big.bin`], 'GET s3'), size),
     'GET http': async () => (await curlOnce([...bearer, '-o', '/dev/null', `${server.url}/api/files/cat?path=/${BUCKET}/big.bin`], 'GET http'), size),
     'PUT s3': async () => (await curlOnce([...sigv4, '-T', source, `${endpoint}/${BUCKET}/up-s3.bin`], 'PUT s3'), size),
     'PUT http': async () => (await curlOnce([...bearer, '-X', 'POST', '-T', source, `${server.url}/api/files/cat?path=/${BUCKET}/up-http.bin`], 'PUT http'), size),
+    'multipart s3': multipartPut,
+    'multipart http': async () => (await curlOnce([...bearer, '-X', 'POST', '-T', source, `${server.url}/api/files/cat?path=/${BUCKET}/up-http.bin`], 'PUT http'), size),
     'list s3': listS3,
     'list http': listHttp,
   }
@@ -137,7 +179,7 @@ runBenchmark('s3', async () => {
     const wallS = (performance.now() - t0) / 1000
     const cpu = server.cpu() - cpu0
     if (kase === 'list' && n !== nKeys) throw new Error(`${door}: listed ${n} keys instead of ${nKeys}`)
-    if (kase === 'PUT') {
+    if (kase === 'PUT' || kase === 'multipart') {
       const got = statSync(landed(door), { throwIfNoEntry: false })?.size
       if (got !== size) throw new Error(`${door}: the upload left ${got ?? 'no file'} bytes instead of ${size}`)
       if (expectHash && (await sha256(landed(door))) !== expectHash) throw new Error(`${door}: the uploaded bytes differ from the file sent`)
@@ -146,7 +188,7 @@ runBenchmark('s3', async () => {
     return { run: runNo, door, kase, rate: kase === 'list' ? n / wallS : size / wallS / 1e6, cpuPerGiB: kase === 'list' ? cpu : cpu / (size / GiB) }
   }
 
-  const chosen = (['GET', 'PUT', 'list'] as const).filter((k) => selected(k))
+  const chosen = (['GET', 'PUT', 'multipart', 'list'] as const).filter((k) => selected(k))
   progress('warm-up: each case once')
   for (const k of chosen) for (const d of ['s3', 'http'] as const) await once(k, d, 0)
   const samples: Sample[] = []

@@ -110,10 +110,12 @@ export interface ProtocolFs {
   lstat(ctx: RequestContext, path: string): Promise<FsEntry>
   /**
    * A page of a directory's entries, at most `limit` (default 1000), after `cursor`
-   * (null or absent: from the start). A page costs one backend listing at most.
+   * (null or absent: from the start), or, without a cursor, after the name `after` (UTF-8
+   * byte order: where an S3 listing resumes; a snapshot of `dir` this view made in the last
+   * seconds serves it). A page costs one backend listing at most.
    * @throws ENOENT | ENOTDIR
    */
-  list(ctx: RequestContext, dir: string, opts?: { readonly cursor?: string | null; readonly limit?: number }): Promise<ListPage>
+  list(ctx: RequestContext, dir: string, opts?: { readonly cursor?: string | null; readonly after?: string; readonly limit?: number }): Promise<ListPage>
   /** One directory; its parent must exist. @throws EEXIST | ENOENT */
   mkdir(ctx: RequestContext, dir: string): Promise<void>
   /** One empty directory. @throws ENOENT | ENOTDIR | ENOTEMPTY | EACCES (the root) */

@@ -165,7 +165,7 @@ class GatewayFs implements ProtocolFs {
     }
   }
 
-  list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly limit?: number } = {}): Promise<ListPage> {
+  list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly after?: string; readonly limit?: number } = {}): Promise<ListPage> {
     return this.#call([dir], () =>
       this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })).map(toFsEntry)),
     )

@@ -44,6 +44,8 @@ export class ListSnapshots {
   readonly #maxEntries: number
   /** In insertion order: the oldest first. */
   readonly #byId = new Map<string, Snapshot>()
+  /** The snapshot kept last for a view's directory, for pages asked `after` a name. */
+  readonly #latest = new WeakMap<object, Map<string, string>>()
   #entries = 0
 
   constructor(limits: SnapshotLimits = {}) {
@@ -60,11 +62,11 @@ export class ListSnapshots {
    * One page of `dir` for the view `owner`. `listAll` lists the directory through the pool
    * (called once at most).
    */
-  async page(owner: object, dir: string, opts: { cursor?: string | null; limit?: number }, listAll: () => Promise<readonly FsEntry[]>): Promise<ListPage> {
+  async page(owner: object, dir: string, opts: { cursor?: string | null; after?: string; limit?: number }, listAll: () => Promise<readonly FsEntry[]>): Promise<ListPage> {
     const limit = opts.limit ?? DEFAULT_PAGE
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) throw new FsError('EINVAL', `a page holds 1 to ${MAX_PAGE} entries`, { path: dir })
     this.#expire()
-    const cursor = opts.cursor ? decodeCursor(opts.cursor) : null
+    const cursor = opts.cursor ? decodeCursor(opts.cursor) : opts.after !== undefined ? { id: this.#latest.get(owner)?.get(dir) ?? '', after: opts.after } : null
     let snap = cursor ? this.#byId.get(cursor.id) : undefined
     if (snap && (snap.owner !== owner || snap.dir !== dir)) snap = undefined
     let id = cursor?.id
@@ -89,6 +91,9 @@ export class ListSnapshots {
 
   #keep(id: string, snap: Snapshot): void {
     this.#byId.set(id, snap)
+    let dirs = this.#latest.get(snap.owner)
+    if (!dirs) this.#latest.set(snap.owner, (dirs = new Map()))
+    dirs.set(snap.dir, id)
     this.#entries += snap.entries.length
     for (const [oldId, old] of this.#byId) {
       if (this.#entries <= this.#maxEntries || oldId === id) break
@@ -98,6 +103,8 @@ export class ListSnapshots {
 
   #drop(id: string, snap = this.#byId.get(id)): void {
     if (!snap || !this.#byId.delete(id)) return
+    const dirs = this.#latest.get(snap.owner)
+    if (dirs?.get(snap.dir) === id) dirs.delete(snap.dir)
     this.#entries -= snap.entries.length
   }
 

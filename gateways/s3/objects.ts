@@ -109,21 +109,13 @@ async function* readRange(handle: FileHandle, start: number, end: number): Async
   }
 }
 
-/** The request's Content-MD5, checked for form (InvalidDigest); null when absent. */
-function contentMd5(r: S3Request): string | null {
-  const v = r.req.header('content-md5')
-  if (v === undefined) return null
-  const b = Buffer.from(v, 'base64')
-  if (b.length !== 16 || b.toString('base64') !== v.trim()) throw new S3Error('InvalidDigest', 'The Content-MD5 you specified was invalid.', 400)
-  return b.toString('hex')
-}
-
 /**
- * Streams the body into an open write handle, hashing it; commits only once the body
- * completed and matched (its length, Content-MD5): any failure aborts the handle, so
- * the previous object stays as it was.
+ * Streams the body into an open write handle, hashing it (the ETag); commits only once
+ * the body completed, which is when authentication has checked it (signatures,
+ * Content-MD5, checksums) and its length matched: any failure aborts the handle, so the
+ * previous object stays as it was.
  */
-async function writeBody(r: S3Request, handle: FileHandle, md5Expected: string | null): Promise<string> {
+async function writeBody(r: S3Request, handle: FileHandle): Promise<string> {
   const md5 = createHash('md5')
   let offset = 0
   try {
@@ -137,10 +129,8 @@ async function writeBody(r: S3Request, handle: FileHandle, md5Expected: string |
     if (expected !== null && offset !== expected) {
       throw new S3Error('IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header.', 400)
     }
-    const hex = md5.digest('hex')
-    if (md5Expected !== null && hex !== md5Expected) throw new S3Error('BadDigest', 'The Content-MD5 you specified did not match what we received.', 400)
     await handle.close()
-    return hex
+    return md5.digest('hex')
   } catch (err) {
     handle.abort()
     throw err
@@ -156,7 +146,6 @@ async function emptyBody(r: S3Request): Promise<void> {
 
 export async function putObject(r: S3Request): Promise<HttpReply> {
   const { path, folder } = keyPath(r.bucket, r.key)
-  const md5Expected = contentMd5(r)
   const userMeta = userMetaFrom(r.req.headers())
   const contentType = r.req.header('content-type')
   const ifNoneMatch = r.req.header('if-none-match')
@@ -172,7 +161,6 @@ export async function putObject(r: S3Request): Promise<HttpReply> {
 
   if (folder) {
     await emptyBody(r)
-    if (md5Expected !== null && md5Expected !== EMPTY_MD5) throw new S3Error('BadDigest', 'The Content-MD5 you specified did not match what we received.', 400)
     const made = await makeFolders(r, path)
     if (made.length === 0) {
       const e = await r.caller.fs.stat(r.ctx, path)
@@ -196,7 +184,7 @@ export async function putObject(r: S3Request): Promise<HttpReply> {
   }
   let etag: string
   try {
-    etag = await writeBody(r, handle, md5Expected)
+    etag = await writeBody(r, handle)
   } catch (err) {
     await unmakeFolders(r, made)
     throw exclusive && codeOf(err) === 'EEXIST' ? preconditionFailed('If-None-Match') : err

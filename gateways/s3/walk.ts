@@ -38,6 +38,8 @@ const PAGE = 1000
 interface Dir {
   readonly path: string
   readonly keyBase: string
+  /** As its parent's listing gave it (absent for the folder a walk starts in). */
+  readonly entry?: FsEntry
 }
 
 /**
@@ -94,19 +96,37 @@ function folderPlan(dirKey: string, opts: WalkOptions): 'skip' | 'open' | { pref
   return 'open'
 }
 
+/**
+ * Where a listing that resumes after `after` can start in `dir`: after a name below which
+ * every entry holds only keys up to `after`, or null (from the start). A folder `d` holds
+ * the keys `d/...`, which come after `after` when `after` continues `d` with a character
+ * below `/` (`d-x`, `d.txt`) or ends there: so the cut is before the first such character
+ * of the name `after` continues with, and before its last character.
+ */
+export function resumeName(dir: Dir, after: string): string | null {
+  if (after === '' || !after.startsWith(dir.keyBase)) return null
+  const rest = after.slice(dir.keyBase.length)
+  const seg = rest.split('/', 1)[0]!
+  let i = 0
+  while (i < seg.length && seg.charCodeAt(i) >= 0x2f) i++
+  return i <= 1 ? null : seg.slice(0, i - 1)
+}
+
 async function* walkDir(fs: ProtocolFs, ctx: RequestContext, dir: Dir, opts: WalkOptions, top: boolean): AsyncGenerator<Found> {
   let page: { entries: readonly FsEntry[]; cursor: string | null }
+  // Resuming inside this folder: its listing starts near the key (from the view's snapshot of it, when fresh).
+  const from = resumeName(dir, opts.after)
   try {
-    page = await fs.list(ctx, dir.path, { limit: PAGE })
+    page = await fs.list(ctx, dir.path, { limit: PAGE, ...(from === null ? {} : { after: from }) })
   } catch (err) {
     // The folder a prefix names may not exist (or be a file): nothing is under it.
     if (top && ['ENOENT', 'ENOTDIR'].includes((err as { code?: string }).code ?? '')) return
     throw err
   }
-  if (page.entries.length === 0 && page.cursor === null) {
+  if (from === null && page.entries.length === 0 && page.cursor === null) {
     // An empty folder is its marker (the bucket itself is none).
     if (dir.keyBase !== '') {
-      const entry = await fs.stat(ctx, dir.path)
+      const entry = dir.entry ?? (await fs.stat(ctx, dir.path))
       yield* emitObject({ kind: 'object', key: dir.keyBase, path: dir.path, entry, folder: true }, opts)
     }
     return
@@ -118,7 +138,7 @@ async function* walkDir(fs: ProtocolFs, ctx: RequestContext, dir: Dir, opts: Wal
   }
   for (;;) {
     for (const entry of page.entries) {
-      for (const w of dueBefore(dir.keyBase + entry.name)) yield* folder(w.key, w.entry)
+      for (const w of dueBefore(dir.keyBase + entry.name)) yield* folder(w)
       if (entry.kind === 'dir') {
         const key = `${dir.keyBase}${entry.name}/`
         let i = waiting.length
@@ -131,12 +151,12 @@ async function* walkDir(fs: ProtocolFs, ctx: RequestContext, dir: Dir, opts: Wal
     if (page.cursor === null) break
     page = await fs.list(ctx, dir.path, { limit: PAGE, cursor: page.cursor })
   }
-  for (const w of dueBefore(null)) yield* folder(w.key, w.entry)
+  for (const w of dueBefore(null)) yield* folder(w)
 
-  async function* folder(key: string, _entry: FsEntry): AsyncGenerator<Found> {
+  async function* folder({ key, entry }: { key: string; entry: FsEntry }): AsyncGenerator<Found> {
     const plan = folderPlan(key, opts)
     if (plan === 'skip') return
-    if (plan === 'open') yield* walkDir(fs, ctx, { path: childPath(dir.path, key.slice(dir.keyBase.length, -1)), keyBase: key }, opts, false)
+    if (plan === 'open') yield* walkDir(fs, ctx, { path: childPath(dir.path, entry.name), keyBase: key, entry }, opts, false)
     else yield { kind: 'prefix', key: plan.prefix }
   }
 }

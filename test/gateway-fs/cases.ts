@@ -184,6 +184,22 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       t.equal(p2.cursor, null)
     })
 
+    await t.test('list: after a name (where an S3 listing resumes), from the view\'s fresh snapshot', async (t) => {
+      const f = await make(t)
+      for (const n of ['a', 'b', 'c', 'd', 'e']) f.put(n, n)
+      const p1 = await f.fs.list(ctx(), '/', { limit: 2 })
+      t.same(p1.entries.map((e) => e.name), ['a', 'b'])
+      f.put('bb', 'made after the first page')
+      const p2 = await f.fs.list(ctx(), '/', { after: 'a', limit: 2 })
+      t.same(p2.entries.map((e) => e.name), ['b', 'c'], 'the snapshot of the first page serves it (no new listing: bb is not in it)')
+      const p3 = await f.fs.list(ctx(), '/', { after: 'c', limit: 10 })
+      t.same(p3.entries.map((e) => e.name), ['d', 'e'], 'the same snapshot, to its end')
+      t.equal(p3.cursor, null)
+      const p4 = await f.fs.list(ctx(), '/', { after: 'b', limit: 10 })
+      t.same(p4.entries.map((e) => e.name), ['bb', 'c', 'd', 'e'], 'the snapshot ended with its last page: a new listing, after the name')
+      t.same((await f.fs.list(ctx(), '/', { after: '\u{10FFFF}' })).entries, [], 'after every name: nothing')
+    })
+
     await t.test('put: sequential writes, committed atomically at close', async (t) => {
       const f = await make(t)
       f.put('old', 'previous content')

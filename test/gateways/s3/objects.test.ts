@@ -74,6 +74,9 @@ for (const backend of BACKENDS) {
     const head = await s3.send(new HeadObjectCommand({ Bucket: 'data', Key: 'deep/er/blob.bin' }))
     t.equal(head.ContentLength, body.length)
     t.equal(head.ETag, got.ETag, 'HEAD and GET agree on the ETag')
+    t.equal(head.ETag, put.ETag, 'and it is the MD5 the PUT answered')
+    t.equal(head.ContentType, 'application/x-test', 'the Content-Type given')
+    t.same(head.Metadata, { owner: 'alice' }, 'x-amz-meta-* kept')
 
     // The SDK's default checksums: a streamed body goes aws-chunked with a CRC32 trailer.
     const sdk = gw.client({ checksums: 'default' })
@@ -161,7 +164,13 @@ for (const backend of BACKENDS) {
     t.equal(copy.CopyObjectResult?.ETag, put.ETag, 'COPY keeps the ETag')
     t.equal(readFileSync(join(gw.root, 'dst', 'copied', 'x.txt'), 'utf8'), 'payload')
     await t.rejects(s3.send(new CopyObjectCommand({ Bucket: 'src', Key: 'dir/a b+c.txt', CopySource: `src/${encodeURIComponent('dir/a b+c.txt')}` })), { name: 'InvalidRequest' }, 'onto itself without REPLACE')
+    const copied = await s3.send(new HeadObjectCommand({ Bucket: 'dst', Key: 'copied/x.txt' }))
+    t.equal(copied.ContentType, 'text/x-a', 'COPY keeps the Content-Type')
+    t.same(copied.Metadata, { m: '1' }, 'and the metadata')
     await s3.send(new CopyObjectCommand({ Bucket: 'src', Key: 'dir/a b+c.txt', CopySource: `src/${encodeURIComponent('dir/a b+c.txt')}`, MetadataDirective: 'REPLACE', ContentType: 'text/x-b' }))
+    const replaced = await s3.send(new HeadObjectCommand({ Bucket: 'src', Key: 'dir/a b+c.txt' }))
+    t.equal(replaced.ContentType, 'text/x-b', 'REPLACE takes the request\'s Content-Type')
+    t.same(replaced.Metadata, {}, 'and its (absent) metadata')
     t.equal(readFileSync(join(gw.root, 'src', 'dir', 'a b+c.txt'), 'utf8'), 'payload', 'REPLACE onto itself keeps the bytes')
     await t.rejects(s3.send(new CopyObjectCommand({ Bucket: 'dst', Key: 'y.txt', CopySource: 'src/dir/missing' })), { name: 'NoSuchKey' })
     await t.rejects(s3.send(new CopyObjectCommand({ Bucket: 'dst', Key: 'y.txt', CopySource: `src/${encodeURIComponent('dir/a b+c.txt')}`, CopySourceIfMatch: '"nope"' })), { name: 'PreconditionFailed' })
