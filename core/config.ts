@@ -282,7 +282,7 @@ function oauthConfig(v: unknown): OAuthConfig {
   return {
     clients,
     dynamic_registration: bool(o.dynamic_registration, 'oauth.dynamic_registration'),
-    code_seconds: int(o.code_seconds, 'oauth.code_seconds', 1, 600),
+    code_seconds: int(o.code_seconds, 'oauth.code_seconds', 1, 60),
     access_token_seconds: int(o.access_token_seconds, 'oauth.access_token_seconds', 1, 24 * 3600),
     refresh_token_seconds: int(o.refresh_token_seconds, 'oauth.refresh_token_seconds', 60, 365 * 24 * 3600),
   }

@@ -1,7 +1,8 @@
 /**
  * @module front/exposure
  * What the configuration opens to whoever reaches the port, said at start-up:
- * tmp sessions (unauthenticated scratch spaces) and public local connections.
+ * tmp sessions (unauthenticated scratch spaces) and public local connections; and a
+ * non-loopback host without `public_url`, whose OAuth addresses clients may not reach.
  */
 import { type Config, isLoopbackHost } from '../core/config.js'
 import type { Logger } from './log.js'
@@ -24,5 +25,8 @@ export function logExposure(config: Config, logger: Logger): void {
     if (c.type === 'local' && c.public === true) {
       logger.log(loopback ? 'info' : 'warn', `local connection "${c.label}" is public: no password needed to read and write ${String(c.path)}`, { host })
     }
+  }
+  if (!loopback && config.public_url === null && config.mcp.enabled) {
+    logger.log('warn', `public_url is not set: MCP clients are told to log in at http://${host}:<port> (the OAuth issuer and the MCP resource); set public_url to the address they reach`, { host })
   }
 }

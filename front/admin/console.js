@@ -157,6 +157,8 @@ async function loadShares() {
 
 /** Users whose keys panel is open. */
 const openUsers = new Set()
+/** The S3 key just made (`{user, access_key_id, secret_access_key}`), shown in its user's panel until dismissed: its secret is never told again. */
+let newS3Key = null
 
 async function loadUsers() {
   const { results } = await call('GET', 'users')
@@ -247,8 +249,79 @@ function userPanel(u) {
     const r = await act(() => call('PATCH', `users/${encodeURIComponent(u.name)}`, { password: pwForm.password.value }), `Password of "${u.name}" changed.`)
     if (r) await loadUsers()
   })
-  panel.append(table, keyForm, pwForm)
+  panel.append(table, keyForm, pwForm, s3Keys(u))
   return panel
+}
+
+/** A user's S3 keys: listed (ids only), made (the secret shown once), revoked. */
+function s3Keys(u) {
+  const path = `users/${encodeURIComponent(u.name)}/s3-keys`
+  const box = document.createElement('div')
+  box.className = 's3-keys'
+  const head = document.createElement('div')
+  head.className = 'card-head'
+  head.innerHTML = '<h3>S3 keys</h3>'
+  head.append(
+    button('Create S3 key', async () => {
+      const r = await act(() => call('POST', path), `S3 key made for "${u.name}".`)
+      if (!r) return
+      newS3Key = { user: u.name, ...r.result }
+      await loadUsers()
+    }, 'small create-s3-key'),
+  )
+  box.append(head)
+  if (newS3Key && newS3Key.user === u.name) {
+    const reveal = document.createElement('div')
+    reveal.className = 'new-key new-s3-key'
+    reveal.innerHTML =
+      '<p><strong>Copy the secret now:</strong> it is shown only once.</p>' +
+      '<div class="row"><label>Access key id <input name="access_key_id" class="mono" readonly></label>' +
+      '<label class="grow">Secret access key <input name="secret_access_key" class="mono" readonly></label></div>'
+    reveal.querySelector('[name=access_key_id]').value = newS3Key.access_key_id
+    reveal.querySelector('[name=secret_access_key]').value = newS3Key.secret_access_key
+    const secret = reveal.querySelector('[name=secret_access_key]')
+    reveal.querySelector('.row').append(
+      button('Copy secret', async () => {
+        try {
+          await navigator.clipboard.writeText(secret.value)
+          flash('Secret copied to the clipboard.', true)
+        } catch {
+          secret.select()
+          flash('Select and copy the secret (Ctrl+C).')
+        }
+      }, ''),
+      button('Done', () => {
+        newS3Key = null
+        reveal.remove()
+      }, 'ghost'),
+    )
+    box.append(reveal)
+  }
+  const table = document.createElement('table')
+  table.innerHTML = '<thead><tr><th>Access key id</th><th>Created</th><th>Last used</th><th></th></tr></thead><tbody></tbody>'
+  box.append(table)
+  act(async () => {
+    const { results } = await call('GET', path)
+    fill(
+      table.tBodies[0],
+      results.map((k) => [
+        cell(k.access_key_id, 'mono'),
+        cell(when(k.created)),
+        cell(when(k.last_used)),
+        cell(
+          button('Revoke', async () => {
+            if (!confirm(`Revoke the S3 key ${k.access_key_id} of "${u.name}"? Requests signed with it are refused at once.`)) return
+            if (newS3Key && newS3Key.access_key_id === k.access_key_id) newS3Key = null
+            await act(() => call('DELETE', `${path}/${encodeURIComponent(k.access_key_id)}`), 'S3 key revoked.')
+            await loadUsers()
+          }),
+        ),
+      ]),
+      4,
+      'No S3 keys.',
+    )
+  })
+  return box
 }
 
 async function act(fn, okText) {

@@ -13,7 +13,7 @@
  * a POST whose Origin is not this server's is refused too.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
-import { ApiError } from '../../core/api-error.js'
+import { ApiError, toApiError } from '../../core/api-error.js'
 import type { Config } from '../../core/config.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
 import { matchRedirectUri } from '../../core/redirect-uris.js'
@@ -157,10 +157,12 @@ export class Authorize {
     try {
       login = await this.#login(action, form, req)
     } catch (err) {
-      // What the login said (wrong password, throttled, storage unreachable...), on the page.
-      const status = err instanceof LoginError ? err.status : err instanceof ApiError && err.code !== 'INTERNAL' ? HTTP_STATUS[err.code] : null
-      if (status === null) throw err
-      return loginPage({ ...common, flow: form.get('flow')!, choices: this.#choices, error: (err as Error).message, status })
+      // What the login said (wrong password, throttled, storage unreachable...), on the page,
+      // in the HTTP API's words (a backend's refusal comes as an FsError).
+      const said = err instanceof LoginError ? err : toApiError(err)
+      if (said instanceof ApiError && said.code === 'INTERNAL') throw err
+      const status = said instanceof LoginError ? said.status : HTTP_STATUS[said.code]
+      return loginPage({ ...common, flow: form.get('flow')!, choices: this.#choices, error: said.message, status })
     }
     return consentPage({ ...common, account: login.account, flow: this.#seal({ ...flow, grant: login.grant, account: login.account }) })
   }

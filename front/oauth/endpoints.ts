@@ -6,13 +6,13 @@
  * (`{"error", "error_description"}`): 400, or 401 for `invalid_client`.
  */
 import {
+  AccessDeniedError,
   InvalidClientError,
   InvalidClientMetadataError,
   InvalidGrantError,
   InvalidRequestError,
   InvalidTargetError,
   OAuthError,
-
   UnsupportedGrantTypeError,
 } from '@modelcontextprotocol/sdk/server/auth/errors.js'
 import { ApiError } from '../../core/api-error.js'
@@ -27,7 +27,7 @@ import { verifierMatches } from './pkce.js'
 import type { OAuthTokens } from './tokens.js'
 import { canonicalResource } from './urls.js'
 
-const STATUS: Readonly<Record<string, number>> = { invalid_client: 401, too_many_requests: 429, server_error: 500, temporarily_unavailable: 503 }
+const STATUS: Readonly<Record<string, number>> = { invalid_client: 401, access_denied: 403, too_many_requests: 429, server_error: 500, temporarily_unavailable: 503 }
 const NO_STORE = { pragma: 'no-cache' }
 
 export function oauthErrorReply(err: OAuthError): HttpReply {
@@ -121,6 +121,7 @@ export function revoke(deps: EndpointDeps): (req: HttpRequest) => Promise<HttpRe
 export function register(deps: EndpointDeps): (req: HttpRequest) => Promise<HttpReply> {
   return (req) =>
     answering(async () => {
+      if (!deps.clients.registration) throw new AccessDeniedError('dynamic client registration is off on this server: ask its admin for a client id')
       let body: unknown
       try {
         body = await readJson(req, 16 * 1024)

@@ -60,7 +60,7 @@ export function createOAuth(deps: OAuthDeps): OAuthServer {
     '/authorize': { GET: (req) => authorize.get(req), POST: (req) => authorize.post(req) },
     '/token': { POST: token(endpoints) },
     '/revoke': { POST: revoke(endpoints) },
-    ...(config.oauth.dynamic_registration ? { '/register': { POST: register(endpoints) } } : {}),
+    '/register': { POST: register(endpoints) },
   }
   const openCors = new Set(Object.keys(routes).filter((p) => p !== '/authorize'))
   return { routes, openCors, bearer: oauthBearer(tokens, grants, issuer) }

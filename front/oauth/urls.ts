@@ -1,23 +1,15 @@
 /**
  * @module front/oauth/urls
  * Where filegate's authorization server and the MCP resource live (docs/mcp-auth.md):
- * the issuer is the service's public origin (`public_url`, or `http://<host>:<port>`
- * as listened), the MCP resource `<issuer>/mcp`. The MCP server's legacy SSE address
- * (`/sse`, with `/messages`) is the same server: a client that starts there asks for
- * a token for `<issuer>/sse`, which names the same resource.
+ * the issuer is the service's public origin (front/public-url.ts), the MCP resource
+ * `<issuer>/mcp`. The MCP server's legacy SSE address (`/sse`, with `/messages`) is
+ * the same server: a client that starts there asks for a token for `<issuer>/sse`,
+ * which names the same resource.
  */
-import type { Config } from '../../core/config.js'
 
 export const MCP_PATH = '/mcp'
 /** Other addresses of the MCP server, one resource with `/mcp`. */
 const ALIASES = ['/sse', '/messages']
-
-/** The public origin of the HTTP API once it listens on `port`. */
-export function publicOrigin(config: Config, port: number): string {
-  if (config.public_url !== null) return config.public_url
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host
-  return `http://${host}:${port}`
-}
 
 /** The canonical MCP resource `resource` names (`<issuer>/mcp`), or null when it names no resource of this server. */
 export function canonicalResource(issuer: string, resource: string): string | null {

@@ -66,11 +66,11 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       }
       const auth = req.header('authorization')
       const m = auth === undefined ? null : /^Bearer +(\S+) *$/i.exec(auth)
-      if (m === null) return unauthorized(auth === undefined ? null : 'the Authorization header must be "Bearer <token>"')
+      if (m === null) return unauthorized(req, auth === undefined ? null : 'the Authorization header must be "Bearer <token>"')
       const res = await ctx.bearer(m[1]!, { resource: resource(), address: req.remoteAddress, requestId: req.requestId })
       if (!res.ok) {
         if (res.reason === 'unavailable') return jsonReply(503, { error: 'temporarily_unavailable', error_description: res.message }, { 'retry-after': '5' })
-        return unauthorized(res.message)
+        return unauthorized(req, res.message)
       }
       const grant = grantFrom(res, req.requestId)
       try {
@@ -81,8 +81,10 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       }
     }
 
-  const unauthorized = (problem: string | null): HttpReply => {
-    const meta = `resource_metadata="${opts.publicUrl()}/.well-known/oauth-protected-resource/mcp"`
+  const unauthorized = (req: HttpRequest, problem: string | null): HttpReply => {
+    // The metadata of the address the client used: an SSE client checks that the resource is the URL it started from (/sse).
+    const at = req.path.startsWith('/mcp') ? '/mcp' : '/sse'
+    const meta = `resource_metadata="${opts.publicUrl()}/.well-known/oauth-protected-resource${at}"`
     const www = problem === null ? `Bearer ${meta}` : `Bearer ${meta}, error="invalid_token", error_description="${problem.replace(/["\\]/g, "'")}"`
     return jsonReply(401, problem === null ? { error: 'unauthorized', error_description: 'send "Authorization: Bearer <token>"' } : { error: 'invalid_token', error_description: problem }, {
       'www-authenticate': www,
@@ -201,7 +203,12 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
         sessions.end(session)
       },
     }
-    session.transport.deliver(parsed.data, message, { authInfo: authInfoOf(message) })
+    try {
+      session.transport.deliver(parsed.data, message, { authInfo: authInfoOf(message) })
+    } catch (err) {
+      message.release()
+      throw err
+    }
     return { status: 202, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: 'Accepted' }
   }
 

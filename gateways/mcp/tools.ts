@@ -12,7 +12,7 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js'
 import { ApiError } from '../../core/api-error.js'
 import { FsError } from '../../core/errors.js'
-import { baseName, parentOf, parseClientPath } from '../../core/paths.js'
+import { baseName, isWithin, parentOf, parseClientPath } from '../../core/paths.js'
 import type { FsEntry } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
 import { refusal, toolFailure } from './errors.js'
@@ -222,6 +222,8 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       const from = toolPath(a.from, 'from')
       const to = toolPath(a.to, 'to')
       if (from === '/') throw new ApiError('FORBIDDEN', 'the root cannot be moved')
+      // Checked before the target's folders are made, so that a refused move leaves nothing behind.
+      if (to !== from && isWithin(from, to)) throw new FsError('EINVAL', `${from} cannot be moved into itself (${to})`, { path: from })
       await g.fs.stat(ctx, from)
       await mkdirs(g.fs, ctx, parentOf(to))
       checkCancelled(ctx)

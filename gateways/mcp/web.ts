@@ -7,7 +7,7 @@
 import type { HttpReply, HttpRequest } from '../../core/http.js'
 
 /** The request headers the transport reads (core/http gives no list of all of them). */
-const FORWARDED = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'origin', 'host']
+const FORWARDED = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'origin']
 
 /** An SSE comment sent first, so that a stream's head goes out before its first event. */
 const PRELUDE = new TextEncoder().encode(': filegate\n\n')

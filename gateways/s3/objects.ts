@@ -209,7 +209,8 @@ export async function putObject(r: S3Request): Promise<HttpReply> {
 /**
  * Deletes one object; never a folder's content. A missing key is a success (204), as
  * on S3; a key ending in `/` removes its folder only when empty (a folder with content
- * shows no marker anyway). Empty folders left above it are removed.
+ * shows no marker anyway). Deleting a file removes the folders it leaves empty, up to
+ * the bucket: the prefix vanishes with its last key, as on S3.
  */
 export async function deleteKey(r: S3Request, key: string): Promise<void> {
   const { path, folder } = keyPath(r.bucket, key)
@@ -225,7 +226,8 @@ export async function deleteKey(r: S3Request, key: string): Promise<void> {
     if (code === 'ENOTEMPTY' || code === 'EISDIR') return // a folder with content: no object of that key
     throw err
   }
-  if (!folder) await r.meta.forget(r.caller.fs, path)
+  if (folder) return // a marker is a folder made on purpose: its own parents stay, as other markers on S3
+  await r.meta.forget(r.caller.fs, path)
   await removeEmptyParents(r, path)
 }
 

@@ -6,11 +6,13 @@
  * the next request refused; add and remove a gateway user; revoke a share; log
  * out, after which the server refuses the page's token. A screenshot proves the
  * page renders. A gateway user's keys and password managed in the page, and the
- * user logging in with them at the gateway login.
+ * user logging in with them at the gateway login. An S3 key made in the page (its secret
+ * shown once), used by the AWS SDK, revoked in the page.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3'
 import { type Page, chromium } from 'playwright-core'
 import t, { type Test } from 'tap'
 import type { LoginRequest, PublicKey } from '../../core/gateway.js'
@@ -19,6 +21,7 @@ import { gate } from '../helpers/gateway.js'
 import { sshKeygen } from '../helpers/ssh-keys.js'
 import { sftpBatch } from '../gateways/sftp/clients.js'
 import { ADMIN_PASSWORD, createShare, viaShare } from '../helpers/share.js'
+import { s3Echo } from '../helpers/s3-echo.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install -y chromium)`
@@ -194,5 +197,49 @@ t.test('a user created in the console page logs in with OpenSSH sftp on the SFTP
   t.equal(readFileSync(join(local, 'got.txt'), 'utf8'), 'hello from the gateway', 'and the file is fetched')
   const wrong = await sftpBatch(t, { port, user: 'erin', password: 'not her password' }, 'ls\n')
   t.not(wrong.code, 0, 'a wrong password is refused')
+  t.same(failed, [], 'no page errors or failed requests')
+})
+
+t.test("a gateway user's S3 key made in the page signs requests of the AWS SDK; revoked in the page, it is refused", { skip }, async (t) => {
+  const echo = await s3Echo(t)
+  const { page, failed } = await launch(t)
+  await page.goto(`${echo.gate.url}/admin`)
+  await page.fill('#password', ADMIN_PASSWORD)
+  await page.click('#login-form button[type=submit]')
+  await page.waitForSelector('#app-view:not([hidden])')
+  await page.fill('#user-name', 'erin')
+  await page.fill('#user-password', 'erin password')
+  await page.check('#user-ro')
+  await page.click('#user-form button[type=submit]')
+  await page.waitForSelector('#users td:text("erin")')
+
+  await page.click('#users tr:has-text("erin") button:text("Keys & password")')
+  await page.waitForSelector('tr.detail .s3-keys td:text("No S3 keys.")')
+  await page.click('tr.detail .s3-keys button:text("Create S3 key")')
+  await page.waitForSelector('tr.detail .new-s3-key')
+  const id = await page.inputValue('tr.detail .new-s3-key [name=access_key_id]')
+  const secret = await page.inputValue('tr.detail .new-s3-key [name=secret_access_key]')
+  t.match(id, /^FG[A-Z0-9]{18}$/)
+  t.match(secret, /^[A-Za-z0-9]{40}$/, 'the secret is shown')
+  await page.waitForSelector(`tr.detail .s3-keys td:text("${id}")`)
+
+  const s3 = new S3Client({ endpoint: echo.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: id, secretAccessKey: secret }, maxAttempts: 1 })
+  t.teardown(() => s3.destroy())
+  const got = await s3.send(new GetObjectCommand({ Bucket: 'b', Key: 'k' }))
+  t.match(JSON.parse(await got.Body!.transformToString()), { user: 'erin', readOnly: true }, "the key acts as its user, read-only as the user is")
+
+  await page.click('tr.detail .new-s3-key button:text("Done")')
+  await page.waitForSelector('tr.detail .new-s3-key', { state: 'detached' })
+  await page.click('#refresh')
+  await page.waitForSelector(`tr.detail .s3-keys td:text("${id}")`)
+  t.notOk((await page.content()).includes(secret), 'once dismissed, the secret is nowhere in the page')
+
+  await page.click(`tr.detail .s3-keys tr:has-text("${id}") button:text("Revoke")`)
+  await page.waitForSelector(`tr.detail .s3-keys td:text("${id}")`, { state: 'detached' })
+  const refused = await s3.send(new GetObjectCommand({ Bucket: 'b', Key: 'k' })).then(
+    () => 'no error',
+    (err: Error) => err.name,
+  )
+  t.equal(refused, 'InvalidAccessKeyId', 'the revoked key is refused at the next request')
   t.same(failed, [], 'no page errors or failed requests')
 })

@@ -75,6 +75,8 @@ t.test('start-up says whether tmp sessions are on, and which local connections a
   }
   t.match(said({ host: '0.0.0.0' }), [{ level: 'info', msg: /tmp sessions are off.*non-loopback.*tmp_sessions: true/ }])
   t.match(said({ host: '0.0.0.0', tmp_sessions: true }), [{ level: 'warn', msg: /tmp sessions are on.*anyone who reaches the port/ }])
+  t.match(said({ host: '0.0.0.0' }), [{}, { level: 'warn', msg: /public_url is not set: MCP clients are told to log in at http:\/\/0\.0\.0\.0/ }])
+  t.equal(said({ host: '0.0.0.0', public_url: 'https://files.example.com' }).length, 1, 'nothing more to say with public_url')
   t.match(said({ connections: [{ type: 'local', path: '/srv', public: true }] }), [{ msg: /tmp sessions are on/ }, { msg: /local connection "local" is public/ }])
 
   // And a real start-up logs it.

@@ -6,7 +6,9 @@
  * driven in a real headless Chromium (Debian's `chromium`, playwright-core) and the
  * loopback redirect received by a tiny server of the test. Three logins: a local
  * connection with its password, a gateway user (read-only), a tmp user id. The
- * tokens are then resolved as the MCP gateway resolves them.
+ * tokens are then resolved as the MCP gateway resolves them. And the SDK's MCP client
+ * itself, pointed at /mcp and at /sse: sent to the page, logged in, listing a folder
+ * with `[DIR]` lines, refreshing its expired token.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
@@ -14,6 +16,10 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type OAuthClientProvider, auth } from '@modelcontextprotocol/sdk/client/auth.js'
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js'
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { type Page, chromium } from 'playwright-core'
 import t, { type Test } from 'tap'
@@ -125,6 +131,14 @@ async function dance(t: Test, s: OAuthServer, page: Page, cb: Awaited<ReturnType
   const u = client.authorizationUrl!
   t.equal(`${u.origin}${u.pathname}`, `${s.url}/authorize`)
   t.same([u.searchParams.get('code_challenge_method'), u.searchParams.get('resource')], ['S256', `${s.url}/mcp`], 'PKCE S256, for the MCP resource')
+  const code = await inBrowser(t, s, page, cb, u, login, account)
+  t.equal(await auth(client, { serverUrl: `${s.url}/mcp`, authorizationCode: code }), 'AUTHORIZED', 'the SDK exchanged the code')
+  t.match(client.saved, { token_type: /^bearer$/i, access_token: String, refresh_token: /^fgr_/ })
+  return client
+}
+
+/** The authorization page at `u`: log in, consent; @returns the code the loopback listener got */
+async function inBrowser(t: Test, s: OAuthServer, page: Page, cb: Awaited<ReturnType<typeof callbackServer>>, u: URL, login: (page: Page) => Promise<void>, account: RegExp): Promise<string> {
   await page.goto(u.href)
   t.equal(await page.textContent('#client-name'), 'Test <MCP> client', 'the page names the client (escaped: shown as text)')
   t.equal(await page.textContent('#redirect-host'), new URL(cb.url).host, 'and where it will be sent')
@@ -137,9 +151,7 @@ async function dance(t: Test, s: OAuthServer, page: Page, cb: Awaited<ReturnType
   await page.waitForSelector('#done')
   t.equal(q.get('state'), 'state-123', 'the state comes back')
   t.equal(q.get('iss'), s.url, 'with the issuer (RFC 9207)')
-  t.equal(await auth(client, { serverUrl: `${s.url}/mcp`, authorizationCode: q.get('code')! }), 'AUTHORIZED', 'the SDK exchanged the code')
-  t.match(client.saved, { token_type: /^bearer$/i, access_token: String, refresh_token: /^fgr_/ })
-  return client
+  return q.get('code')!
 }
 
 t.test('an MCP client logs in three ways through the page, and refreshes', { skip }, async (t) => {
@@ -212,5 +224,56 @@ t.test('an MCP client logs in three ways through the page, and refreshes', { ski
   t.equal(deleted.status, 200)
   const gone = await s.ctx.bearer(viaGateway.saved!.access_token, { resource: `${s.url}/mcp`, address: '127.0.0.1', requestId: 'test' })
   t.match(gone, { ok: false, reason: 'invalid' }, 'a removed gateway user\'s token opens nothing')
+  t.same(failed, [], 'no page errors, no CSP violations')
+})
+
+t.test('an MCP client pointed at /mcp or /sse is sent to the page, logs in, lists a folder with [DIR] lines, and refreshes', { skip }, async (t) => {
+  const dir = t.testdir({ disk: { 'report.txt': 'numbers', archive: {} }, data: {} })
+  const s = await startOAuthServer(t, {
+    data_dir: join(dir, 'data'),
+    connections: [{ label: 'disk', type: 'local', path: join(dir, 'disk'), password: 'disk password' }],
+    oauth: { access_token_seconds: 2 },
+  })
+  const { page, failed } = await launch(t)
+  const cb = await callbackServer(t)
+  const login = async (p: Page) => {
+    await p.fill('#conn-password', 'disk password')
+    await p.click('#connection-form button[type=submit]')
+  }
+  for (const [kind, path] of [
+    ['streamable', '/mcp'],
+    ['sse', '/sse'],
+  ] as const) {
+    const provider = new Client(cb.url)
+    const transport = (p: Client) => (kind === 'streamable' ? new StreamableHTTPClientTransport(new URL(`${s.url}${path}`), { authProvider: p }) : new SSEClientTransport(new URL(`${s.url}${path}`), { authProvider: p }))
+    const first = transport(provider)
+    await t.rejects(new McpClient({ name: 'test', version: '1' }).connect(first), { message: /Unauthorized/ }, `${kind}: without a token, the client is sent to authorize`)
+    t.ok(provider.authorizationUrl, 'the SDK followed WWW-Authenticate to the metadata, registered, and made the authorization URL')
+    const code = await inBrowser(t, s, page, cb, provider.authorizationUrl!, login, /connection disk/)
+    await first.finishAuth(code)
+    const mcp = new McpClient({ name: 'test', version: '1' })
+    await mcp.connect(transport(provider))
+    t.teardown(() => mcp.close())
+    const ls = async () => {
+      const r = (await mcp.callTool({ name: 'ls', arguments: { path: '/' } })) as CallToolResult
+      return r.content[0]?.type === 'text' ? r.content[0].text : JSON.stringify(r)
+    }
+    t.match(await ls(), /^\[DIR\] archive$/m, `${kind}: a folder listed with [DIR] lines`)
+    const before = provider.saved!.access_token
+    await new Promise((r) => setTimeout(r, 2500)) // the access token expires
+    if (kind === 'streamable') {
+      t.match(await ls(), /\[FILE\] report\.txt/, `${kind}: after the access token expired, the client refreshed it and carried on`)
+      t.not(provider.saved!.access_token, before, 'with a new access token')
+    } else {
+      // The SSE transport's event stream is not re-authorized; a new connection refreshes.
+      await mcp.close()
+      const again = new McpClient({ name: 'test', version: '1' })
+      await again.connect(transport(provider))
+      t.teardown(() => again.close())
+      const r = (await again.callTool({ name: 'ls', arguments: { path: '/' } })) as CallToolResult
+      t.match(r.content[0]?.type === 'text' ? r.content[0].text : '', /\[DIR\] archive/, `${kind}: a new connection refreshed the token`)
+      t.not(provider.saved!.access_token, before, 'with a new access token')
+    }
+  }
   t.same(failed, [], 'no page errors, no CSP violations')
 })

@@ -11,8 +11,13 @@
  */
 import { join } from 'node:path'
 import t from 'tap'
+import { validateConfig } from '../../core/config.js'
 import type { BearerResult } from '../../core/gateway.js'
+import { GATEWAY_LOGIN_FAILURES } from '../../front/gateway-login.js'
+import { createLogger } from '../../front/log.js'
+import { REGISTRATIONS_PER_HOUR } from '../../front/oauth/clients.js'
 import { LOCAL_PASSWORD_FAILURES } from '../../front/sessions.js'
+import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { type OAuthServer, authorize, exchange, flowOf, newClient, openPage, pkce, postPage, registerClient, startOAuthServer, tokenRequest } from '../helpers/oauth.js'
 
 const req = (s: OAuthServer, resource = `${s.url}/mcp`) => ({ resource, address: '127.0.0.1', requestId: 'test' })
@@ -265,4 +270,87 @@ t.test('logins on the page: a local connection\'s password, throttled like the A
   const c2 = await newClient(s2.url)
   const tok = (await exchange(s2.url, c2, await authorize(s2.url, c2, { action: 'connection', label: 'disk', password: 'the right password' }))).json
   t.same(await names(await s2.ctx.bearer(tok.access_token as string, req(s2))), ['hello.txt'], 'the right password opens the connection')
+})
+
+t.test('pre-registered clients only: registration off, configured clients checked at start-up', async (t) => {
+  const s = await startOAuthServer(t, { oauth: { dynamic_registration: false, clients: [{ client_id: 'team-tool', redirect_uris: ['http://127.0.0.1/callback'], name: 'Team tool' }] } })
+  const m = (await (await fetch(`${s.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>
+  t.equal(m.registration_endpoint, undefined, 'no registration endpoint announced')
+  const res = await registerClient(s.url, { redirect_uris: ['http://127.0.0.1/callback'] })
+  t.equal(res.status, 403, 'and registration is refused')
+  t.match(await res.json(), { error: 'access_denied', error_description: /registration is off/ })
+  const tok = await exchange(s.url, 'team-tool', await authorize(s.url, 'team-tool', tmpLogin()))
+  t.equal(tok.status, 200, 'the configured client goes through the dance')
+  t.ok((await s.ctx.bearer(tok.json.access_token as string, req(s))).ok)
+  for (const bad of [
+    { clients: [{ client_id: 'x', redirect_uris: ['http://app.example.com/cb'] }] },
+    { clients: [{ client_id: 'x', redirect_uris: [] }] },
+    { clients: [{ client_id: 'has space', redirect_uris: ['https://a.example.com/cb'] }] },
+    { clients: [{ client_id: 'x', redirect_uris: ['https://a.example.com/cb'], secret: 's' }] },
+    { code_seconds: 0 },
+    { code_seconds: 61 },
+  ]) {
+    t.throws(() => validateConfig({ oauth: bad }), { name: 'ConfigError', message: /^oauth/ }, `refused: ${JSON.stringify(bad)}`)
+  }
+})
+
+t.test('registration is bounded per address', async (t) => {
+  const s = await startOAuthServer(t)
+  for (let i = 0; i < REGISTRATIONS_PER_HOUR; i++) await newClient(s.url)
+  const over = await registerClient(s.url, { redirect_uris: ['http://127.0.0.1/callback'] })
+  t.equal(over.status, 429)
+  t.match(await over.json(), { error: 'too_many_requests' }, `the ${REGISTRATIONS_PER_HOUR + 1}th registration within an hour is refused`)
+})
+
+t.test('gateway user logins on the page are throttled as the gateways\' are', async (t) => {
+  const s = await startOAuthServer(t, { admin_password: ADMIN_PASSWORD })
+  const admin = await adminToken(s.url)
+  await fetch(`${s.url}/admin/api/users`, { method: 'POST', headers: { authorization: `Bearer ${admin}` }, body: JSON.stringify({ name: 'erin', password: 'erin password', connection: 'tmp', root: '/' }) })
+  const client = await newClient(s.url)
+  const page = await openPage(s.url, { response_type: 'code', client_id: client, redirect_uri: 'http://127.0.0.1/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256' })
+  const flow = flowOf(page.html, 'gateway-form')
+  const passthrough = await postPage(s.url, page.cookie, { flow, action: 'gateway', user: 'erin@disk', password: 'x' })
+  t.match([passthrough.status, passthrough.html], [400, /pass-through login/], 'a pass-through name is sent to the connection form')
+  for (let i = 0; i < GATEWAY_LOGIN_FAILURES; i++) {
+    const wrong = await postPage(s.url, page.cookie, { flow, action: 'gateway', user: 'erin', password: `wrong ${i}` })
+    t.equal(wrong.status, 401, `wrong password ${i + 1}`)
+  }
+  const locked = await postPage(s.url, page.cookie, { flow, action: 'gateway', user: 'erin', password: 'erin password' })
+  t.equal(locked.status, 429, 'then the address is throttled')
+  t.match(locked.html, /too many failed gateway logins/)
+})
+
+t.test('the secrets of the dance never reach the log', async (t) => {
+  const dir = t.testdir({ files: {}, data: {} })
+  const lines: string[] = []
+  const s = await startOAuthServer(
+    t,
+    { data_dir: join(dir, 'data'), admin_password: ADMIN_PASSWORD, connections: [{ label: 'disk', type: 'local', path: join(dir, 'files'), password: 'disk password 123' }] },
+    createLogger('debug', (line) => lines.push(line)),
+  )
+  const admin = await adminToken(s.url)
+  await fetch(`${s.url}/admin/api/users`, { method: 'POST', headers: { authorization: `Bearer ${admin}` }, body: JSON.stringify({ name: 'gus', password: 'gus password 456', connection: 'tmp', root: '/' }) })
+  const client = await newClient(s.url)
+  const secrets: Record<string, string> = { 'admin password': ADMIN_PASSWORD, 'local password': 'disk password 123', 'gateway password': 'gus password 456' }
+  const page = await openPage(s.url, { response_type: 'code', client_id: client, redirect_uri: 'http://127.0.0.1/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256' })
+  await postPage(s.url, page.cookie, { flow: flowOf(page.html, 'connection-form'), action: 'connection', label: 'disk', password: 'wrong disk guess' })
+  await postPage(s.url, page.cookie, { flow: flowOf(page.html, 'gateway-form'), action: 'gateway', user: 'gus', password: 'wrong gus guess' })
+  secrets['wrong passwords'] = 'wrong disk guess'
+  secrets['wrong gateway password'] = 'wrong gus guess'
+  secrets.cookie = page.cookie.split('=')[1]!
+  secrets.flow = flowOf(page.html, 'tmp-form')
+  for (const login of [
+    { action: 'connection', label: 'disk', password: 'disk password 123' },
+    { action: 'gateway', user: 'gus', password: 'gus password 456' },
+  ]) {
+    const a = await authorize(s.url, client, login)
+    const tok = (await exchange(s.url, client, a)).json
+    const next = (await tokenRequest(s.url, { grant_type: 'refresh_token', refresh_token: tok.refresh_token as string, client_id: client })).json
+    t.ok((await s.ctx.bearer(next.access_token as string, req(s))).ok, `${login.action}: the dance went through`)
+    Object.assign(secrets, { [`${login.action} code`]: a.code, [`${login.action} verifier`]: a.verifier, [`${login.action} access`]: tok.access_token, [`${login.action} refresh`]: tok.refresh_token, [`${login.action} refresh 2`]: next.refresh_token })
+    await exchange(s.url, client, a) // a replay, refused
+  }
+  const log = lines.join('\n')
+  t.ok(lines.some((l) => /gateway login/.test(l)), 'the log was captured')
+  for (const [what, secret] of Object.entries(secrets)) t.notOk(log.includes(secret), `${what} is not in the log`)
 })

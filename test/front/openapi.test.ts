@@ -12,6 +12,7 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import t from 'tap'
 import { validateConfig } from '../../core/config.js'
 import { Metrics } from '../../front/metrics.js'
+import { type OAuthDeps, createOAuth } from '../../front/oauth/index.js'
 import { type ServerDeps, registeredRoutes } from '../../front/server.js'
 import { startTestServer, tmpSession } from '../helpers/filegate.js'
 import { DOCUMENT_FILE, document, mismatch, templateOf } from '../helpers/openapi.js'
@@ -32,9 +33,9 @@ t.test('it is served at /api/openapi.json, to anyone', async (t) => {
 
 t.test('every route the server registers is documented', async (t) => {
   // Only the route table is built: none of these services is called.
-  const deps = { metrics: { meter: new Metrics({ pool: () => ({ threads: 0, running: 0, queued: 0, completed: 0, transfers: 0, bufferedBytes: 0 }), sessionsIssued: () => 0, inFlight: () => 0 }), access: validateConfig({}).metrics }, tus: {} } as unknown as ServerDeps
+  const deps = { metrics: { meter: new Metrics({ pool: () => ({ threads: 0, running: 0, queued: 0, completed: 0, transfers: 0, bufferedBytes: 0 }), sessionsIssued: () => 0, inFlight: () => 0 }), access: validateConfig({}).metrics }, tus: {}, oauth: createOAuth({ config: validateConfig({}), secret: Buffer.alloc(32) } as OAuthDeps) } as unknown as ServerDeps
   const routes = registeredRoutes(deps)
-  t.ok(routes.includes('GET /metrics') && routes.includes('GET /api/files/ls') && routes.includes('PATCH /api/files/tus/{id}'), 'the table is read')
+  t.ok(routes.includes('GET /metrics') && routes.includes('GET /api/files/ls') && routes.includes('PATCH /api/files/tus/{id}') && routes.includes('POST /token'), 'the table is read')
   for (const route of routes) {
     const [method, path] = route.split(' ') as [string, string]
     const template = templateOf(path)

@@ -9,7 +9,7 @@ import type { Test } from 'tap'
 import { validateConfig } from '../../core/config.js'
 import type { Gateway, GatewayContext } from '../../core/gateway.js'
 import { startFilegate } from '../../front/app.js'
-import { silentLogger } from '../../front/log.js'
+import { type Logger, silentLogger } from '../../front/log.js'
 import { checkAnswers } from './openapi.js'
 
 export interface OAuthServer {
@@ -19,7 +19,7 @@ export interface OAuthServer {
 }
 
 /** filegate on a free port with `overrides`; `ctx` is the gateway context (its `bearer`). */
-export async function startOAuthServer(t: Test, overrides: Record<string, unknown> = {}): Promise<OAuthServer> {
+export async function startOAuthServer(t: Test, overrides: Record<string, unknown> = {}, logger: Logger = silentLogger): Promise<OAuthServer> {
   let ctx: GatewayContext | undefined
   const probe: Gateway = {
     name: 'probe',
@@ -29,7 +29,7 @@ export async function startOAuthServer(t: Test, overrides: Record<string, unknow
   const dataDir = (overrides.data_dir as string | undefined) ?? t.testdir()
   const engine = process.env.FILEGATE_HTTP_ENGINE
   const config = validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 2, sftp: { port: 'off' }, ...(engine ? { http_engine: engine } : {}), ...overrides, data_dir: dataDir })
-  const app = await startFilegate(config, { logger: silentLogger, gateways: [probe] })
+  const app = await startFilegate(config, { logger, gateways: [probe] })
   t.teardown(() => app.close(0))
   const url = `http://127.0.0.1:${app.port}`
   checkAnswers(url)

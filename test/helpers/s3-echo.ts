@@ -82,6 +82,8 @@ export async function s3Echo(t: Test, region = 'us-east-1'): Promise<S3Echo> {
           seen.push(s)
           // A listing as S3 answers it (an empty one), for clients that parse it.
           if (req.query.has('list-type')) return { status: 200, headers: { 'content-type': 'application/xml' }, body: xml.build({ ListBucketResult: { Name: 'b', KeyCount: 0, IsTruncated: false } }) }
+          // What came through is the body of a GET; other answers are empty, as S3's to a PUT.
+          if (req.method !== 'GET') return { status: 200, headers: { etag: '"echo"' }, body: '' }
           return { status: 200, headers: { 'content-type': 'application/json', etag: '"echo"' }, body: JSON.stringify(s) }
         } finally {
           caller.fs.close()

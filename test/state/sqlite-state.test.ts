@@ -119,3 +119,27 @@ t.test('S3 object metadata and multipart records round-trip; a part is refused o
   t.equal(await s.putMultipartPart({ ...part, upload_id: 'u0' }), 'no-upload', 'no part for a removed upload')
   t.equal(await s.deleteMultipartUpload('u0'), false)
 })
+
+t.test('OAuth clients and refresh tokens: round-trip, unused clients purged, a refresh token used once, families deleted', async (t) => {
+  const s = await openSqliteState(t.testdir())
+  t.teardown(() => s.close())
+  const old = { client_id: 'fgc_old', name: 'Old', redirect_uris: ['http://127.0.0.1/cb'], created: 1000, last_used: null }
+  const used = { ...old, client_id: 'fgc_used', name: 'Used' }
+  await s.putOAuthClient(old)
+  await s.putOAuthClient(used)
+  await s.touchOAuthClient('fgc_used', 5000)
+  t.same(await s.getOAuthClient('fgc_used'), { ...used, last_used: 5000 })
+  t.equal(await s.countOAuthClients(), 2)
+  t.equal(await s.purgeOAuthClients(2000), 1, 'only the never-used client registered before the cut-off')
+  t.same([await s.getOAuthClient('fgc_old'), (await s.getOAuthClient('fgc_used'))?.client_id], [null, 'fgc_used'])
+
+  const r = { hash: 'h1', family: 'f1', client_id: 'fgc_used', resource: 'http://x/mcp', grant: 'sealed', expires: Date.now() + 60_000, used: null }
+  await s.putOAuthRefresh(r)
+  await s.putOAuthRefresh({ ...r, hash: 'h2' })
+  await s.putOAuthRefresh({ ...r, hash: 'h3', family: 'f2' })
+  t.same(await s.useOAuthRefresh('h1', 7000), r, 'the first use returns it unused')
+  t.same(await s.useOAuthRefresh('h1', 8000), { ...r, used: 7000 }, 'the second sees the first use')
+  t.equal(await s.useOAuthRefresh('nope', 1), null)
+  await s.deleteOAuthFamily('f1')
+  t.same([await s.getOAuthRefresh('h1'), await s.getOAuthRefresh('h2'), (await s.getOAuthRefresh('h3'))?.family], [null, null, 'f2'], 'one family deleted, the other kept')
+})

@@ -178,15 +178,20 @@ export async function readClaims(req: HttpRequest, opts: { readonly region: stri
   const payloadHash = presigned ? (req.query.get('X-Amz-Content-Sha256') ?? UNSIGNED_PAYLOAD) : req.header('x-amz-content-sha256')
   if (payloadHash === undefined) throw new S3Error('InvalidRequest', 'Missing required header for this request: x-amz-content-sha256', 400)
 
-  const headers: Record<string, string> = {}
+  // Every x-amz-* header sent is part of what was signed (else one could be added or changed on the way: x-amz-copy-source, x-amz-meta-*).
+  const set = new Set(signed)
+  const unsigned = [...req.headers()].map(([name]) => name).filter((name) => name.startsWith('x-amz-') && !set.has(name))
+  if (unsigned.length > 0) throw new S3Error('AccessDenied', 'There were headers present in the request which were not signed', 403, { HeadersNotSigned: unsigned.join(', ') })
+
+  // Null-prototype records: a header or parameter named __proto__ is data like any other.
+  const headers: Record<string, string> = Object.create(null) as Record<string, string>
   for (const h of signed) headers[h] = req.header(h) ?? ''
-  const query: Record<string, string | string[]> = {}
+  const query: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>
   for (const [k, v] of req.query) {
     const had = query[k]
     query[k] = had === undefined ? v : Array.isArray(had) ? [...had, v] : [had, v]
   }
   const scope = `${shortDate}/${region}/${service}/${terminal}`
-  const set = new Set(signed)
   const stringsToSign: string[] = []
   for (const path of canonicalPaths(req.path)) {
     const request = { method: req.method, protocol: 'http:', hostname: headers.host ?? '', path, query, headers } as SmithyRequest

@@ -86,6 +86,8 @@ for (const backend of ['tmp', 'local'] as const) {
       t.equal(await mcp.text('cat', { path: '/c/d/abc.txt' }), '', 'replaced')
       t.match(await failure(t, mcp, 'mv', { from: '/nope', to: '/x' }), /^NOT_FOUND: /)
       t.match(await failure(t, mcp, 'mv', { from: '/', to: '/x' }), /^FORBIDDEN: the root cannot be moved/)
+      t.match(await failure(t, mcp, 'mv', { from: '/c', to: '/c/d/e/f' }), /^INVALID_INPUT: \/c cannot be moved into itself/)
+      t.equal(await mcp.text('ls', { path: '/c/d' }), '[FILE] abc.txt', 'a refused move made no folder')
 
       // find: names, bounded depth, invalid patterns.
       await mcp.call('write', { path: '/docs/one.md', content: '1' })

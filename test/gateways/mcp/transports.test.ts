@@ -49,8 +49,9 @@ for (const kind of KINDS) {
 
 t.test('no bearer, a malformed or unknown one, a revoked or expired one: 401 with WWW-Authenticate', async (t) => {
   const { url } = await startTestServer(t, { session: { ttl_seconds: 2 } })
-  const meta = `resource_metadata="${url}/.well-known/oauth-protected-resource/mcp"`
   for (const path of ['/mcp', '/sse', '/messages?sessionId=x']) {
+    // The metadata of the address used: an SSE client checks the resource against /sse (front/oauth/urls.ts).
+    const meta = `resource_metadata="${url}/.well-known/oauth-protected-resource${path === '/mcp' ? '/mcp' : '/sse'}"`
     const method = path === '/sse' ? 'GET' : 'POST'
     const none = await fetch(`${url}${path}`, { method, headers: MCP_HEADERS, ...(method === 'POST' ? { body: JSON.stringify(INITIALIZE) } : {}) })
     t.equal(none.status, 401, `${path} without a credential`)

@@ -22,6 +22,8 @@ import { type S3Echo, s3Echo } from '../../helpers/s3-echo.js'
 
 const run = promisify(execFile)
 const sha = (d: Uint8Array | string) => createHash('sha256').update(d).digest('hex')
+/** The secret with its last character changed (always to another one). */
+const otherSecret = (s: string) => `${s.slice(0, -1)}${s.endsWith('X') ? 'Y' : 'X'}`
 
 function client(echo: S3Echo, creds: { accessKeyId: string; secretAccessKey: string }, extra: Record<string, unknown> = {}) {
   const c = new S3Client({ endpoint: echo.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: creds, maxAttempts: 1, ...extra })
@@ -34,7 +36,7 @@ async function failure(p: Promise<unknown>): Promise<string> {
     await p
   } catch (err) {
     if (err instanceof S3ServiceException) return err.name
-    throw err
+    return `not an S3 error: ${String(err)}`
   }
   return 'no error'
 }
@@ -69,7 +71,7 @@ t.test('the AWS SDK v3: default checksums (aws-chunked, CRC32 trailer), signed p
   await reader.send(new GetObjectCommand({ Bucket: 'b', Key: 'k' }))
   t.match(echo.seen.at(-1), { user: 'reader', readOnly: true }, "a read-only user's key gets a read-only view")
 
-  const wrong = client(echo, { ...creds, secretAccessKey: `${creds.secretAccessKey.slice(0, -1)}X` })
+  const wrong = client(echo, { ...creds, secretAccessKey: otherSecret(creds.secretAccessKey) })
   t.teardown(() => wrong.destroy())
   t.equal(await failure(wrong.send(new GetObjectCommand({ Bucket: 'b', Key: 'k' }))), 'SignatureDoesNotMatch', 'a wrong secret')
   const unknown = client(echo, { accessKeyId: 'FGAAAAAAAAAAAAAAAAAA', secretAccessKey: creds.secretAccessKey })
@@ -169,6 +171,10 @@ t.test('signed requests changed in transit, and payloads that do not match what 
   t.match(await send(echo, { ...put, headers: { ...put.headers, 'x-amz-meta-color': 'red' } }), { status: 403, code: 'SignatureDoesNotMatch' }, 'a signed header changed')
   t.match(await send(echo, { ...put, path: '/b/other' }), { status: 403, code: 'SignatureDoesNotMatch' }, 'the path changed')
   t.match(await send(echo, { ...put, body: Buffer.from('hello, worle') }), { status: 400, code: 'XAmzContentSHA256Mismatch' }, 'the body changed')
+  const added = await send(echo, { ...put, headers: { ...put.headers, 'x-amz-copy-source': '/other/secret.txt' } })
+  t.match(added, { status: 403, code: 'AccessDenied' }, 'an x-amz-* header added that was not signed')
+  t.match(added.text, '<HeadersNotSigned>x-amz-copy-source</HeadersNotSigned>')
+  t.match(await send(echo, { ...put, headers: { ...put.headers, 'x-amz-meta-__proto__': 'x' } }), { status: 403, code: 'AccessDenied' }, 'one named __proto__')
 
   const list = await sign(echo, creds, { method: 'GET', path: '/b', query: { 'list-type': '2', prefix: 'a b/' } })
   t.match(await send(echo, list), { status: 200 }, 'a query as signed')
@@ -214,7 +220,7 @@ t.test('aws-chunked payloads: chunk signatures chained, trailers checked, hostil
   const a = good.indexOf('\r\n') + 2
   const swapped = Buffer.concat([good.subarray(0, a), Buffer.alloc(8192, 'b'), good.subarray(a + 8192)])
   t.match(await send(echo, { ...s.r, body: swapped }), { status: 403, code: 'SignatureDoesNotMatch' }, "a chunk's data replaced")
-  t.match(await send(echo, { ...s.r, body: awsChunked(parts, { ...s, key: chunkKey(`${creds.secretAccessKey}x`, s.date.slice(0, 8)) }) }), { status: 403, code: 'SignatureDoesNotMatch' }, 'chunks signed with another secret')
+  t.match(await send(echo, { ...s.r, body: awsChunked(parts, { ...s, key: chunkKey(otherSecret(creds.secretAccessKey), s.date.slice(0, 8)) }) }), { status: 403, code: 'SignatureDoesNotMatch' }, 'chunks signed with another secret')
 
   const st = await streaming('STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER', { 'x-amz-trailer': 'x-amz-checksum-crc32' })
   t.match(await send(echo, { ...st.r, body: awsChunked(parts, { ...st, trailer: `x-amz-checksum-crc32:${crc32(data)}` }) }), { status: 200 }, 'signed chunks and a signed CRC32 trailer')
@@ -237,4 +243,97 @@ t.test('aws-chunked payloads: chunk signatures chained, trailers checked, hostil
     const want = name === 'crc32c' ? 'BadDigest' : 'ok'
     t.match(await send(echo, { ...c.r, body: awsChunked(parts, { trailer: `x-amz-checksum-${name}:${sum}` }) }), { code: want }, `a ${name} trailer (${want === 'ok' ? 'right' : 'wrong'})`)
   }
+})
+
+t.test('presigned URLs: @smithy/signature-v4 and boto3 make them; changed, expired or too long ones are refused', async (t) => {
+  const echo = await s3Echo(t)
+  const creds = await echo.key('alice')
+  const host = new URL(echo.endpoint).host
+  const signer = new SignatureV4({ service: 's3', region: 'us-east-1', credentials: creds, sha256: Sha256, uriEscapePath: false })
+  const presign = async (method: string, path: string, opts: { expiresIn?: number; signingDate?: Date } = {}) => {
+    const r = await signer.presign({ method, protocol: 'http:', hostname: '127.0.0.1', path, query: {}, headers: { host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' } }, opts)
+    return { method, path, query: r.query as Record<string, string> }
+  }
+  const get = await presign('GET', '/b/a%20key')
+  t.match(await send(echo, get), { status: 200 }, 'a presigned GET')
+  t.match(echo.seen.at(-1), { user: 'alice', accessKeyId: creds.accessKeyId })
+  const body = Buffer.from('uploaded through a presigned URL')
+  t.match(await send(echo, { ...(await presign('PUT', '/b/up')), body }), { status: 200 }, 'a presigned PUT')
+  t.match(echo.seen.at(-1), { length: body.byteLength, sha256: sha(body) })
+  t.match(await send(echo, { ...get, path: '/b/another' }), { status: 403, code: 'SignatureDoesNotMatch' }, 'used for another key')
+  t.match(await send(echo, { ...get, query: { ...get.query, 'X-Amz-Expires': '604800' } }), { status: 403, code: 'SignatureDoesNotMatch' }, 'its expiry lengthened')
+  t.match(await send(echo, { ...get, query: { ...get.query, 'X-Amz-Expires': '604801' } }), { status: 400, code: 'AuthorizationQueryParametersError' }, 'more than seven days')
+  const old = await presign('GET', '/b/k', { expiresIn: 60, signingDate: new Date(Date.now() - 120_000) })
+  const expired = await send(echo, old)
+  t.match(expired, { status: 403, code: 'AccessDenied' }, 'expired')
+  t.match(expired.text, '<Message>Request has expired</Message>')
+  const { 'X-Amz-Signature': _, ...unsigned } = get.query
+  t.match(await send(echo, { ...get, query: unsigned }), { status: 400, code: 'AuthorizationQueryParametersError' }, 'without its signature')
+
+  // boto3 (Debian's python3-boto3), as an application makes presigned URLs.
+  const py = `
+import sys, boto3
+from botocore.config import Config
+s3 = boto3.client('s3', endpoint_url=sys.argv[1], aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3], region_name='us-east-1',
+                  config=Config(signature_version='s3v4', s3={'addressing_style': 'path'}))
+print(s3.generate_presigned_url('get_object', Params={'Bucket': 'b', 'Key': 'dir/ünïcode key.txt'}, ExpiresIn=300))
+print(s3.generate_presigned_url('put_object', Params={'Bucket': 'b', 'Key': 'up.bin'}, ExpiresIn=300))
+`
+  const { stdout } = await run('/usr/bin/python3', ['-c', py, echo.endpoint, creds.accessKeyId, creds.secretAccessKey], { env: { PATH: '/usr/bin:/bin', HOME: t.testdir() } })
+  const [bGet, bPut] = stdout.trim().split('\n') as [string, string]
+  t.equal((await fetch(bGet)).status, 200, 'a boto3 presigned GET')
+  const up = await fetch(bPut, { method: 'PUT', body: new Uint8Array(body) })
+  t.equal(up.status, 200, 'a boto3 presigned PUT')
+  t.match(echo.seen.at(-1), { user: 'alice', length: body.byteLength, sha256: sha(body) })
+  const tampered = bGet.replace(/X-Amz-Signature=([0-9a-f])/, (_, c: string) => `X-Amz-Signature=${c === '0' ? '1' : '0'}`)
+  t.not(tampered, bGet)
+  const refused = await fetch(tampered)
+  t.equal(refused.status, 403, 'a boto3 URL with its signature tampered with')
+  t.match(await refused.text(), '<Code>SignatureDoesNotMatch</Code>')
+})
+
+t.test('the aws CLI: s3api put-object and get-object', async (t) => {
+  const echo = await s3Echo(t)
+  const creds = await echo.key('alice')
+  const dir = t.testdir()
+  const file = join(dir, 'up.bin')
+  const data = Buffer.alloc(200_000, 7)
+  writeFileSync(file, data)
+  const env = { PATH: '/usr/bin:/bin', HOME: dir, AWS_ACCESS_KEY_ID: creds.accessKeyId, AWS_SECRET_ACCESS_KEY: creds.secretAccessKey, AWS_DEFAULT_REGION: 'us-east-1', AWS_CONFIG_FILE: join(dir, 'none'), AWS_SHARED_CREDENTIALS_FILE: join(dir, 'none') }
+  const aws = (...args: string[]) => run('/usr/bin/aws', ['--endpoint-url', echo.endpoint, ...args], { env })
+  await aws('s3api', 'put-object', '--bucket', 'b', '--key', 'dir/a file.bin', '--body', file)
+  t.match(echo.seen.at(-1), { user: 'alice', length: data.byteLength, sha256: sha(data) }, `put-object (${echo.seen.at(-1)?.mode?.slice(0, 20)})`)
+  await aws('s3api', 'get-object', '--bucket', 'b', '--key', 'dir/a file.bin', join(dir, 'out.json'))
+  t.match(echo.seen.at(-1), { user: 'alice', length: 0 }, 'get-object')
+  const bad = await aws('s3api', 'get-object', '--bucket', 'b', '--key', 'k', join(dir, 'out2.json')).then(
+    () => 'no error',
+    (err: { stderr: string }) => err.stderr,
+  )
+  t.ok(bad === 'no error', 'control')
+  env.AWS_SECRET_ACCESS_KEY = otherSecret(creds.secretAccessKey)
+  const refused = await aws('s3api', 'get-object', '--bucket', 'b', '--key', 'k', join(dir, 'out3.json')).then(
+    () => 'no error',
+    (err: { stderr: string }) => err.stderr,
+  )
+  t.match(refused, 'SignatureDoesNotMatch', 'a wrong secret')
+})
+
+t.test('a revoked key is refused at once; ten failures from one address and every login from it is slowed down', async (t) => {
+  const echo = await s3Echo(t)
+  const creds = await echo.key('alice')
+  const get = () => sign(echo, creds, { method: 'GET', path: '/b/k' }).then((r) => send(echo, r))
+  t.match(await get(), { status: 200 })
+  const list = (await (await echo.admin('GET', '/admin/api/users/alice/s3-keys')).json()) as { results: { access_key_id: string }[] }
+  t.same(list.results.map((k) => k.access_key_id), [creds.accessKeyId])
+  t.equal((await echo.admin('DELETE', `/admin/api/users/alice/s3-keys/${creds.accessKeyId}`)).status, 200)
+  t.match(await get(), { status: 403, code: 'InvalidAccessKeyId' }, 'the next request after the DELETE')
+  const fresh = await echo.key('alice')
+  const wrong = { ...fresh, secretAccessKey: otherSecret(fresh.secretAccessKey) }
+  // Nine more failures (the revoked key's was the first).
+  for (let i = 0; i < 9; i++) t.match(await send(echo, await sign(echo, wrong, { method: 'GET', path: '/b/k' })), { code: 'SignatureDoesNotMatch' })
+  const slowed = await send(echo, await sign(echo, fresh, { method: 'GET', path: '/b/k' }))
+  t.match(slowed, { status: 503, code: 'SlowDown' }, 'then even the right secret is refused from that address')
+  const log = JSON.stringify(echo.gate.logs)
+  t.ok(log.includes(fresh.accessKeyId), 'logins are logged with their access key id')
+  t.notOk(log.includes(fresh.secretAccessKey) || log.includes(creds.secretAccessKey), 'never with a secret')
 })

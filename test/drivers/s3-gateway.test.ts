@@ -1,0 +1,29 @@
+/**
+ * @module test/drivers/s3-gateway.test
+ * The s3 driver's conformance suite against filegate's own S3 gateway (over a local
+ * folder): the driver, written against S3 servers, and the gateway, written to be one,
+ * test each other. Every test gets a fresh bucket; a second run roots the driver in a
+ * prefix ('bucket/some prefix/in it').
+ */
+import { randomBytes } from 'node:crypto'
+import { CreateBucketCommand } from '@aws-sdk/client-s3'
+import t from 'tap'
+import { createS3Driver } from '../../workers/drivers/s3/index.js'
+import { startS3Gateway } from '../gateways/s3/fixture.js'
+import { runDriverSuite } from './suite.js'
+
+t.setTimeout(600_000)
+const gw = await startS3Gateway(t)
+const admin = gw.client()
+const spec = { accessKeyId: gw.key.accessKeyId, secretAccessKey: gw.key.secretAccessKey, region: 'us-east-1', endpoint: gw.endpoint, forcePathStyle: true }
+const bucket = async (): Promise<string> => {
+  const name = `suite-${randomBytes(6).toString('hex')}`
+  await admin.send(new CreateBucketCommand({ Bucket: name }))
+  return name
+}
+
+/** The driver sends bodies over 8 MiB as multipart uploads: served once the multipart module (gateways/s3/multipart/) is wired in. */
+const MULTIPART = { reason: 'the driver uploads this large body as a multipart upload, which the gateway answers NotImplemented until its multipart module is wired in', tests: ['read aborted through ctx.signal → ECANCELED'] }
+
+await runDriverSuite(t, { name: 's3 driver → S3 gateway (bucket root)', makeDriver: async () => createS3Driver({ ...spec, root: await bucket() }), skip: [MULTIPART] })
+await runDriverSuite(t, { name: 's3 driver → S3 gateway (prefix root)', makeDriver: async () => createS3Driver({ ...spec, root: `${await bucket()}/some prefix/in it` }), skip: [MULTIPART] })
