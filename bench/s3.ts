@@ -7,6 +7,10 @@
  * - PUT of that file: curl -T (Content-Length), `PUT /<bucket>/<key>` against
  *   `POST /api/files/cat`; each upload's size is checked on disk (and its SHA-256 in
  *   quick mode), then removed;
+ * - PUT of that file as a multipart upload (`PUT multipart`): 8 MiB parts, four at a
+ *   time (the aws CLI's part size; its concurrency is 10), with Node's fetch (SigV4,
+ *   UNSIGNED-PAYLOAD), then Complete, which writes the object from the staged parts;
+ *   against the same single `POST /api/files/cat` as above;
  * - a listing of 10,000 keys (1,000 in quick mode) in one folder: ListObjectsV2 page by
  *   page (1,000 keys each, continuation tokens) against one `GET /api/files/ls`, both
  *   with Node's fetch in this process (SigV4 by @smithy/signature-v4, the AWS SDK's signer).
@@ -15,6 +19,7 @@
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto'
 import { createReadStream, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { open as openFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SignatureV4 } from '@smithy/signature-v4'
 import { runBenchmark } from './lib/bench.js'
@@ -47,7 +52,7 @@ async function sha256(path: string): Promise<string> {
   return h.digest('hex')
 }
 
-type Case = 'GET' | 'PUT' | 'list'
+type Case = 'GET' | 'PUT' | 'PUT multipart' | 'list'
 interface Sample {
   readonly run: number
   readonly door: 's3' | 'http'
@@ -114,6 +119,44 @@ runBenchmark('s3', async () => {
     } while (tokenNext)
     return count
   }
+  /** One signed request to the S3 gateway (UNSIGNED-PAYLOAD); its answer, or an error. */
+  const s3Request = async (method: string, key: string, query: Record<string, string>, body?: Uint8Array | string): Promise<Response> => {
+    const length = body === undefined ? {} : { 'content-length': String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength) }
+    const path = `/${BUCKET}/${key}`
+    const signed = await signer.sign({ method, protocol: 'http:', hostname: '127.0.0.1', port, path, query, headers: { host: `127.0.0.1:${port}`, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...length } })
+    const res = await fetch(`${endpoint}${path}?${new URLSearchParams(query)}`, { method, headers: signed.headers as Record<string, string>, ...(body === undefined ? {} : { body: body as BodyInit }) })
+    if (res.status !== 200) throw new Error(`${method} ${path}?${new URLSearchParams(query)}: ${res.status} ${(await res.text()).slice(0, 300)}`)
+    return res
+  }
+  const MP_PART = 8 * 2 ** 20
+  const MP_AT_ONCE = 4
+  const putMultipart = async (): Promise<number> => {
+    const key = 'up-s3.bin'
+    const uploadId = /<UploadId>([^<]+)</.exec(await (await s3Request('POST', key, { uploads: '' })).text())?.[1]
+    if (!uploadId) throw new Error('CreateMultipartUpload: no UploadId')
+    const file = await openFile(source)
+    const count = Math.ceil(size / MP_PART)
+    const etags: string[] = new Array(count)
+    let next = 0
+    try {
+      const worker = async (): Promise<void> => {
+        for (let i = next++; i < count; i = next++) {
+          const buf = Buffer.allocUnsafe(Math.min(MP_PART, size - i * MP_PART))
+          await file.read(buf, 0, buf.length, i * MP_PART)
+          const res = await s3Request('PUT', key, { partNumber: String(i + 1), uploadId }, buf)
+          etags[i] = res.headers.get('etag') ?? ''
+          await res.arrayBuffer()
+        }
+      }
+      await Promise.all(Array.from({ length: MP_AT_ONCE }, worker))
+    } finally {
+      await file.close()
+    }
+    const parts = etags.map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${e}</ETag></Part>`).join('')
+    const done = await (await s3Request('POST', key, { uploadId }, `<CompleteMultipartUpload>${parts}</CompleteMultipartUpload>`)).text()
+    if (!done.includes(`-${count}`)) throw new Error(`CompleteMultipartUpload: ${done.slice(0, 300)}`)
+    return size
+  }
   const listHttp = async (): Promise<number> => {
     const res = await fetch(`${server.url}/api/files/ls?path=/${BUCKET}/many/`, { headers: { authorization: `Bearer ${token}` } })
     const j = (await res.json()) as { results?: unknown[]; result?: unknown[] }
@@ -126,6 +169,8 @@ runBenchmark('s3', async () => {
     'GET http': async () => (await curlOnce([...bearer, '-o', '/dev/null', `${server.url}/api/files/cat?path=/${BUCKET}/big.bin`], 'GET http'), size),
     'PUT s3': async () => (await curlOnce([...sigv4, '-T', source, `${endpoint}/${BUCKET}/up-s3.bin`], 'PUT s3'), size),
     'PUT http': async () => (await curlOnce([...bearer, '-X', 'POST', '-T', source, `${server.url}/api/files/cat?path=/${BUCKET}/up-http.bin`], 'PUT http'), size),
+    'PUT multipart s3': putMultipart,
+    'PUT multipart http': async () => (await curlOnce([...bearer, '-X', 'POST', '-T', source, `${server.url}/api/files/cat?path=/${BUCKET}/up-http.bin`], 'PUT http'), size),
     'list s3': listS3,
     'list http': listHttp,
   }
@@ -137,7 +182,7 @@ runBenchmark('s3', async () => {
     const wallS = (performance.now() - t0) / 1000
     const cpu = server.cpu() - cpu0
     if (kase === 'list' && n !== nKeys) throw new Error(`${door}: listed ${n} keys instead of ${nKeys}`)
-    if (kase === 'PUT') {
+    if (kase === 'PUT' || kase === 'PUT multipart') {
       const got = statSync(landed(door), { throwIfNoEntry: false })?.size
       if (got !== size) throw new Error(`${door}: the upload left ${got ?? 'no file'} bytes instead of ${size}`)
       if (expectHash && (await sha256(landed(door))) !== expectHash) throw new Error(`${door}: the uploaded bytes differ from the file sent`)
@@ -146,7 +191,7 @@ runBenchmark('s3', async () => {
     return { run: runNo, door, kase, rate: kase === 'list' ? n / wallS : size / wallS / 1e6, cpuPerGiB: kase === 'list' ? cpu : cpu / (size / GiB) }
   }
 
-  const chosen = (['GET', 'PUT', 'list'] as const).filter((k) => selected(k))
+  const chosen = (['GET', 'PUT', 'PUT multipart', 'list'] as const).filter((k) => selected(k))
   progress('warm-up: each case once')
   for (const k of chosen) for (const d of ['s3', 'http'] as const) await once(k, d, 0)
   const samples: Sample[] = []
