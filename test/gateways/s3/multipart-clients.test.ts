@@ -90,6 +90,14 @@ t.test('AWS SDK v3, default checksums: create, parts, list, complete, read back;
   t.equal(md5(await got.Body!.transformToByteArray()), md5(Buffer.concat(parts)), 'GetObject: the whole object')
   t.same(staged(gw), [], 'the staging is gone')
 
+  // A Complete that fails once the object is being written (a file where the key needs a
+  // folder): the 200 carries S3's error document, which the SDK raises as the error.
+  const { UploadId: blocked } = await s3.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'blocked/obj.bin' }))
+  const b1 = await s3.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'blocked/obj.bin', UploadId: blocked, PartNumber: 1, Body: randomBytes(1000) }))
+  gw.put('mpu/blocked', 'in the way')
+  t.equal(await failure(s3.send(new CompleteMultipartUploadCommand({ Bucket: 'mpu', Key: 'blocked/obj.bin', UploadId: blocked, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: b1.ETag! }] } }))), 'InvalidArgument', 'an error in the 200: raised by the SDK')
+  await s3.send(new AbortMultipartUploadCommand({ Bucket: 'mpu', Key: 'blocked/obj.bin', UploadId: blocked }))
+
   const { UploadId: gone } = await s3.send(new CreateMultipartUploadCommand({ Bucket: 'mpu', Key: 'gone.bin' }))
   await s3.send(new UploadPartCommand({ Bucket: 'mpu', Key: 'gone.bin', UploadId: gone, PartNumber: 1, Body: randomBytes(1000) }))
   await s3.send(new AbortMultipartUploadCommand({ Bucket: 'mpu', Key: 'gone.bin', UploadId: gone }))
