@@ -9,9 +9,10 @@
  *   one chunk whatever the part's size. A part re-sent replaces the previous one
  *   atomically (one record swap);
  * - **Complete** checks the part list, then streams the parts in order into one file
- *   opened on the user's view: the object appears atomically at the handle's close, with
- *   the md5-of-md5s `-N` ETag; the staging goes. A Complete repeated afterwards answers
- *   the same (the upload's record is kept, completed, until it expires);
+ *   opened on the user's view (while route.ts keeps the client's connection alive): the
+ *   object appears atomically at the handle's close, with the md5-of-md5s `-N` ETag; the
+ *   staging goes. A Complete repeated afterwards answers the same (the upload's record
+ *   is kept, completed, until it expires);
  * - **Abort** and **expiry** remove the records and the staging folder: nothing is left.
  *
  * Errors S3 defines are thrown as S3Error; the storage's own failures stay FsErrors,
@@ -44,8 +45,6 @@ export interface MultipartOptions {
   readonly meta: Pick<ObjectMeta, 'put'>
   /** Uploads not completed this long after their creation are removed (`s3.multipart_expiry_hours`). */
   readonly expiryMs: number
-  /** Smallest part but the last (default 5 MiB, S3's). */
-  readonly minPartBytes?: number
   readonly log?: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void
 }
 
@@ -74,7 +73,6 @@ function objectPath(bucket: string, key: string): string {
 export class MultipartUploads {
   readonly #o: MultipartOptions
   readonly #staging: PartStaging
-  readonly #minPart: number
   /** Uploads being completed in this process: a second Complete waits for none, it is refused. */
   readonly #completing = new Set<string>()
   #timer: NodeJS.Timeout | null = null
@@ -82,7 +80,6 @@ export class MultipartUploads {
   constructor(opts: MultipartOptions) {
     this.#o = opts
     this.#staging = new PartStaging(opts.stagingDir)
-    this.#minPart = opts.minPartBytes ?? MIN_PART_BYTES
   }
 
   /** Sweeps now, then every quarter of the expiry time (at most hourly), until `stop`. */
@@ -277,10 +274,10 @@ export class MultipartUploads {
       chosen.push(p)
     }
     chosen.forEach((p, i) => {
-      if (i < chosen.length - 1 && p.size < this.#minPart) {
+      if (i < chosen.length - 1 && p.size < MIN_PART_BYTES) {
         throw new S3Error('EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.', 400, {
           ProposedSize: String(p.size),
-          MinSizeAllowed: String(this.#minPart),
+          MinSizeAllowed: String(MIN_PART_BYTES),
           PartNumber: String(p.number),
         })
       }
