@@ -34,7 +34,13 @@ const person = (user: string) => ({ ID: user, DisplayName: user })
 /** While a Complete writes the object, a space goes out this often so that clients do not time out (S3 does the same). */
 const KEEP_ALIVE_MS = 5000
 
-export async function multipartRoute(uploads: MultipartUploads, r: S3Request, keepAliveMs = KEEP_ALIVE_MS): Promise<HttpReply | undefined> {
+/** `log`: where a Complete's failure that is a bug (not an S3 or storage error) is told, once its 200 went out. */
+export interface RouteOptions {
+  readonly keepAliveMs?: number
+  readonly log?: (level: 'error', msg: string, fields: Record<string, unknown>) => void
+}
+
+export async function multipartRoute(uploads: MultipartUploads, r: S3Request, opts: RouteOptions = {}): Promise<HttpReply | undefined> {
   const { req, bucket, key } = r
   const q = req.query
   const uploadId = q.get('uploadId')
@@ -48,7 +54,7 @@ export async function multipartRoute(uploads: MultipartUploads, r: S3Request, ke
       if (uploadId !== null) {
         const finish = await uploads.prepareComplete(r, uploadId, parseCompleteBody(await bodyText(r)))
         const location = `/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`
-        return completeReply(finish(), (etag) => ({ Location: location, Bucket: bucket, Key: key, ETag: quoteEtag(etag) }), r.req.requestId, keepAliveMs)
+        return completeReply(finish(), (etag) => ({ Location: location, Bucket: bucket, Key: key, ETag: quoteEtag(etag) }), r.req.requestId, opts)
       }
       return undefined
     case 'PUT': {
@@ -98,7 +104,8 @@ export async function multipartRoute(uploads: MultipartUploads, r: S3Request, ke
  * S3's error document in the body, as S3 answers a Complete that fails once started (the
  * SDKs and the aws CLI read it as the error it is).
  */
-function completeReply(work: Promise<string>, result: (etag: string) => XmlNode, requestId: string, keepAliveMs: number): HttpReply {
+function completeReply(work: Promise<string>, result: (etag: string) => XmlNode, requestId: string, opts: RouteOptions): HttpReply {
+  const keepAliveMs = opts.keepAliveMs ?? KEEP_ALIVE_MS
   work.catch(() => {}) // read below; never an unhandled rejection if the client left first
   const decl = xmlDocument('CompleteMultipartUploadResult', {})
   const prolog = decl.slice(0, decl.indexOf('?>') + 2)
@@ -116,7 +123,8 @@ function completeReply(work: Promise<string>, result: (etag: string) => XmlNode,
     try {
       yield withoutProlog(xmlDocument('CompleteMultipartUploadResult', result(await work)))
     } catch (err) {
-      const { error } = toS3Error(err)
+      const { error, bug } = toS3Error(err)
+      if (bug) opts.log?.('error', 's3 multipart complete failed', { request_id: requestId, error: err instanceof Error ? (err.stack ?? err.message) : String(err) })
       yield withoutProlog(xmlDocument('Error', { Code: error.code, Message: error.message, ...error.extra, RequestId: requestId }, null))
     }
   }

@@ -82,7 +82,7 @@ async function fixture(t: Test, opts: { expiryMs?: number } = {}) {
     }
     const s3r: S3Request = { req, caller: { accessKeyId: `key-of-${who.user}`, ...who, body, contentLength: length }, ctx: { requestId: req.requestId, signal: req.signal }, meta, region: 'us-east-1', bucket, key }
     // Complete: a keep-alive space every millisecond while it writes. Bodies read whole here.
-    const reply = await multipartRoute(uploads, s3r, 1)
+    const reply = await multipartRoute(uploads, s3r, { keepAliveMs: 1 })
     if (!reply || reply.body === undefined || typeof reply.body === 'string' || reply.body instanceof Uint8Array) return reply
     const chunks: Buffer[] = []
     for await (const c of reply.body) chunks.push(Buffer.from(c))
