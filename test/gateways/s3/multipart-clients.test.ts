@@ -17,6 +17,7 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
+  PutObjectCommand,
   ListPartsCommand,
   S3ServiceException,
   UploadPartCommand,
@@ -189,3 +190,23 @@ for (const backend of BACKENDS) {
     t.same(staged(gw), [], 'nothing staged')
   })
 }
+
+t.test('ETags and metadata through the gateway: PutObject keeps them; a file changed through another door gets a stable ETag that is no MD5', async (t) => {
+  const gw = await startS3Gateway(t)
+  const s3 = gw.client({ checksums: 'default' })
+  await s3.send(new CreateBucketCommand({ Bucket: 'meta' }))
+  const body = randomBytes(300_000)
+  const put = await s3.send(new PutObjectCommand({ Bucket: 'meta', Key: 'a/obj.bin', Body: body, ContentType: 'image/x-test', Metadata: { owner: 'alice', 'two-words': 'x y' } }))
+  t.equal(unquote(put.ETag), md5(body), 'PutObject: the MD5')
+  const head = await s3.send(new HeadObjectCommand({ Bucket: 'meta', Key: 'a/obj.bin' }))
+  t.equal(unquote(head.ETag), md5(body))
+  t.equal(head.ContentType, 'image/x-test')
+  t.same(head.Metadata, { owner: 'alice', 'two-words': 'x y' }, 'metadata round trip')
+  // Another door (here the disk) rewrites the file.
+  writeFileSync(join(gw.root, 'meta/a/obj.bin'), 'changed elsewhere')
+  const after = await s3.send(new HeadObjectCommand({ Bucket: 'meta', Key: 'a/obj.bin' }))
+  t.match(unquote(after.ETag), /^[0-9a-f]{32}-1$/, 'a stable ETag in the multipart shape')
+  t.not(unquote(after.ETag), md5(Buffer.from('changed elsewhere')), 'never claimed as the MD5')
+  t.same(after.Metadata ?? {}, {}, 'the old metadata is not served for other bytes')
+  t.equal(unquote((await s3.send(new HeadObjectCommand({ Bucket: 'meta', Key: 'a/obj.bin' }))).ETag), unquote(after.ETag), 'stable')
+})
