@@ -4,7 +4,8 @@
  * (aws-chunked bodies with trailers), boto3 (ListParts, ListMultipartUploads, Abort) and
  * the aws CLI's `s3 cp` of 40 MiB (multipart both ways), over a local folder and the sftp
  * backend. ETags are checked against MD5s computed here; other users' uploads and
- * read-only keys are refused; nothing is left staged.
+ * read-only keys are refused; nothing is left staged. Also the ETag rule end to end:
+ * PutObject's MD5 and metadata kept, a file changed on disk given a stable non-MD5 ETag.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
