@@ -22,5 +22,6 @@ const bucket = async (): Promise<string> => {
   return name
 }
 
+// Bodies over 8 MiB go as multipart uploads (the driver's), served by gateways/s3/multipart/.
 await runDriverSuite(t, { name: 's3 driver → S3 gateway (bucket root)', makeDriver: async () => createS3Driver({ ...spec, root: await bucket() }) })
 await runDriverSuite(t, { name: 's3 driver → S3 gateway (prefix root)', makeDriver: async () => createS3Driver({ ...spec, root: `${await bucket()}/some prefix/in it` }) })

@@ -37,7 +37,7 @@ export function createMultipart(ctx: Pick<GatewayContext, 'state' | 'dataDir' | 
   })
   uploads.start().catch((err: unknown) => ctx.log('warn', 's3 multipart sweep failed', { error: String(err) }))
   return {
-    route: (r) => multipartRoute(uploads, r),
+    route: (r) => multipartRoute(uploads, r, { log: (level, msg, fields) => ctx.log(level, msg, fields) }),
     stop: () => uploads.stop(),
   }
 }

@@ -16,11 +16,11 @@
 import type { HttpReply } from '../../../core/http.js'
 import type { MultipartUploadRecord } from '../../../core/state.js'
 import { parseCopySource } from '../copy.js'
-import { S3Error } from '../errors.js'
+import { S3Error, toS3Error } from '../errors.js'
 import { compareKeys } from '../keys.js'
 import { quoteEtag, userMetaFrom } from '../meta/index.js'
 import type { S3Request } from '../request.js'
-import { isoTime, xmlReply } from '../xml.js'
+import { type XmlNode, isoTime, xmlDocument, xmlReply } from '../xml.js'
 import type { MultipartUploads } from './uploads.js'
 import { parseCompleteBody } from './xml.js'
 
@@ -31,7 +31,16 @@ const MAX_LIST = 1000
 /** Who, as S3's listings show it: the gateway user. */
 const person = (user: string) => ({ ID: user, DisplayName: user })
 
-export async function multipartRoute(uploads: MultipartUploads, r: S3Request): Promise<HttpReply | undefined> {
+/** While a Complete writes the object, a space goes out this often so that clients do not time out (S3 does the same). */
+const KEEP_ALIVE_MS = 5000
+
+/** `log`: where a Complete's failure that is a bug (not an S3 or storage error) is told, once its 200 went out. */
+export interface RouteOptions {
+  readonly keepAliveMs?: number
+  readonly log?: (level: 'error', msg: string, fields: Record<string, unknown>) => void
+}
+
+export async function multipartRoute(uploads: MultipartUploads, r: S3Request, opts: RouteOptions = {}): Promise<HttpReply | undefined> {
   const { req, bucket, key } = r
   const q = req.query
   const uploadId = q.get('uploadId')
@@ -43,9 +52,9 @@ export async function multipartRoute(uploads: MultipartUploads, r: S3Request): P
         return xmlReply('InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: id })
       }
       if (uploadId !== null) {
-        const parts = parseCompleteBody(await bodyText(r))
-        const etag = await uploads.complete(r, uploadId, parts)
-        return xmlReply('CompleteMultipartUploadResult', { Location: `/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`, Bucket: bucket, Key: key, ETag: quoteEtag(etag) })
+        const finish = await uploads.prepareComplete(r, uploadId, parseCompleteBody(await bodyText(r)))
+        const location = `/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`
+        return completeReply(finish(), (etag) => ({ Location: location, Bucket: bucket, Key: key, ETag: quoteEtag(etag) }), r.req.requestId, opts)
       }
       return undefined
     case 'PUT': {
@@ -86,6 +95,44 @@ export async function multipartRoute(uploads: MultipartUploads, r: S3Request): P
     default:
       return undefined
   }
+}
+
+/**
+ * The answer to a Complete whose object is being written: 200 at once, the XML
+ * declaration, a space every `keepAliveMs` while the object is written (a big object on
+ * a slow storage takes longer than clients wait for a first byte), then the result, or
+ * S3's error document in the body, as S3 answers a Complete that fails once started (the
+ * SDKs and the aws CLI read it as the error it is).
+ */
+function completeReply(work: Promise<string>, result: (etag: string) => XmlNode, requestId: string, opts: RouteOptions): HttpReply {
+  const keepAliveMs = opts.keepAliveMs ?? KEEP_ALIVE_MS
+  work.catch(() => {}) // read below; never an unhandled rejection if the client left first
+  const decl = xmlDocument('CompleteMultipartUploadResult', {})
+  const prolog = decl.slice(0, decl.indexOf('?>') + 2)
+  const withoutProlog = (doc: string): string => doc.slice(doc.indexOf('?>') + 2)
+  async function* body(): AsyncGenerator<string> {
+    yield prolog
+    for (;;) {
+      let timer: NodeJS.Timeout | undefined
+      const tick = new Promise<'tick'>((res) => (timer = setTimeout(res, keepAliveMs, 'tick')))
+      const state = await Promise.race([work.then(() => 'done' as const, () => 'done' as const), tick])
+      clearTimeout(timer)
+      if (state === 'done') break
+      yield ' '
+    }
+    try {
+      yield withoutProlog(xmlDocument('CompleteMultipartUploadResult', result(await work)))
+    } catch (err) {
+      const { error, bug } = toS3Error(err)
+      if (bug) opts.log?.('error', 's3 multipart complete failed', { request_id: requestId, error: err instanceof Error ? (err.stack ?? err.message) : String(err) })
+      yield withoutProlog(xmlDocument('Error', { Code: error.code, Message: error.message, ...error.extra, RequestId: requestId }, null))
+    }
+  }
+  return { status: 200, headers: { 'content-type': 'application/xml' }, body: toBytes(body()) }
+}
+
+async function* toBytes(strings: AsyncIterable<string>): AsyncIterable<Uint8Array> {
+  for await (const s of strings) yield Buffer.from(s)
 }
 
 async function listUploads(uploads: MultipartUploads, r: S3Request): Promise<HttpReply> {

@@ -9,9 +9,10 @@
  *   one chunk whatever the part's size. A part re-sent replaces the previous one
  *   atomically (one record swap);
  * - **Complete** checks the part list, then streams the parts in order into one file
- *   opened on the user's view: the object appears atomically at the handle's close, with
- *   the md5-of-md5s `-N` ETag; the staging goes. A Complete repeated afterwards answers
- *   the same (the upload's record is kept, completed, until it expires);
+ *   opened on the user's view (while route.ts keeps the client's connection alive): the
+ *   object appears atomically at the handle's close, with the md5-of-md5s `-N` ETag; the
+ *   staging goes. A Complete repeated afterwards answers the same (the upload's record
+ *   is kept, completed, until it expires);
  * - **Abort** and **expiry** remove the records and the staging folder: nothing is left.
  *
  * Errors S3 defines are thrown as S3Error; the storage's own failures stay FsErrors,
@@ -44,8 +45,6 @@ export interface MultipartOptions {
   readonly meta: Pick<ObjectMeta, 'put'>
   /** Uploads not completed this long after their creation are removed (`s3.multipart_expiry_hours`). */
   readonly expiryMs: number
-  /** Smallest part but the last (default 5 MiB, S3's). */
-  readonly minPartBytes?: number
   readonly log?: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void
 }
 
@@ -74,7 +73,6 @@ function objectPath(bucket: string, key: string): string {
 export class MultipartUploads {
   readonly #o: MultipartOptions
   readonly #staging: PartStaging
-  readonly #minPart: number
   /** Uploads being completed in this process: a second Complete waits for none, it is refused. */
   readonly #completing = new Set<string>()
   #timer: NodeJS.Timeout | null = null
@@ -82,7 +80,6 @@ export class MultipartUploads {
   constructor(opts: MultipartOptions) {
     this.#o = opts
     this.#staging = new PartStaging(opts.stagingDir)
-    this.#minPart = opts.minPartBytes ?? MIN_PART_BYTES
   }
 
   /** Sweeps now, then every quarter of the expiry time (at most hourly), until `stop`. */
@@ -157,48 +154,59 @@ export class MultipartUploads {
   }
 
   /**
-   * Checks the part list and makes the object, atomically, from the staged parts.
-   * @returns the object's ETag (unquoted)
+   * Complete, in two steps: this one checks the upload and its part list (its refusals
+   * are the request's answer) and returns the second, which writes the object from the
+   * staged parts, atomically, and resolves to its ETag (unquoted). The second may take as
+   * long as writing the object takes: the answer is on its way meanwhile (route.ts).
    */
-  async complete(r: S3Request, id: string, requested: readonly RequestedPart[]): Promise<string> {
+  async prepareComplete(r: S3Request, id: string, requested: readonly RequestedPart[]): Promise<() => Promise<string>> {
     const up = await this.#upload(r, id, { write: true, completed: true })
-    if (up.completed_etag !== null) return up.completed_etag // a repeated Complete
+    if (up.completed_etag !== null) {
+      const etag = up.completed_etag
+      return async () => etag // a repeated Complete
+    }
     if (this.#completing.has(id)) throw new S3Error('OperationAborted', 'A conflicting operation is in progress on this upload. Please try again.', 409)
     this.#completing.add(id)
     try {
       const path = objectPath(r.bucket, r.key)
       const chosen = this.#chosen(id, requested, await this.#o.state.listMultipartParts(id))
-      const etag = multipartEtag(chosen.map((p) => p.etag))
-      const metadata = { userMeta: up.user_meta, ...(up.content_type === null ? {} : { contentType: up.content_type }) }
-      const made = await makeFolders(r, parentOf(path))
+      return () => this.#complete(r, up, path, chosen).finally(() => this.#completing.delete(id))
+    } catch (err) {
+      this.#completing.delete(id)
+      throw err
+    }
+  }
+
+  async #complete(r: S3Request, up: MultipartUploadRecord, path: string, chosen: readonly MultipartPartRecord[]): Promise<string> {
+    const id = up.id
+    const etag = multipartEtag(chosen.map((p) => p.etag))
+    const metadata = { userMeta: up.user_meta, ...(up.content_type === null ? {} : { contentType: up.content_type }) }
+    const made = await makeFolders(r, parentOf(path))
+    try {
+      const h = await r.caller.fs.open(r.ctx, path, FILE_WRITE, { metadata })
       try {
-        const h = await r.caller.fs.open(r.ctx, path, FILE_WRITE, { metadata })
-        try {
-          let off = 0
-          for (const p of chosen) {
-            for await (const chunk of this.#staging.read(id, p.file)) {
-              await h.write(off, chunk)
-              off += chunk.byteLength
-            }
+        let off = 0
+        for (const p of chosen) {
+          for await (const chunk of this.#staging.read(id, p.file)) {
+            await h.write(off, chunk)
+            off += chunk.byteLength
           }
-          await h.close()
-        } catch (err) {
-          h.abort()
-          throw err
         }
+        await h.close()
       } catch (err) {
-        await unmakeFolders(r, made)
-        if (!isFsError(err) && (err as NodeJS.ErrnoException).code === 'ENOENT') throw noSuchUpload(id) // aborted or swept meanwhile
+        h.abort()
         throw err
       }
-      const entry = await r.caller.fs.stat(r.ctx, path)
-      await this.#o.meta.put(r.caller.fs, path, entry, { etag, ...metadata }, r.ctx)
-      await this.#o.state.completeMultipartUpload(id, etag)
-      await this.#staging.remove(id)
-      return etag
-    } finally {
-      this.#completing.delete(id)
+    } catch (err) {
+      await unmakeFolders(r, made)
+      if (!isFsError(err) && (err as NodeJS.ErrnoException).code === 'ENOENT') throw noSuchUpload(id) // aborted or swept meanwhile
+      throw err
     }
+    const entry = await r.caller.fs.stat(r.ctx, path)
+    await this.#o.meta.put(r.caller.fs, path, entry, { etag, ...metadata }, r.ctx)
+    await this.#o.state.completeMultipartUpload(id, etag)
+    await this.#staging.remove(id)
+    return etag
   }
 
   async abort(r: S3Request, id: string): Promise<void> {
@@ -266,10 +274,10 @@ export class MultipartUploads {
       chosen.push(p)
     }
     chosen.forEach((p, i) => {
-      if (i < chosen.length - 1 && p.size < this.#minPart) {
+      if (i < chosen.length - 1 && p.size < MIN_PART_BYTES) {
         throw new S3Error('EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.', 400, {
           ProposedSize: String(p.size),
-          MinSizeAllowed: String(this.#minPart),
+          MinSizeAllowed: String(MIN_PART_BYTES),
           PartNumber: String(p.number),
         })
       }

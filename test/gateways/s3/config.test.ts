@@ -13,9 +13,9 @@ import { startS3Gateway } from './fixture.js'
 import { rawS3 } from './raw.js'
 
 t.test('settings and their validation', async (t) => {
-  t.match(DEFAULTS.s3, { port: 8335, host: null, region: 'us-east-1', base_domain: null }, 'on port 8335 of the service host, path-style, by default')
+  t.same(DEFAULTS.s3, { port: 8335, host: null, region: 'us-east-1', base_domain: null, multipart_expiry_hours: 24 }, 'on port 8335 of the service host, path-style, by default')
   t.same(loadConfig([], { FILEGATE_S3_PORT: 'off' }).s3.port, 'off', 'FILEGATE_S3_PORT=off')
-  t.match(loadConfig([], { FILEGATE_S3_PORT: '9000', FILEGATE_S3_HOST: '0.0.0.0', FILEGATE_S3_REGION: 'eu-west-3', FILEGATE_S3_BASE_DOMAIN: 'S3.Example.com' }).s3, { port: 9000, host: '0.0.0.0', region: 'eu-west-3', base_domain: 's3.example.com' }, 'every setting from the environment')
+  t.same(loadConfig([], { FILEGATE_S3_PORT: '9000', FILEGATE_S3_HOST: '0.0.0.0', FILEGATE_S3_REGION: 'eu-west-3', FILEGATE_S3_BASE_DOMAIN: 'S3.Example.com' }).s3, { port: 9000, host: '0.0.0.0', region: 'eu-west-3', base_domain: 's3.example.com', multipart_expiry_hours: 24 }, 'every setting from the environment')
   t.throws(() => loadConfig([], { FILEGATE_S3_PORT: 'of' }), ConfigError, 'a typo in the variable')
   t.throws(() => validateConfig({ s3: { port: 70000 } }), { name: 'ConfigError', message: /s3\.port/ }, 'a port out of range names the setting')
   t.throws(() => validateConfig({ s3: { bucket: 'x' } }), { name: 'ConfigError', message: /s3: unknown key "bucket"/ }, 'an unknown key')

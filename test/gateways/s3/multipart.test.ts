@@ -7,7 +7,7 @@
  * numbers, abort during a part upload, crash debris and expiry swept.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { XMLParser } from 'fast-xml-parser'
 import t, { type Test } from 'tap'
@@ -81,11 +81,18 @@ async function fixture(t: Test, opts: { expiryMs?: number } = {}) {
       body,
     }
     const s3r: S3Request = { req, caller: { accessKeyId: `key-of-${who.user}`, ...who, body, contentLength: length }, ctx: { requestId: req.requestId, signal: req.signal }, meta, region: 'us-east-1', bucket, key }
-    return multipartRoute(uploads, s3r)
+    // Complete: a keep-alive space every millisecond while it writes. Bodies read whole here.
+    const reply = await multipartRoute(uploads, s3r, { keepAliveMs: 1 })
+    if (!reply || reply.body === undefined || typeof reply.body === 'string' || reply.body instanceof Uint8Array) return reply
+    const chunks: Buffer[] = []
+    for await (const c of reply.body) chunks.push(Buffer.from(c))
+    return { ...reply, body: Buffer.concat(chunks).toString('utf8') }
   }
   const doc = (reply: HttpReply | undefined): Record<string, any> => {
     if (!reply || typeof reply.body !== 'string') throw new Error('no XML reply')
-    return xml.parse(reply.body)
+    const parsed = xml.parse(reply.body)
+    if (parsed.Error) throw new S3Error(parsed.Error.Code, parsed.Error.Message, reply.status) // an error in a 200 (Complete)
+    return parsed
   }
   const create = async (who = alice, key = 'big.bin', headers: Record<string, string> = {}) =>
     doc(await call(who, 'bucket', key, { method: 'POST', query: 'uploads', headers })).InitiateMultipartUploadResult.UploadId as string
@@ -351,7 +358,7 @@ t.test('over an S3 backend: Complete writes the object with its Content-Type and
   const parts = [randomBytes(5 * MiB), randomBytes(123)]
   const etags = []
   for (const [i, p] of parts.entries()) etags.push(await uploads.uploadPart(request(p), id, String(i + 1)))
-  const etag = await uploads.complete(request(new Uint8Array(0)), id, etags.map((e, i) => ({ number: i + 1, etag: e })))
+  const etag = await (await uploads.prepareComplete(request(new Uint8Array(0)), id, etags.map((e, i) => ({ number: i + 1, etag: e }))))()
   t.equal(etag, md5OfMd5s(parts))
   const path = `/${bucket}/deep/er/obj.bin`
   const kept = await fs.metadata(c, path)
@@ -368,4 +375,24 @@ t.test('over an S3 backend: Complete writes the object with its Content-Type and
   await h.close()
   t.equal(md5(Buffer.concat(got)), md5(Buffer.concat(parts)), 'the object on S3 is the parts in order')
   t.equal((await meta.get(fs, path, await fs.stat(c, path), c)).etag, etag, 'HEAD answers the ETag Complete gave')
+})
+
+t.test('Complete answers at once and keeps the connection alive while it writes; a failure then is an error document in the 200', async (t) => {
+  const f = await fixture(t)
+  const data = [randomBytes(5 * MiB), randomBytes(5 * MiB)]
+  const id = await f.create(f.alice, 'blocked/obj.bin')
+  const etags = [await f.part(f.alice, 'blocked/obj.bin', id, 1, data[0]!), await f.part(f.alice, 'blocked/obj.bin', id, 2, data[1]!)]
+  const parts = etags.map((etag, i) => ({ n: i + 1, etag }))
+  // A file where the key needs a folder: found only once the object is being written.
+  writeFileSync(join(f.root, 'bucket/blocked'), 'in the way')
+  const failed = await f.call(f.alice, 'bucket', 'blocked/obj.bin', { method: 'POST', query: `uploadId=${id}`, body: f.completeXml(parts) })
+  t.equal(failed?.status, 200, 'the status went out before the object was written')
+  t.match(failed?.body, /^<\?xml version="1.0" encoding="UTF-8"\?>\s*<Error>/, 'then the error document, as S3 sends it')
+  t.equal(await s3code(Promise.resolve().then(() => f.doc(failed))), 'InvalidArgument')
+  t.same((await f.state.listMultipartParts(id)).map((p) => p.number), [1, 2], 'the upload and its parts stay: Complete can be sent again')
+  rmSync(join(f.root, 'bucket/blocked'))
+  const ok = await f.call(f.alice, 'bucket', 'blocked/obj.bin', { method: 'POST', query: `uploadId=${id}`, body: f.completeXml(parts) })
+  t.match(ok?.body, /^<\?xml version="1.0" encoding="UTF-8"\?> +<CompleteMultipartUploadResult/, 'spaces kept the connection alive while the object was written')
+  t.equal(f.doc(ok).CompleteMultipartUploadResult.ETag, `"${md5OfMd5s(data)}"`)
+  t.ok(readFileSync(join(f.root, 'bucket/blocked/obj.bin')).equals(Buffer.concat(data)))
 })
