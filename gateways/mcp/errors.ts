@@ -6,6 +6,7 @@
  * `internal error`, their detail kept for the log.
  */
 import { toApiError } from '../../core/api-error.js'
+import { isFsError } from '../../core/errors.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 
 export interface ToolFailure {
@@ -17,7 +18,9 @@ export interface ToolFailure {
 export function toolFailure(err: unknown): ToolFailure {
   const api = toApiError(err)
   const result: CallToolResult = { isError: true, content: [{ type: 'text', text: `${api.code}: ${api.message}` }] }
-  return api.code === 'INTERNAL' ? { result, bug: err } : { result }
+  // A call the client cancelled is not a failure to report (nobody reads its answer).
+  const cancelled = isFsError(err) && err.code === 'ECANCELED'
+  return api.code === 'INTERNAL' && !cancelled ? { result, bug: err } : { result }
 }
 
 /** A refusal of the gateway's own (not an error of the storage), in the same shape. */

@@ -6,9 +6,8 @@
  */
 import { lookup } from 'mime-types'
 import { type McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js'
-import type { ReadResourceResult } from '@modelcontextprotocol/sdk/types.js'
+import { ErrorCode, McpError, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js'
 import { ApiError, toApiError } from '../../core/api-error.js'
-import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js'
 import { joinPath } from '../../core/paths.js'
 import type { RequestContext } from '../../core/storage.js'
 import { READ, listAll } from './fs-ops.js'
@@ -21,6 +20,9 @@ const SCHEME = 'filegate://'
 export function resourceUri(path: string): string {
   return SCHEME + path.split('/').map(encodeURIComponent).join('/')
 }
+
+/** MCP's code for a resource that does not exist (the spec's -32002; the SDK names none). */
+const RESOURCE_NOT_FOUND = -32002
 
 /** The canonical path a resource URI names; `..` above the root is refused like everywhere. */
 export function resourcePath(uri: URL): string {
@@ -42,7 +44,8 @@ export function registerResources(server: McpServer, limits: ToolLimits): void {
       return await fn()
     } catch (err) {
       const api = toApiError(err)
-      throw new McpError(api.code === 'NOT_FOUND' ? ErrorCode.InvalidParams : ErrorCode.InternalError, `${api.code}: ${api.message}`)
+      const code = api.code === 'NOT_FOUND' ? RESOURCE_NOT_FOUND : api.code === 'INTERNAL' || api.code.startsWith('BACKEND_') ? ErrorCode.InternalError : ErrorCode.InvalidParams
+      throw new McpError(code, `${api.code}: ${api.message}`)
     }
   }
   server.registerResource(
