@@ -222,6 +222,9 @@ t.test("a gateway user's S3 key made in the page signs requests of the AWS SDK; 
   t.match(id, /^FG[A-Z0-9]{18}$/)
   t.match(secret, /^[A-Za-z0-9]{40}$/, 'the secret is shown')
   await page.waitForSelector(`tr.detail .s3-keys td:text("${id}")`)
+  const shot = join(t.testdirName, 'admin-console-s3-keys.png')
+  await page.screenshot({ path: shot, fullPage: true })
+  if (process.env.FILEGATE_SCREENSHOT) writeFileSync(process.env.FILEGATE_SCREENSHOT.replace(/(\.png)?$/, '-s3-keys.png'), readFileSync(shot))
 
   const s3 = new S3Client({ endpoint: echo.endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: id, secretAccessKey: secret }, maxAttempts: 1 })
   t.teardown(() => s3.destroy())

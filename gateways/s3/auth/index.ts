@@ -33,9 +33,6 @@ export interface S3Caller {
   readonly contentLength: number | null
 }
 
-/** The query parameters of a presigned URL: authentication's, not the operation's. */
-export const isAuthParameter = (name: string): boolean => /^x-amz-(algorithm|credential|date|expires|signedheaders|signature|content-sha256|security-token)$/i.test(name)
-
 /**
  * @param opts.region the region requests must be signed for ('*': any)
  * @throws S3Error (AccessDenied, SignatureDoesNotMatch, InvalidAccessKeyId, RequestTimeTooSkewed, SlowDown, ...)
