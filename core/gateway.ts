@@ -5,7 +5,7 @@
  * (core/protocol-fs.ts). Gateways import only core/; the composition root
  * (front/app.ts) implements the context below and starts and stops them.
  */
-import type { HttpHandler } from './http.js'
+import type { HttpHandler, HttpReply, HttpRequest } from './http.js'
 import type { BackendSpec } from './backend.js'
 import type { ProtocolFs } from './protocol-fs.js'
 import type { StateStore } from './state.js'
@@ -114,6 +114,12 @@ export interface HttpListenOptions {
   readonly handler: HttpHandler
   /** Largest request body the engine lets through (null: no limit); larger ones are refused before the handler reads them. */
   readonly maxBodyBytes: number | null
+  /**
+   * Renders the errors the engine answers itself (a malformed or refused request, a server
+   * shutting down, a reply that failed before its first byte) in the gateway's protocol;
+   * default: the HTTP API's JSON envelope.
+   */
+  readonly errorReply?: (err: unknown, req: HttpRequest) => HttpReply
 }
 
 export interface HttpListener {

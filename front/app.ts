@@ -190,6 +190,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
       const own = await listenWith(http, o.host, o.port, {
         handler: o.handler,
         maxBodyBytes: o.maxBodyBytes,
+        ...(o.errorReply ? { errorReply: o.errorReply } : {}),
         onRequestDone: (r) => {
           // Gateways' paths can carry credentials (presigned URLs keep them in the query, never logged).
           if (config.log.requests) logger.log(r.status >= 500 ? 'warn' : 'info', 'request', { ...r, port: own.port })

@@ -31,6 +31,8 @@ export interface ServerOptions {
   readonly handler: HttpHandler
   /** Largest request body; larger ones fail with EFBIG (413). */
   readonly maxBodyBytes: number | null
+  /** How errors the server answers itself are rendered (a gateway's protocol); default: the API's JSON envelope. */
+  readonly errorReply?: (err: unknown, req: HttpRequest) => HttpReply
   readonly onRequestDone: (log: RequestLog) => void
 }
 
@@ -183,13 +185,13 @@ export abstract class Exchange implements HttpRequest {
     const refusal = this.#refusal ?? (draining ? { status: 503, error: new ApiError('UNAVAILABLE', 'the server is shutting down') } : null)
     if (refusal) {
       this.closeAfter = true
-      const { reply } = errorReply(refusal.error)
+      const reply = this.#errorReply(refusal.error)
       this.deferRefusal(() => void this.#send({ ...reply, status: refusal.status }))
       return
     }
     this.opts
       .handler(this)
-      .catch((err: unknown) => errorReply(err).reply)
+      .catch((err: unknown) => this.#errorReply(err))
       .then((reply) => this.#send(reply))
       .catch(() => {})
   }
@@ -226,6 +228,10 @@ export abstract class Exchange implements HttpRequest {
     return [['x-request-id', this.requestId], ...Object.entries(reply.headers ?? {})]
   }
 
+  #errorReply(err: unknown): HttpReply {
+    return this.opts.errorReply ? this.opts.errorReply(err, this) : errorReply(err).reply
+  }
+
   // The send path --------------------------------------------------------------
 
   async #send(reply: HttpReply): Promise<void> {
@@ -250,11 +256,11 @@ export abstract class Exchange implements HttpRequest {
     } catch (err) {
       if (!headSent && !this.finished) {
         // Nothing went out yet: the client gets an error it can read, not a cut connection.
-        const { reply: failed } = errorReply(err)
+        const failed = this.#errorReply(err)
         this.#status = failed.status
         this.#bytes = 0
         this.closeAfter ||= !this.bodyComplete
-        this.writeWhole(failed, Buffer.from(String(failed.body)))
+        this.writeWhole(failed, failed.body === undefined ? null : Buffer.from(typeof failed.body === 'string' ? failed.body : String(failed.body)))
       } else if (!this.finished) this.destroy()
       this.#end(reply, err)
     }

@@ -6,6 +6,7 @@
  * document in one place (gateways/s3/handler.ts). Storage errors (`FsError`) become
  * S3 errors through the one table below.
  */
+import { type ApiCode, isApiError } from '../../core/api-error.js'
 import { type FsErrorCode, isFsError } from '../../core/errors.js'
 
 export class S3Error extends Error {
@@ -56,6 +57,14 @@ const MESSAGES: Partial<Record<FsErrorCode, string>> = {
   EIO: 'We encountered an internal error. Please try again.',
 }
 
+/** What the HTTP engine refuses itself, before the gateway sees the request (a malformed head, an unknown method, a shutdown). */
+const ENGINE: Partial<Record<ApiCode, readonly [code: string, status: number]>> = {
+  INVALID_INPUT: ['InvalidRequest', 400],
+  NOT_SUPPORTED: ['NotImplemented', 501],
+  UNAVAILABLE: ['ServiceUnavailable', 503],
+  TOO_LARGE: ['EntityTooLarge', 400],
+}
+
 /**
  * Any error → the S3 error to answer. `bug` marks what is not an S3Error nor a
  * storage error (the caller logs it; the client only sees InternalError).
@@ -65,6 +74,10 @@ export function toS3Error(err: unknown): { error: S3Error; bug: boolean } {
   if (isFsError(err)) {
     const [code, status] = TABLE[err.code]
     return { error: new S3Error(code, MESSAGES[err.code] ?? err.message, status), bug: err.code === 'EIO' }
+  }
+  if (isApiError(err)) {
+    const engine = ENGINE[err.code]
+    if (engine) return { error: new S3Error(engine[0], err.message, engine[1]), bug: false }
   }
   return { error: new S3Error('InternalError', 'We encountered an internal error. Please try again.', 500), bug: true }
 }

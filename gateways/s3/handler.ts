@@ -37,6 +37,8 @@ export interface S3HandlerOptions {
 
 /** This node, as `x-amz-id-2` tells it (S3 sends its host id there). */
 const HOST_ID = randomBytes(24).toString('base64')
+/** What every answer carries. */
+const ids = (req: HttpRequest) => ({ 'x-amz-request-id': req.requestId, 'x-amz-id-2': HOST_ID })
 
 /** Sub-resources of S3 this server does not have: 501 rather than acting as if the plain request was meant. */
 const UNSUPPORTED = [
@@ -116,7 +118,6 @@ const methodNotAllowed = (method: string, what: string): S3Error =>
 
 export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
   return async (req) => {
-    const ids = { 'x-amz-request-id': req.requestId, 'x-amz-id-2': HOST_ID }
     let caller: S3Caller | null = null
     let reply: HttpReply
     try {
@@ -131,7 +132,7 @@ export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
     const done = reply.finally
     return {
       ...reply,
-      headers: { ...reply.headers, ...ids },
+      headers: { ...reply.headers, ...ids(req) },
       finally: (err) => {
         try {
           done?.(err)
@@ -143,11 +144,11 @@ export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
   }
 }
 
-/** S3's error document (no body on HEAD, as S3). */
+/** S3's error document (no body on HEAD, as S3), for the handler's errors and the engine's own refusals. */
 export function errorReply(req: HttpRequest, err: unknown, log: S3HandlerOptions['log']): HttpReply {
   const { error, bug } = toS3Error(err)
   if (bug) log('error', 's3 request failed', { request_id: req.requestId, method: req.method, error: err instanceof Error ? (err.stack ?? err.message) : String(err) })
-  const headers: Record<string, string> = { 'content-type': 'application/xml' }
+  const headers: Record<string, string> = { 'content-type': 'application/xml', ...ids(req) }
   if (error.status === 503) headers['retry-after'] = '5'
   if (req.method === 'HEAD') return { status: error.status, headers }
   const body = xmlDocument('Error', { Code: error.code, Message: error.message, ...error.extra, Resource: req.path, RequestId: req.requestId }, null)

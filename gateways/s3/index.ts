@@ -6,7 +6,7 @@
  * buckets (its top-level folders) and their objects.
  */
 import type { Gateway, GatewayContext, HttpListener } from '../../core/gateway.js'
-import { createS3Handler } from './handler.js'
+import { createS3Handler, errorReply } from './handler.js'
 import { ObjectMeta } from './meta/index.js'
 import { type Multipart, createMultipart } from './multipart/index.js'
 
@@ -39,7 +39,8 @@ export function createS3Gateway(opts: S3GatewayOptions): Gateway {
       multipart = mp
       const handler = createS3Handler({ login: ctx.login, meta, region: opts.region, baseDomain: opts.baseDomain, log: ctx.log, multipart: (r) => mp.route(r) })
       // Bodies stream: PutObject has no size limit of its own (S3's is 5 GiB; this server streams any size).
-      listener = await ctx.listenHttp({ host: opts.host, port: opts.port, handler, maxBodyBytes: null })
+      // What the engine refuses itself is answered in S3's shape too (with x-amz-request-id).
+      listener = await ctx.listenHttp({ host: opts.host, port: opts.port, handler, maxBodyBytes: null, errorReply: (err, req) => errorReply(req, err, ctx.log) })
       ctx.log('info', 's3 gateway listening', { address: `${opts.host}:${listener.port}`, region: opts.region, base_domain: opts.baseDomain })
     },
     async stop() {

@@ -4,6 +4,7 @@
  * refusal of unsigned requests in S3's shape, and virtual-hosted style addressing.
  */
 import { existsSync, readFileSync } from 'node:fs'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import { ConfigError, DEFAULTS, validateConfig } from '../../../core/config.js'
@@ -56,4 +57,28 @@ t.test('virtual-hosted style: <bucket>.<base_domain> names the bucket; path-styl
   const apex = await rawS3(gw.endpoint, gw.key, 'GET', '/', { headers: { host: `s3.test:${gw.port}` } })
   t.match(apex.text, '<Name>vhost</Name>', 'the base domain itself: ListBuckets')
   t.notOk(existsSync(join(gw.root, 'dir')))
+})
+
+/** Sends `head` as it is on a new connection; the whole answer as text. */
+const rawHttp = (port: number, head: string) =>
+  new Promise<string>((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () => s.write(head))
+    let out = ''
+    s.setEncoding('utf8')
+    s.on('data', (d: string) => (out += d))
+    s.on('end', () => resolve(out))
+    s.on('error', reject)
+  })
+
+t.test('what the HTTP engine refuses before the gateway sees it is answered in S3\'s shape too', async (t) => {
+  const on = await startTestServer(t, { s3: { port: 0 } })
+  const port = on.app.gateways.find((g) => g.name === 's3')!.port!
+  const twice = await rawHttp(port, 'GET /bucket/key HTTP/1.1\r\nHost: x\r\nAuthorization: a\r\nAuthorization: b\r\nConnection: close\r\n\r\n')
+  t.match(twice, /^HTTP\/1\.1 400/, 'a header sent twice: 400')
+  t.match(twice, /x-amz-request-id: \S+/i)
+  t.match(twice, /<Error><Code>InvalidRequest<\/Code><Message>the authorization header is sent more than once<\/Message>/)
+  const method = await rawHttp(port, 'PROPFIND /bucket HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+  t.match(method, /^HTTP\/1\.1 501/, 'an unknown method: 501')
+  t.match(method, /<Code>NotImplemented<\/Code>/)
+  t.match(method, /x-amz-id-2: \S+/i)
 })
