@@ -24,7 +24,8 @@ interface Proc {
 function run(t: Test, args: string[], env: Record<string, string> = {}): Proc {
   const child = spawn(process.execPath, ['--import', 'tsx', 'front/main.ts', ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    // The gateways' own ports are fixed by default: other tests run at the same time.
+    env: { ...process.env, FILEGATE_SFTP_PORT: 'off', FILEGATE_S3_PORT: 'off', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const lines: Record<string, unknown>[] = []

@@ -28,7 +28,7 @@ export async function startOAuthServer(t: Test, overrides: Record<string, unknow
   }
   const dataDir = (overrides.data_dir as string | undefined) ?? t.testdir()
   const engine = process.env.FILEGATE_HTTP_ENGINE
-  const config = validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 2, sftp: { port: 'off' }, ...(engine ? { http_engine: engine } : {}), ...overrides, data_dir: dataDir })
+  const config = validateConfig({ port: 0, workers: 1, shutdown_grace_seconds: 2, sftp: { port: 'off' }, s3: { port: 'off' }, ...(engine ? { http_engine: engine } : {}), ...overrides, data_dir: dataDir })
   const app = await startFilegate(config, { logger, gateways: [probe] })
   t.teardown(() => app.close(0))
   const url = `http://127.0.0.1:${app.port}`

@@ -42,6 +42,7 @@ t.test('a read-only login reads, and is refused every change with a clear messag
     port: 0,
     workers: 1,
     sftp: { port: 'off' },
+    s3: { port: 'off' },
     mcp: { enabled: false },
     admin_password: ADMIN_PASSWORD,
     connections: [{ label: 'disk', type: 'local', path: join(dir, 'disk'), public: true }],
