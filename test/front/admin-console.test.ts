@@ -9,12 +9,13 @@
  * user logging in with them at the gateway login. An S3 key made in the page (its secret
  * shown once), used by the AWS SDK, revoked in the page.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3'
-import { type Page, chromium } from 'playwright-core'
-import t, { type Test } from 'tap'
+
+import t from 'tap'
+import { launchBrowser, noBrowser } from '../helpers/browser.js'
 import type { LoginRequest, PublicKey } from '../../core/gateway.js'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
 import { gate } from '../helpers/gateway.js'
@@ -23,37 +24,13 @@ import { sftpBatch } from '../gateways/sftp/clients.js'
 import { ADMIN_PASSWORD, createShare, viaShare } from '../helpers/share.js'
 import { s3Echo } from '../helpers/s3-echo.js'
 
-const CHROMIUM = '/usr/bin/chromium'
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install -y chromium)`
-
-/** Headless Chromium on a fresh profile; `failed` collects page errors and failed requests. */
-async function launch(t: Test): Promise<{ page: Page; failed: string[] }> {
-  const profile = mkdtempSync(join(tmpdir(), 'filegate-chromium-'))
-  // A fresh profile (--user-data-dir) per run: playwright passes it for a persistent context.
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1200, height: 900 },
-  })
-  t.teardown(async () => {
-    await browser.close()
-    rmSync(profile, { recursive: true, force: true })
-  })
-  const page = browser.pages()[0] ?? (await browser.newPage())
-  const failed: string[] = []
-  page.on('pageerror', (e) => failed.push(String(e)))
-  page.on('requestfailed', (r) => failed.push(`${r.url()} ${r.failure()?.errorText}`))
-  page.on('dialog', (d) => void d.accept())
-  return { page, failed }
-}
-
-t.test('log in, create a key, use it, revoke it in the page', { skip }, async (t) => {
+t.test('log in, create a key, use it, revoke it in the page', { skip: noBrowser }, async (t) => {
   const { url } = await startTestServer(t, { admin_password: ADMIN_PASSWORD })
   const token = await tmpSession(url)
   await api(url, token)('POST', '/api/files/cat', { path: '/docs/a.txt' }, { body: 'hello' })
   const share = await createShare(url, token, { path: '/docs', can_read: true })
 
-  const { page, failed } = await launch(t)
+  const { page, failed } = await launchBrowser(t)
 
   await page.goto(`${url}/admin`)
   await page.fill('#password', 'not the password')
@@ -122,13 +99,13 @@ t.test('log in, create a key, use it, revoke it in the page', { skip }, async (t
   t.same(failed, [], 'no page errors or failed requests')
 })
 
-t.test("a gateway user's keys and password, managed in the page, are what its gateway logins accept", { skip }, async (t) => {
+t.test("a gateway user's keys and password, managed in the page, are what its gateway logins accept", { skip: noBrowser }, async (t) => {
   const { url, ctx, login: gatewayLogin } = await gate(t)
   const login = (req: Partial<LoginRequest>) => gatewayLogin({ user: 'sftp-dana', ...req })
   const asKey = (pub: string): PublicKey => ({ algo: pub.split(' ')[0]!, data: Buffer.from(pub.split(' ')[1]!, 'base64') })
   const first = sshKeygen('ed25519', { comment: 'dana@laptop' })
   const second = sshKeygen('ecdsa', { comment: 'dana@phone' })
-  const { page, failed } = await launch(t)
+  const { page, failed } = await launchBrowser(t)
   await page.goto(`${url}/admin`)
   await page.fill('#password', ADMIN_PASSWORD)
   await page.click('#login-form button[type=submit]')
@@ -171,12 +148,12 @@ t.test("a gateway user's keys and password, managed in the page, are what its ga
   t.same(failed, [], 'no page errors or failed requests')
 })
 
-t.test('a user created in the console page logs in with OpenSSH sftp on the SFTP gateway', { skip }, async (t) => {
+t.test('a user created in the console page logs in with OpenSSH sftp on the SFTP gateway', { skip: noBrowser }, async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'filegate-console-sftp-'))
   t.teardown(() => rmSync(root, { recursive: true, force: true }))
   writeFileSync(join(root, 'hello.txt'), 'hello from the gateway')
   const { app, url } = await startTestServer(t, { admin_password: ADMIN_PASSWORD, sftp: { port: 0 }, connections: [{ label: 'disk', type: 'local', path: root }] })
-  const { page, failed } = await launch(t)
+  const { page, failed } = await launchBrowser(t)
   await page.goto(`${url}/admin`)
   await page.fill('#password', ADMIN_PASSWORD)
   await page.click('#login-form button[type=submit]')
@@ -200,9 +177,9 @@ t.test('a user created in the console page logs in with OpenSSH sftp on the SFTP
   t.same(failed, [], 'no page errors or failed requests')
 })
 
-t.test("a gateway user's S3 key made in the page signs requests of the AWS SDK; revoked in the page, it is refused", { skip }, async (t) => {
+t.test("a gateway user's S3 key made in the page signs requests of the AWS SDK; revoked in the page, it is refused", { skip: noBrowser }, async (t) => {
   const echo = await s3Echo(t)
-  const { page, failed } = await launch(t)
+  const { page, failed } = await launchBrowser(t)
   await page.goto(`${echo.gate.url}/admin`)
   await page.fill('#password', ADMIN_PASSWORD)
   await page.click('#login-form button[type=submit]')

@@ -10,10 +10,9 @@
  * itself, pointed at /mcp and at /sse: sent to the page, logged in, listing a folder
  * with `[DIR]` lines, refreshing its expired token.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
+
 import { join } from 'node:path'
 import { type OAuthClientProvider, auth } from '@modelcontextprotocol/sdk/client/auth.js'
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js'
@@ -21,32 +20,12 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
-import { type Page, chromium } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import t, { type Test } from 'tap'
+import { launchBrowser, noBrowser } from '../helpers/browser.js'
 import type { BearerResult } from '../../core/gateway.js'
 import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { type OAuthServer, startOAuthServer, tokenRequest } from '../helpers/oauth.js'
-
-const CHROMIUM = '/usr/bin/chromium'
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install -y chromium)`
-
-async function launch(t: Test): Promise<{ page: Page; failed: string[] }> {
-  const profile = mkdtempSync(join(tmpdir(), 'filegate-chromium-'))
-  const browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1000, height: 900 },
-  })
-  t.teardown(async () => {
-    await browser.close()
-    rmSync(profile, { recursive: true, force: true })
-  })
-  const page = browser.pages()[0] ?? (await browser.newPage())
-  const failed: string[] = []
-  page.on('pageerror', (e) => failed.push(String(e)))
-  page.on('console', (m) => void (/Content Security Policy|Refused to/.test(m.text()) && failed.push(m.text()))) // CSP violations
-  return { page, failed }
-}
 
 /** The app's loopback listener (RFC 8252): each redirect's query, in order. */
 async function callbackServer(t: Test): Promise<{ url: string; next: () => Promise<URLSearchParams> }> {
@@ -154,7 +133,7 @@ async function inBrowser(t: Test, s: OAuthServer, page: Page, cb: Awaited<Return
   return q.get('code')!
 }
 
-t.test('an MCP client logs in three ways through the page, and refreshes', { skip }, async (t) => {
+t.test('an MCP client logs in three ways through the page, and refreshes', { skip: noBrowser }, async (t) => {
   const dir = t.testdir({ disk: { 'report.txt': 'numbers', archive: {} }, data: {} })
   const s = await startOAuthServer(t, {
     data_dir: join(dir, 'data'),
@@ -164,7 +143,7 @@ t.test('an MCP client logs in three ways through the page, and refreshes', { ski
   const admin = await adminToken(s.url)
   const made = await fetch(`${s.url}/admin/api/users`, { method: 'POST', headers: { authorization: `Bearer ${admin}` }, body: JSON.stringify({ name: 'carol', password: 'carol password', connection: 'disk', root: '/archive', read_only: true }) })
   t.equal(made.status, 200, 'a read-only gateway user on the connection\'s /archive')
-  const { page, failed } = await launch(t)
+  const { page, failed } = await launchBrowser(t, { width: 1000, failedRequests: false })
   const cb = await callbackServer(t)
 
   const viaConnection = await dance(
@@ -227,14 +206,14 @@ t.test('an MCP client logs in three ways through the page, and refreshes', { ski
   t.same(failed, [], 'no page errors, no CSP violations')
 })
 
-t.test('an MCP client pointed at /mcp or /sse is sent to the page, logs in, lists a folder with [DIR] lines, and refreshes', { skip }, async (t) => {
+t.test('an MCP client pointed at /mcp or /sse is sent to the page, logs in, lists a folder with [DIR] lines, and refreshes', { skip: noBrowser }, async (t) => {
   const dir = t.testdir({ disk: { 'report.txt': 'numbers', archive: {} }, data: {} })
   const s = await startOAuthServer(t, {
     data_dir: join(dir, 'data'),
     connections: [{ label: 'disk', type: 'local', path: join(dir, 'disk'), password: 'disk password' }],
     oauth: { access_token_seconds: 2 },
   })
-  const { page, failed } = await launch(t)
+  const { page, failed } = await launchBrowser(t, { width: 1000, failedRequests: false })
   const cb = await callbackServer(t)
   const login = async (p: Page) => {
     await p.fill('#conn-password', 'disk password')
