@@ -6,18 +6,16 @@
  * through the admin API, as an admin would.
  */
 import { randomBytes } from 'node:crypto'
-import { chownSync, mkdirSync, writeFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { S3Client } from '@aws-sdk/client-s3'
 import type { Test } from 'tap'
-import type { ConnectionConfig } from '../../../core/config.js'
 import type { Filegate } from '../../../front/app.js'
 import { type Logger, silentLogger } from '../../../front/log.js'
 import { createS3Gateway } from '../../../gateways/s3/index.js'
 import { api, startTestServer } from '../../helpers/filegate.js'
 import { ADMIN_PASSWORD, adminToken } from '../../helpers/share.js'
 import { serverDir } from '../../servers/process.js'
-import { sharedSshd } from '../sftp/fixture.js'
+import { userStorage } from '../../helpers/user-storage.js'
 
 export type Backend = 'local' | 'sftp'
 export const BACKENDS: readonly Backend[] = ['local', 'sftp']
@@ -55,24 +53,8 @@ export interface S3GwOptions {
 
 export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S3Gw> {
   const base = serverDir(t, 's3-gw')
-  let root: string
-  let connection: ConnectionConfig
-  let userRoot = '/'
-  let own = (_abs: string): void => {}
-  if ((opts.backend ?? 'local') === 'sftp') {
-    const s = await sharedSshd()
-    const name = `gw-${randomBytes(6).toString('hex')}`
-    root = join(s.root, name)
-    own = (abs) => chownSync(abs, s.uid, s.gid)
-    mkdirSync(root)
-    own(root)
-    userRoot = `/${name}`
-    connection = { label: 'nas', type: 'sftp', hostname: '127.0.0.1', port: s.port, username: s.username, password: s.password }
-  } else {
-    root = join(base, 'root')
-    mkdirSync(root)
-    connection = { label: 'disk', type: 'local', path: root }
-  }
+  const storage = await userStorage(t, base, opts.backend ?? 'local')
+  const { connection, userRoot, root } = storage
   const { app, url } = await startTestServer(
     t,
     { s3: { port: 0, ...(opts.baseDomain ? { base_domain: opts.baseDomain } : {}) }, admin_password: ADMIN_PASSWORD, data_dir: join(base, 'data'), shutdown_grace_seconds: 1, connections: [connection] },
@@ -91,14 +73,6 @@ export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S
   }
   const key = await addUser(`alice${randomBytes(3).toString('hex')}`, { readOnly: opts.readOnly ?? false })
   const endpoint = `http://127.0.0.1:${gateway.port}`
-  const mkdir = (rel: string): void => {
-    const parts = rel.split('/').filter(Boolean)
-    for (let i = 1; i <= parts.length; i++) {
-      const abs = join(root, ...parts.slice(0, i))
-      mkdirSync(abs, { recursive: true })
-      own(abs)
-    }
-  }
   return {
     app,
     url,
@@ -118,12 +92,8 @@ export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S
       t.teardown(() => c.destroy())
       return c
     },
-    put(rel, data) {
-      if (dirname(rel) !== '.') mkdir(dirname(rel))
-      writeFileSync(join(root, rel), data)
-      own(join(root, rel))
-    },
-    mkdir,
+    put: storage.put,
+    mkdir: storage.mkdir,
     addUser,
   }
 }
