@@ -2,7 +2,6 @@
  * @module gateways/s3/objects
  * GetObject, HeadObject, PutObject and DeleteObject on the caller's view.
  */
-import { createHash } from 'node:crypto'
 import mime from 'mime-types'
 import { FsError } from '../../core/errors.js'
 import type { HttpReply } from '../../core/http.js'
@@ -110,17 +109,15 @@ async function* readRange(handle: FileHandle, start: number, end: number): Async
 }
 
 /**
- * Streams the body into an open write handle, hashing it (the ETag); commits only once
- * the body completed, which is when authentication has checked it (signatures,
- * Content-MD5, checksums) and its length matched: any failure aborts the handle, so the
- * previous object stays as it was.
+ * Streams the body into a write handle opened with `digest: 'md5'` (the worker hashes
+ * what it commits: the ETag); commits only once the body completed, which is when
+ * authentication has checked it (signatures, Content-MD5, checksums) and its length
+ * matched: any failure aborts the handle, so the previous object stays as it was.
  */
 async function writeBody(r: S3Request, handle: FileHandle): Promise<string> {
-  const md5 = createHash('md5')
   let offset = 0
   try {
     for await (const chunk of r.caller.body) {
-      md5.update(chunk)
       const n = chunk.length
       await handle.write(offset, chunk)
       offset += n
@@ -129,8 +126,9 @@ async function writeBody(r: S3Request, handle: FileHandle): Promise<string> {
     if (expected !== null && offset !== expected) {
       throw new S3Error('IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header.', 400)
     }
-    await handle.close()
-    return md5.digest('hex')
+    const { digest } = await handle.close()
+    if (digest === undefined) throw new FsError('EIO', 'the storage returned no digest of the object')
+    return digest
   } catch (err) {
     handle.abort()
     throw err
@@ -176,11 +174,11 @@ export async function putObject(r: S3Request): Promise<HttpReply> {
   let made: string[] = []
   let handle: FileHandle
   try {
-    handle = await r.caller.fs.open(r.ctx, path, flags, { metadata })
+    handle = await r.caller.fs.open(r.ctx, path, flags, { metadata, digest: 'md5' })
   } catch (err) {
     if (codeOf(err) !== 'ENOENT') throw exclusive && codeOf(err) === 'EEXIST' ? preconditionFailed('If-None-Match') : err
     made = await makeFolders(r, parentOf(path))
-    handle = await r.caller.fs.open(r.ctx, path, flags, { metadata })
+    handle = await r.caller.fs.open(r.ctx, path, flags, { metadata, digest: 'md5' })
   }
   let etag: string
   try {

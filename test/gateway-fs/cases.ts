@@ -213,6 +213,25 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       t.same(names(f.backing), ['old'], 'no temporary file left')
     })
 
+    await t.test('digest: close returns the MD5 of what was committed, hashed by the worker', async (t) => {
+      const f = await make(t)
+      const md5 = (b: Uint8Array) => createHash('md5').update(b).digest('hex')
+      const data = randomBytes(3 * MiB + 123)
+      const h = await f.fs.open(ctx(), '/put.bin', PUT, { digest: 'md5' })
+      await writeLikeSftp(h, data)
+      t.same(await h.close(), { digest: md5(data) }, 'a put: the MD5 of the whole file')
+      const s = await f.fs.open(ctx(), '/staged.bin', flags({ read: true, write: true, create: true, truncate: true }), { digest: 'md5' })
+      await s.write(0, data.subarray(0, MiB))
+      await s.write(MiB, data.subarray(MiB))
+      t.same(await s.close(), { digest: md5(data) }, 'through a staging copy: the same')
+      t.equal(sha256(readFileSync(join(f.backing, 'staged.bin'))), sha256(data), 'and the bytes are those hashed')
+      const plain = await f.fs.open(ctx(), '/plain.bin', PUT)
+      await plain.write(0, data)
+      t.same(await plain.close(), {}, 'no digest asked: none given')
+      const empty = await f.fs.open(ctx(), '/empty.bin', PUT, { digest: 'md5' })
+      t.same(await empty.close(), { digest: md5(new Uint8Array(0)) }, 'an empty file: the MD5 of nothing')
+    })
+
     await t.test('put: abort commits nothing and leaves no debris', async (t) => {
       const f = await make(t)
       f.put('keep', 'old bytes')
