@@ -36,13 +36,10 @@ export async function statObject(r: S3Request, key = r.key): Promise<{ path: str
   return { path, entry, folder }
 }
 
-/**
- * An object's ETag and metadata. `listing`: what costs no request per object (the
- * storage's own metadata, on S3, is then left out: listings show only ETags).
- */
-export async function metaOf(r: S3Request, path: string, entry: FsEntry, folder: boolean, listing = false): Promise<ObjectMetaValue> {
+/** An object's ETag and metadata (listings take a page's at once: meta.getMany). */
+export async function metaOf(r: S3Request, path: string, entry: FsEntry, folder: boolean): Promise<ObjectMetaValue> {
   if (folder) return { etag: EMPTY_MD5, contentType: 'application/x-directory', userMeta: {} }
-  return listing ? r.meta.get(r.caller.fs, path, entry) : r.meta.get(r.caller.fs, path, entry, r.ctx)
+  return r.meta.get(r.caller.fs, path, entry, r.ctx)
 }
 
 const httpDate = (ms: number | null): string => new Date(ms ?? 0).toUTCString()
