@@ -80,8 +80,12 @@ export interface FileHandle {
   readonly flags: OpenFlags
   /** Up to `length` bytes from `offset`; fewer only at the end of the file; empty at or past it. */
   read(offset: number, length: number): Promise<Uint8Array>
-  /** An error of a write that was coalesced may surface at a later write or at `close`. */
-  write(offset: number, data: Uint8Array): Promise<void>
+  /**
+   * An error of a write that was coalesced may surface at a later write or at `close`.
+   * `give`: the caller gives `data` away and never touches it again (an HTTP body's
+   * chunk), so a large one may be moved to the worker as it is, without a copy.
+   */
+  write(offset: number, data: Uint8Array, opts?: { readonly give?: boolean }): Promise<void>
   /** The file as this handle sees it (size includes writes not yet committed). */
   stat(): Promise<FsEntry>
   /** Commits what was written (atomically), then releases the handle. */

@@ -81,13 +81,13 @@ export class Handle implements FileHandle {
     })
   }
 
-  write(offset: number, data: Uint8Array): Promise<void> {
+  write(offset: number, data: Uint8Array, opts: { readonly give?: boolean } = {}): Promise<void> {
     if (this.#d.writer) {
       // Not chained: the coalescer takes writes as they come (in any order) and applies its own backpressure.
       if (!this.#usable()) return Promise.reject(this.#error ?? closedError(this.path))
       checkRange(offset, data.byteLength, this.path)
       const at = this.flags.append ? this.#d.writer.size : offset
-      return this.#d.writer.write(at, data).catch((err: unknown) => {
+      return this.#d.writer.write(at, data, opts.give === true).catch((err: unknown) => {
         throw asFsError(err)
       })
     }

@@ -116,7 +116,7 @@ async function writeBody(r: S3Request, handle: FileHandle): Promise<string> {
   try {
     for await (const chunk of r.caller.body) {
       const n = chunk.length
-      await handle.write(offset, chunk)
+      await handle.write(offset, chunk, { give: true }) // the body's chunks are ours (core/http)
       offset += n
     }
     const expected = r.caller.contentLength

@@ -424,6 +424,29 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       t.equal(f.fs.stats.pendingBytes, 0, 'nothing left pending')
     })
 
+    await t.test('put: large writes given away (an HTTP body) cross as they are, moved, not copied', async (t) => {
+      const f = await make(t)
+      const parts = [3 * MiB, 5, 2 * MiB + 7, 4096, MiB].map((n) => {
+        const b = Buffer.allocUnsafeSlow(n) // owns its whole ArrayBuffer, as a body's chunk does
+        b.set(randomBytes(n))
+        return b
+      })
+      const whole = Buffer.concat(parts)
+      const before = f.fs.stats.uploadChunks
+      const h = await f.fs.open(ctx(), '/given', PUT)
+      let offset = 0
+      for (const p of parts) {
+        const n = p.byteLength
+        await h.write(offset, p, { give: true })
+        offset += n
+      }
+      await h.close()
+      t.same(parts.map((p) => p.byteLength), [0, 5, 0, 4096, 0], 'the large ones were moved to the worker (their buffers detached); small ones copied')
+      t.equal(f.fs.stats.uploadChunks - before, 5, 'each large write one chunk, the small ones joined to what precedes the next')
+      t.equal(sha256(readFileSync(join(f.backing, 'given'))), sha256(whole), 'byte-exact')
+      t.equal(f.fs.stats.pendingBytes, 0, 'nothing left pending')
+    })
+
     await t.test('an idle handle drops its read stream', async (t) => {
       const f = await make(t)
       f.put('big', randomBytes(8 * MiB))
