@@ -189,21 +189,36 @@ async function write(d: Driver, msg: Extract<Request, { op: 'write' }>, p: Messa
   const body = new PortReader(p, { budget })
   const { overwrite, size, mtimeMs, metadata } = msg
   const opts = { overwrite, ...(size === undefined ? {} : { size }), ...(mtimeMs === undefined ? {} : { mtimeMs }), ...(metadata === undefined ? {} : { metadata }) }
-  const hash = msg.digest === undefined ? null : createHash(msg.digest)
-  const source = hash === null ? body : hashing(body, hash)
+  const hashed = msg.digest === undefined ? null : hashing(body, createHash(msg.digest))
+  const source = hashed?.body ?? body
   try {
     const entry = await (msg.parents ? writeFile(ctx, d, msg.path, source, opts) : d.write(ctx, msg.path, source, opts))
-    return hash === null ? entry : { ...entry, digest: hash.digest('hex') }
+    return hashed === null ? entry : { ...entry, digest: await hashed.digest() }
   } finally {
     body.cancel() // no-op after a complete read; stops the sender when the write failed early
   }
 }
 
-/** The bytes of `body` as they go by the driver, fed to `hash` on this thread (a gateway's ETag). */
-async function* hashing(body: AsyncIterable<Uint8Array>, hash: Hash): AsyncIterable<Uint8Array> {
-  for await (const chunk of body) {
-    hash.update(chunk)
-    yield chunk
+/**
+ * The bytes of `body` as they go by the driver, fed to `hash` on this thread (a gateway's
+ * ETag). Each chunk is hashed while the driver writes it (the write's system calls run
+ * off this thread): the hash and the write overlap instead of taking turns.
+ */
+function hashing(body: AsyncIterable<Uint8Array>, hash: Hash): { body: AsyncIterable<Uint8Array>; digest(): Promise<string> } {
+  let hashed: Promise<void> = Promise.resolve()
+  async function* pass(): AsyncIterable<Uint8Array> {
+    for await (const chunk of body) {
+      hashed = new Promise<void>((resolve) => setImmediate(() => resolve(void hash.update(chunk))))
+      yield chunk
+      await hashed
+    }
+  }
+  return {
+    body: pass(),
+    digest: async () => {
+      await hashed
+      return hash.digest('hex')
+    },
   }
 }
 
