@@ -68,6 +68,8 @@ export type RequestBody =
       readonly mtimeMs?: number
       /** Kept with the object where the driver can (`metadata` ability). */
       readonly metadata?: ObjectMetadata
+      /** Hash the bytes as they are written: the reply is the entry with `digest` (hex). */
+      readonly digest?: 'md5'
       readonly port: MessagePort
     }
   /** `parents`: mkdir -p. `exclusive`: an existing directory is EEXIST. */

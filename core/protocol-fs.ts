@@ -53,6 +53,17 @@ export interface OpenOptions {
    * metadata kept with it where the storage can (`abilities.metadata`); ignored elsewhere.
    */
   readonly metadata?: ObjectMetadata
+  /**
+   * For a new or truncated file: the worker hashes the bytes it commits and `close`
+   * returns the hex digest (S3's ETag), so that the hash costs the caller's thread nothing.
+   */
+  readonly digest?: 'md5'
+}
+
+/** What `close` tells of the file it committed. */
+export interface CloseResult {
+  /** Hex digest of the file's whole content as committed, when `open` asked for one (`OpenOptions.digest`) and the file was written whole (new or truncated). */
+  readonly digest?: string
 }
 
 /**
@@ -69,12 +80,16 @@ export interface FileHandle {
   readonly flags: OpenFlags
   /** Up to `length` bytes from `offset`; fewer only at the end of the file; empty at or past it. */
   read(offset: number, length: number): Promise<Uint8Array>
-  /** An error of a write that was coalesced may surface at a later write or at `close`. */
-  write(offset: number, data: Uint8Array): Promise<void>
+  /**
+   * An error of a write that was coalesced may surface at a later write or at `close`.
+   * `give`: the caller gives `data` away and never touches it again (an HTTP body's
+   * chunk), so a large one may be moved to the worker as it is, without a copy.
+   */
+  write(offset: number, data: Uint8Array, opts?: { readonly give?: boolean }): Promise<void>
   /** The file as this handle sees it (size includes writes not yet committed). */
   stat(): Promise<FsEntry>
   /** Commits what was written (atomically), then releases the handle. */
-  close(): Promise<void>
+  close(): Promise<CloseResult>
   /** Releases the handle and drops every write not yet committed. Idempotent. */
   abort(): void
 }

@@ -211,6 +211,8 @@ export interface StateStore {
   /** Replaces the record of (storage, path). */
   putObjectMeta(meta: ObjectMetaRecord): Promise<void>
   getObjectMeta(storage: string, path: string): Promise<ObjectMetaRecord | null>
+  /** The records of those of `paths` that have one (a listing's page: one call), by path. */
+  getObjectMetas(storage: string, paths: readonly string[]): Promise<Map<string, ObjectMetaRecord>>
   deleteObjectMeta(storage: string, path: string): Promise<void>
 
   putMultipartUpload(upload: MultipartUploadRecord): Promise<void>

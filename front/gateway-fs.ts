@@ -255,8 +255,10 @@ class GatewayFs implements ProtocolFs {
     const fresh = flags.write && (initial === null || flags.truncate)
     // Metadata goes with a new or truncated file's upload only (what `open` promises).
     const metadata = fresh && opts.metadata && this.abilities.metadata ? { metadata: opts.metadata } : {}
+    // The worker hashes what it commits; the digest comes back with the entry (handles.ts).
+    const digest = fresh && opts.digest ? { digest: opts.digest } : {}
     const upload = (body: AsyncIterable<Uint8Array>, size?: number): Promise<Entry> =>
-      this.#ch.upload<Entry>(opCtx, { op: 'write', path, overwrite, parents: false, ...(size === undefined ? {} : { size }), ...metadata }, body)
+      this.#ch.upload<Entry>(opCtx, { op: 'write', path, overwrite, parents: false, ...(size === undefined ? {} : { size }), ...metadata, ...digest }, body)
     const reader = new ReadAhead(
       (offset, signal) => this.#ch.read({ requestId: ctx.requestId, signal }, { op: 'read', path, range: { start: offset }, inlineMax: INLINE_READ_MAX }),
       limits.idleMs ?? 2000,

@@ -9,6 +9,7 @@
  * aborts it, so long one-shot ops (a recursive rm, a copy-move of a tree) stop when
  * their caller leaves. Streams outlive their task as actors (workers/transfers.ts).
  */
+import { type Hash, createHash } from 'node:crypto'
 import { type MessagePort, type Transferable, parentPort, threadId, workerData } from 'node:worker_threads'
 import type { Driver, OpContext } from '../core/driver.js'
 import { FsError, isFsError, toWire } from '../core/errors.js'
@@ -188,10 +189,36 @@ async function write(d: Driver, msg: Extract<Request, { op: 'write' }>, p: Messa
   const body = new PortReader(p, { budget })
   const { overwrite, size, mtimeMs, metadata } = msg
   const opts = { overwrite, ...(size === undefined ? {} : { size }), ...(mtimeMs === undefined ? {} : { mtimeMs }), ...(metadata === undefined ? {} : { metadata }) }
+  const hashed = msg.digest === undefined ? null : hashing(body, createHash(msg.digest))
+  const source = hashed?.body ?? body
   try {
-    return await (msg.parents ? writeFile(ctx, d, msg.path, body, opts) : d.write(ctx, msg.path, body, opts))
+    const entry = await (msg.parents ? writeFile(ctx, d, msg.path, source, opts) : d.write(ctx, msg.path, source, opts))
+    return hashed === null ? entry : { ...entry, digest: await hashed.digest() }
   } finally {
     body.cancel() // no-op after a complete read; stops the sender when the write failed early
+  }
+}
+
+/**
+ * The bytes of `body` as they go by the driver, fed to `hash` on this thread (a gateway's
+ * ETag). Each chunk is hashed while the driver writes it (the write's system calls run
+ * off this thread): the hash and the write overlap instead of taking turns.
+ */
+function hashing(body: AsyncIterable<Uint8Array>, hash: Hash): { body: AsyncIterable<Uint8Array>; digest(): Promise<string> } {
+  let hashed: Promise<void> = Promise.resolve()
+  async function* pass(): AsyncIterable<Uint8Array> {
+    for await (const chunk of body) {
+      hashed = new Promise<void>((resolve) => setImmediate(() => resolve(void hash.update(chunk))))
+      yield chunk
+      await hashed
+    }
+  }
+  return {
+    body: pass(),
+    digest: async () => {
+      await hashed
+      return hash.digest('hex')
+    },
   }
 }
 

@@ -14,7 +14,7 @@
  */
 import type { Entry } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
-import type { FileHandle, FsEntry, OpenFlags } from '../../core/protocol-fs.js'
+import type { CloseResult, FileHandle, FsEntry, OpenFlags } from '../../core/protocol-fs.js'
 import { asFsError } from './errors.js'
 import type { ReadAhead } from './read-ahead.js'
 import { InPlaceWriter } from './in-place.js'
@@ -51,7 +51,7 @@ export class Handle implements FileHandle {
   #chain: Promise<unknown> = Promise.resolve()
   #state: 'open' | 'closing' | 'done' = 'open'
   #error: FsError | null = null
-  #closing: Promise<void> | null = null
+  #closing: Promise<CloseResult> | null = null
 
   /** Its reader and writer, for the view's figures. */
   get parts(): Pick<HandleDeps, 'reader' | 'writer'> {
@@ -81,13 +81,13 @@ export class Handle implements FileHandle {
     })
   }
 
-  write(offset: number, data: Uint8Array): Promise<void> {
+  write(offset: number, data: Uint8Array, opts: { readonly give?: boolean } = {}): Promise<void> {
     if (this.#d.writer) {
       // Not chained: the coalescer takes writes as they come (in any order) and applies its own backpressure.
       if (!this.#usable()) return Promise.reject(this.#error ?? closedError(this.path))
       checkRange(offset, data.byteLength, this.path)
       const at = this.flags.append ? this.#d.writer.size : offset
-      return this.#d.writer.write(at, data).catch((err: unknown) => {
+      return this.#d.writer.write(at, data, opts.give === true).catch((err: unknown) => {
         throw asFsError(err)
       })
     }
@@ -111,22 +111,23 @@ export class Handle implements FileHandle {
     return { path: this.path, name, kind: 'file', size, mtimeMs: Date.now(), mode: this.#d.initial?.mode ?? null }
   }
 
-  close(): Promise<void> {
+  close(): Promise<CloseResult> {
     if (this.#closing) return this.#closing
     // Aborted (the connection went, or the view closed): nothing was committed, say so.
     if (this.#state === 'done') return Promise.reject(this.#error ?? closedError(this.path))
     this.#state = 'closing'
-    const done = this.#chain.then(async () => {
+    const done = this.#chain.then(async (): Promise<Entry | void> => {
       if (this.#error) throw this.#error
       this.#d.reader.close()
-      if (this.#d.writer) {
-        await this.#d.writer.close()
-      } else if (this.flags.write && (this.#staging || this.#staged || this.#d.fresh)) {
-        await this.#d.commitStaging(await this.#stagingCopy())
-      }
+      if (this.#d.writer) return this.#d.writer.close()
+      if (this.flags.write && (this.#staging || this.#staged || this.#d.fresh)) return this.#d.commitStaging(await this.#stagingCopy())
     })
     const finish = done.then(
-      () => this.#end(),
+      (committed): CloseResult => {
+        this.#end()
+        const digest = committed ? (committed as Entry & { digest?: unknown }).digest : undefined
+        return typeof digest === 'string' ? { digest } : {}
+      },
       (err: unknown) => {
         this.#abortParts(asFsError(err))
         this.#end()

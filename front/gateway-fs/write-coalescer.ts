@@ -12,6 +12,10 @@
  * names bytes already sent to the worker cannot be honoured: ENOTSUP (clients that
  * write at random open files without truncation, which go through staging).
  *
+ * A large write given away by its caller (an HTTP body's chunk: `give`) that lands at
+ * the end, in order, crosses as it is (moved, not copied): a PUT's body is not copied
+ * into chunks; SFTP's writes, not given, are copied as above.
+ *
  * A write resolves once its bytes are taken, later when more than `windowBytes` wait
  * to cross (backpressure, per handle and per view). An upload error surfaces at a
  * later write or at close. The upload starts with the first full chunk (or at close):
@@ -71,7 +75,7 @@ export class WriteCoalescer {
     return this.#size
   }
 
-  async write(offset: number, data: Uint8Array): Promise<void> {
+  async write(offset: number, data: Uint8Array, give = false): Promise<void> {
     if (this.#error) throw this.#error
     if (this.#ended) throw new FsError('EINVAL', 'the file is closed')
     if (data.byteLength === 0) return
@@ -93,6 +97,11 @@ export class WriteCoalescer {
       this.#held.set(offset, Uint8Array.prototype.slice.call(data))
       this.#heldBytes += data.byteLength
       if (this.#heldBytes > this.#opts.windowBytes) this.#skipHole()
+    } else if (give && data.byteLength >= this.#opts.chunkBytes / 4) {
+      // Large and the caller's no more: it crosses as it is, after what was joined before it.
+      this.#emit(true)
+      this.#sent += data.byteLength
+      this.#push(data)
     } else {
       this.#append(data)
     }

@@ -8,7 +8,7 @@
 import type { HttpReply } from '../../core/http.js'
 import { S3Error } from './errors.js'
 import { MAX_KEY_BYTES, bucketPath } from './keys.js'
-import { metaOf } from './objects.js'
+import { EMPTY_MD5 } from './meta/index.js'
 import { type S3Request, statBucket } from './request.js'
 import { type Found, walkKeys } from './walk.js'
 import { type XmlNode, isoTime, xmlReply } from './xml.js'
@@ -64,20 +64,19 @@ async function page(r: S3Request, prefix: string, delimiter: string | null, afte
 }
 
 async function contents(r: S3Request, found: readonly Found[], enc: (s: string) => string, withOwner: boolean): Promise<XmlNode[]> {
-  const out: XmlNode[] = []
-  for (const f of found) {
-    if (f.kind !== 'object') continue
-    const m = await metaOf(r, f.path, f.entry, f.folder, true)
-    out.push({
-      Key: enc(f.key),
-      LastModified: isoTime(f.entry.mtimeMs),
-      ETag: `"${m.etag}"`,
-      Size: f.folder ? 0 : f.entry.size,
-      ...(withOwner ? { Owner: { ID: r.caller.user, DisplayName: r.caller.user } } : {}),
-      StorageClass: 'STANDARD',
-    })
-  }
-  return out
+  const objects = found.filter((f) => f.kind === 'object')
+  // The ETags of the page's files: one state-store call (folder markers have theirs).
+  const files = objects.filter((f) => !f.folder)
+  const metas = await r.meta.getMany(r.caller.fs, files)
+  const etags = new Map(files.map((f, i) => [f, metas[i]!.etag]))
+  return objects.map((f) => ({
+    Key: enc(f.key),
+    LastModified: isoTime(f.entry.mtimeMs),
+    ETag: `"${etags.get(f) ?? EMPTY_MD5}"`,
+    Size: f.folder ? 0 : f.entry.size,
+    ...(withOwner ? { Owner: { ID: r.caller.user, DisplayName: r.caller.user } } : {}),
+    StorageClass: 'STANDARD',
+  }))
 }
 
 const prefixes = (found: readonly Found[], enc: (s: string) => string): XmlNode[] =>

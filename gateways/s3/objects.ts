@@ -2,7 +2,6 @@
  * @module gateways/s3/objects
  * GetObject, HeadObject, PutObject and DeleteObject on the caller's view.
  */
-import { createHash } from 'node:crypto'
 import mime from 'mime-types'
 import { FsError } from '../../core/errors.js'
 import type { HttpReply } from '../../core/http.js'
@@ -37,13 +36,10 @@ export async function statObject(r: S3Request, key = r.key): Promise<{ path: str
   return { path, entry, folder }
 }
 
-/**
- * An object's ETag and metadata. `listing`: what costs no request per object (the
- * storage's own metadata, on S3, is then left out: listings show only ETags).
- */
-export async function metaOf(r: S3Request, path: string, entry: FsEntry, folder: boolean, listing = false): Promise<ObjectMetaValue> {
+/** An object's ETag and metadata (listings take a page's at once: meta.getMany). */
+export async function metaOf(r: S3Request, path: string, entry: FsEntry, folder: boolean): Promise<ObjectMetaValue> {
   if (folder) return { etag: EMPTY_MD5, contentType: 'application/x-directory', userMeta: {} }
-  return listing ? r.meta.get(r.caller.fs, path, entry) : r.meta.get(r.caller.fs, path, entry, r.ctx)
+  return r.meta.get(r.caller.fs, path, entry, r.ctx)
 }
 
 const httpDate = (ms: number | null): string => new Date(ms ?? 0).toUTCString()
@@ -110,27 +106,26 @@ async function* readRange(handle: FileHandle, start: number, end: number): Async
 }
 
 /**
- * Streams the body into an open write handle, hashing it (the ETag); commits only once
- * the body completed, which is when authentication has checked it (signatures,
- * Content-MD5, checksums) and its length matched: any failure aborts the handle, so the
- * previous object stays as it was.
+ * Streams the body into a write handle opened with `digest: 'md5'` (the worker hashes
+ * what it commits: the ETag); commits only once the body completed, which is when
+ * authentication has checked it (signatures, Content-MD5, checksums) and its length
+ * matched: any failure aborts the handle, so the previous object stays as it was.
  */
 async function writeBody(r: S3Request, handle: FileHandle): Promise<string> {
-  const md5 = createHash('md5')
   let offset = 0
   try {
     for await (const chunk of r.caller.body) {
-      md5.update(chunk)
       const n = chunk.length
-      await handle.write(offset, chunk)
+      await handle.write(offset, chunk, { give: true }) // the body's chunks are ours (core/http)
       offset += n
     }
     const expected = r.caller.contentLength
     if (expected !== null && offset !== expected) {
       throw new S3Error('IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header.', 400)
     }
-    await handle.close()
-    return md5.digest('hex')
+    const { digest } = await handle.close()
+    if (digest === undefined) throw new FsError('EIO', 'the storage returned no digest of the object')
+    return digest
   } catch (err) {
     handle.abort()
     throw err
@@ -176,11 +171,11 @@ export async function putObject(r: S3Request): Promise<HttpReply> {
   let made: string[] = []
   let handle: FileHandle
   try {
-    handle = await r.caller.fs.open(r.ctx, path, flags, { metadata })
+    handle = await r.caller.fs.open(r.ctx, path, flags, { metadata, digest: 'md5' })
   } catch (err) {
     if (codeOf(err) !== 'ENOENT') throw exclusive && codeOf(err) === 'EEXIST' ? preconditionFailed('If-None-Match') : err
     made = await makeFolders(r, parentOf(path))
-    handle = await r.caller.fs.open(r.ctx, path, flags, { metadata })
+    handle = await r.caller.fs.open(r.ctx, path, flags, { metadata, digest: 'md5' })
   }
   let etag: string
   try {

@@ -213,6 +213,25 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       t.same(names(f.backing), ['old'], 'no temporary file left')
     })
 
+    await t.test('digest: close returns the MD5 of what was committed, hashed by the worker', async (t) => {
+      const f = await make(t)
+      const md5 = (b: Uint8Array) => createHash('md5').update(b).digest('hex')
+      const data = randomBytes(3 * MiB + 123)
+      const h = await f.fs.open(ctx(), '/put.bin', PUT, { digest: 'md5' })
+      await writeLikeSftp(h, data)
+      t.same(await h.close(), { digest: md5(data) }, 'a put: the MD5 of the whole file')
+      const s = await f.fs.open(ctx(), '/staged.bin', flags({ read: true, write: true, create: true, truncate: true }), { digest: 'md5' })
+      await s.write(0, data.subarray(0, MiB))
+      await s.write(MiB, data.subarray(MiB))
+      t.same(await s.close(), { digest: md5(data) }, 'through a staging copy: the same')
+      t.equal(sha256(readFileSync(join(f.backing, 'staged.bin'))), sha256(data), 'and the bytes are those hashed')
+      const plain = await f.fs.open(ctx(), '/plain.bin', PUT)
+      await plain.write(0, data)
+      t.same(await plain.close(), {}, 'no digest asked: none given')
+      const empty = await f.fs.open(ctx(), '/empty.bin', PUT, { digest: 'md5' })
+      t.same(await empty.close(), { digest: md5(new Uint8Array(0)) }, 'an empty file: the MD5 of nothing')
+    })
+
     await t.test('put: abort commits nothing and leaves no debris', async (t) => {
       const f = await make(t)
       f.put('keep', 'old bytes')
@@ -402,6 +421,29 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       const chunks = f.fs.stats.uploadChunks - before
       t.ok(chunks <= 70, `${chunks} chunks for 2048 writes`)
       t.equal(sha256(readFileSync(join(f.backing, 'big'))), sha256(data), 'byte-exact')
+      t.equal(f.fs.stats.pendingBytes, 0, 'nothing left pending')
+    })
+
+    await t.test('put: large writes given away (an HTTP body) cross as they are, moved, not copied', async (t) => {
+      const f = await make(t)
+      const parts = [3 * MiB, 5, 2 * MiB + 7, 4096, MiB].map((n) => {
+        const b = Buffer.allocUnsafeSlow(n) // owns its whole ArrayBuffer, as a body's chunk does
+        b.set(randomBytes(n))
+        return b
+      })
+      const whole = Buffer.concat(parts)
+      const before = f.fs.stats.uploadChunks
+      const h = await f.fs.open(ctx(), '/given', PUT)
+      let offset = 0
+      for (const p of parts) {
+        const n = p.byteLength
+        await h.write(offset, p, { give: true })
+        offset += n
+      }
+      await h.close()
+      t.same(parts.map((p) => p.byteLength), [0, 5, 0, 4096, 0], 'the large ones were moved to the worker (their buffers detached); small ones copied')
+      t.equal(f.fs.stats.uploadChunks - before, 5, 'each large write one chunk, the small ones joined to what precedes the next')
+      t.equal(sha256(readFileSync(join(f.backing, 'given'))), sha256(whole), 'byte-exact')
       t.equal(f.fs.stats.pendingBytes, 0, 'nothing left pending')
     })
 

@@ -96,6 +96,17 @@ t.test('S3 object metadata and multipart records round-trip; a part is refused o
   await s.putObjectMeta(m)
   t.same(await s.getObjectMeta('st', '/b/k'), m)
   t.equal(await s.getObjectMeta('other', '/b/k'), null, 'keyed by storage')
+  const other = { ...m, path: '/b/l', etag: 'def', content_type: null, user_meta: {} }
+  await s.putObjectMeta(other)
+  await s.putObjectMeta({ ...m, storage: 'else', path: '/b/x' })
+  const odd = { ...m, path: '/b/it\'s, "odd" ü\\' }
+  await s.putObjectMeta(odd)
+  const page = await s.getObjectMetas('st', ['/b/k', '/b/none', '/b/l', '/b/x', odd.path])
+  t.same([...page.entries()].sort(), [['/b/it\'s, "odd" ü\\', odd], ['/b/k', m], ['/b/l', other]], 'a batch: the records of the paths that have one, of that storage only')
+  t.equal((await s.getObjectMetas('st', [])).size, 0, 'an empty batch')
+  const many = Array.from({ length: 1500 }, (_, i) => `/many/${i}`)
+  for (const path of many.slice(0, 3)) await s.putObjectMeta({ ...m, path })
+  t.same([...(await s.getObjectMetas('st', many)).keys()].sort(), many.slice(0, 3).sort(), 'a page of 1,500 paths in one call')
   await s.deleteObjectMeta('st', '/b/k')
   t.equal(await s.getObjectMeta('st', '/b/k'), null)
 

@@ -22,7 +22,7 @@
 import type { StoredMetadata } from '../../../core/driver.js'
 import type { FsEntry, ProtocolFs } from '../../../core/protocol-fs.js'
 import type { RequestContext } from '../../../core/storage.js'
-import type { StateStore } from '../../../core/state.js'
+import type { ObjectMetaRecord, StateStore } from '../../../core/state.js'
 import { S3Error } from '../errors.js'
 import { stableEtag } from './etag.js'
 
@@ -79,6 +79,8 @@ const detached = (): RequestContext => ({ requestId: 's3-meta', signal: new Abor
 /** What the object operations use (gateways/s3/objects.ts, copy.ts, multipart's Complete). */
 export interface ObjectMetaStore {
   get(fs: ProtocolFs, path: string, entry: FsEntry, ctx?: RequestContext): Promise<ObjectMetaValue>
+  /** What `get` without `ctx` gives (a listing), for a page of files at once: one state-store call. */
+  getMany(fs: ProtocolFs, files: readonly { readonly path: string; readonly entry: FsEntry }[]): Promise<ObjectMetaValue[]>
   /** After the object at `path` was written (`entry`: as committed). */
   put(fs: ProtocolFs, path: string, entry: FsEntry, meta: ObjectMetaValue, ctx?: RequestContext): Promise<void>
   /** After the object at `path` was deleted. */
@@ -99,12 +101,16 @@ export class ObjectMeta implements ObjectMetaStore {
    */
   async get(fs: ProtocolFs, path: string, entry: FsEntry, ctx?: RequestContext): Promise<ObjectMetaValue> {
     const rec = entry.mtimeMs === null ? null : await this.#state.getObjectMeta(fs.identity, path)
-    if (rec && rec.size === entry.size && rec.mtime_ms === entry.mtimeMs) {
-      return { etag: rec.etag, userMeta: rec.user_meta, ...(rec.content_type === null ? {} : { contentType: rec.content_type }) }
-    }
+    const recorded = fromRecord(rec, entry)
+    if (recorded) return recorded
     if (ctx && fs.abilities.metadata) return native(await fs.metadata(ctx, path))
-    if (entry.etag !== undefined && entry.etag !== '') return { etag: entry.etag, userMeta: {} }
-    return { etag: stableEtag(fs.identity, path, entry), userMeta: {} }
+    return withoutRecord(fs, path, entry)
+  }
+
+  async getMany(fs: ProtocolFs, files: readonly { readonly path: string; readonly entry: FsEntry }[]): Promise<ObjectMetaValue[]> {
+    const timed = files.filter((f) => f.entry.mtimeMs !== null).map((f) => f.path)
+    const recs = timed.length === 0 ? new Map<string, ObjectMetaRecord>() : await this.#state.getObjectMetas(fs.identity, timed)
+    return files.map((f) => fromRecord(recs.get(f.path) ?? null, f.entry) ?? withoutRecord(fs, f.path, f.entry))
   }
 
   /**
@@ -134,6 +140,18 @@ export class ObjectMeta implements ObjectMetaStore {
   async forget(fs: ProtocolFs, path: string): Promise<void> {
     await this.#state.deleteObjectMeta(fs.identity, path)
   }
+}
+
+/** What the record says, when it still holds for the file (same size and time). */
+function fromRecord(rec: ObjectMetaRecord | null, entry: FsEntry): ObjectMetaValue | null {
+  if (!rec || rec.size !== entry.size || rec.mtime_ms !== entry.mtimeMs) return null
+  return { etag: rec.etag, userMeta: rec.user_meta, ...(rec.content_type === null ? {} : { contentType: rec.content_type }) }
+}
+
+/** A file with no record: the store's own ETag (S3), else the stable one. */
+function withoutRecord(fs: ProtocolFs, path: string, entry: FsEntry): ObjectMetaValue {
+  if (entry.etag !== undefined && entry.etag !== '') return { etag: entry.etag, userMeta: {} }
+  return { etag: stableEtag(fs.identity, path, entry), userMeta: {} }
 }
 
 const native = (m: StoredMetadata): ObjectMetaValue => ({ etag: m.etag, userMeta: m.userMeta, ...(m.contentType === undefined ? {} : { contentType: m.contentType }) })
