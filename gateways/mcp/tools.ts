@@ -17,7 +17,7 @@ import type { FsEntry } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
 import { refusal, toolFailure } from './errors.js'
 import { READ, checkCancelled, listAll, mkdirs, removeTree, touchFile, walk, writeFile } from './fs-ops.js'
-import { globToRegExp } from './glob.js'
+import { globMatcher } from './glob.js'
 import { type Grant, grantOf } from './grant.js'
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>
@@ -295,15 +295,10 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     },
     run(false, async (a: { path: string; pattern: string; max_depth: number }, g, ctx) => {
       const root = toolPath(a.path)
-      let re: RegExp
-      try {
-        re = globToRegExp(a.pattern)
-      } catch {
-        throw new ApiError('INVALID_INPUT', `"pattern" is not a valid name pattern: ${a.pattern}`)
-      }
+      const isMatch = globMatcher(a.pattern)
       const matches: (z.infer<typeof ENTRY> & { path: string })[] = []
       const reason = await walk(g.fs, ctx, root, { maxDepth: a.max_depth, maxVisited: limits.findVisited, deadline: Date.now() + limits.findMs }, (p, e) => {
-        if (re.test(e.name)) matches.push({ path: p, ...entryOut(e) })
+        if (isMatch(e.name)) matches.push({ path: p, ...entryOut(e) })
         return matches.length < limits.findMatches
       })
       const lines = matches.map((m) => (m.type === 'directory' ? `${m.path}/` : m.path))
