@@ -175,7 +175,12 @@ export async function putObject(r: S3Request): Promise<HttpReply> {
   } catch (err) {
     if (codeOf(err) !== 'ENOENT') throw exclusive && codeOf(err) === 'EEXIST' ? preconditionFailed('If-None-Match') : err
     made = await makeFolders(r, parentOf(path))
-    handle = await r.caller.fs.open(r.ctx, path, flags, { metadata, digest: 'md5' })
+    try {
+      handle = await r.caller.fs.open(r.ctx, path, flags, { metadata, digest: 'md5' })
+    } catch (again) {
+      await unmakeFolders(r, made)
+      throw again
+    }
   }
   let etag: string
   try {

@@ -62,11 +62,18 @@ export async function makeFolders(r: S3Request, dir: string): Promise<string[]> 
   return made
 }
 
+/**
+ * Cleanup runs after the request may be over (a client that went away aborted its
+ * signal, and an aborted context is refused at once): its own context, never cancelled.
+ */
+const cleanupCtx = (r: S3Request): RequestContext => ({ requestId: r.ctx.requestId, signal: new AbortController().signal })
+
 /** Removes folders `made` (deepest first) if they are still empty; errors are ignored. */
 export async function unmakeFolders(r: S3Request, made: readonly string[]): Promise<void> {
+  const ctx = cleanupCtx(r)
   for (const p of [...made].reverse()) {
     try {
-      await r.caller.fs.rmdir(r.ctx, p)
+      await r.caller.fs.rmdir(ctx, p)
     } catch {
       return
     }
@@ -79,9 +86,10 @@ export async function unmakeFolders(r: S3Request, made: readonly string[]): Prom
  */
 export async function removeEmptyParents(r: S3Request, path: string): Promise<void> {
   const bucket = bucketPath(r.bucket)
+  const ctx = cleanupCtx(r)
   for (let p = parentOf(path); p !== bucket && p.startsWith(bucket + '/'); p = parentOf(p)) {
     try {
-      await r.caller.fs.rmdir(r.ctx, p)
+      await r.caller.fs.rmdir(ctx, p)
     } catch {
       return // not empty (or gone, or refused): the folders above hold it
     }
