@@ -36,7 +36,7 @@
  * looked at when the view is opened, not on every request. An unknown or revoked key
  * and a wrong signature are refused alike, delayed and throttled as a wrong password.
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { rm } from 'node:fs/promises'
 import { ApiError, isApiError } from '../core/api-error.js'
 import type { BackendSpec } from '../core/backend.js'
@@ -98,6 +98,15 @@ interface Unservable {
 }
 
 const REFUSED = 'wrong user name, password or key'
+
+/**
+ * What a credential issued at a gateway user's login (an OAuth grant) stays bound to:
+ * the user as made (`created`) with the password it had. Resetting the password (or
+ * making the user anew) ends every such credential. Not secret-bearing: a short hash.
+ */
+export function loginMark(user: GatewayUserRecord): string {
+  return createHash('sha256').update(`${user.created}\0${user.password_hash ?? ''}`).digest('base64url').slice(0, 16)
+}
 
 export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   readonly #opts: GatewayLoginOptions
@@ -181,11 +190,12 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
 
   /**
    * A gateway user's view opened again for a credential issued at its login (an OAuth
-   * grant, front/oauth/): null when the user is gone or was made anew since (`created`).
+   * grant, front/oauth/): null when the user is gone, was made anew, or had its password
+   * changed since (`mark`, from `loginMark` at the login).
    */
-  async reopen(name: string, created: number, client: ClientIdentity): Promise<ProtocolFs | null> {
+  async reopen(name: string, mark: string, client: ClientIdentity): Promise<ProtocolFs | null> {
     const user = await this.#opts.state.getGatewayUser(name)
-    if (!user || user.created !== created) return null
+    if (!user || loginMark(user) !== mark) return null
     return this.#opts.openFs(this.userSpec(user), { readOnly: user.read_only, client })
   }
 

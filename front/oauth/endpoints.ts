@@ -24,7 +24,7 @@ import type { AuthorizationCodes } from './codes.js'
 import { FormError, readForm } from './form.js'
 import type { Grants } from './grants.js'
 import { verifierMatches } from './pkce.js'
-import type { OAuthTokens } from './tokens.js'
+import { type OAuthTokens, newFamily } from './tokens.js'
 import { canonicalResource } from './urls.js'
 
 const STATUS: Readonly<Record<string, number>> = { invalid_client: 401, access_denied: 403, too_many_requests: 429, server_error: 500, temporarily_unavailable: 503 }
@@ -89,9 +89,11 @@ export function token(deps: EndpointDeps): (req: HttpRequest) => Promise<HttpRep
         if (!verifier) throw new InvalidRequestError('code_verifier is required (PKCE)')
         if (!verifierMatches(verifier, b.challenge)) throw new InvalidGrantError('code_verifier does not match the code_challenge')
         if (resource !== undefined && resource !== b.resource) throw new InvalidTargetError(`the authorization code is for ${b.resource}`)
-        const issued = await deps.tokens.issue(c.client_id, b.resource, b.grant, deps.grants.ends(b.grant))
-        taken.issued(issued.family)
-        pair = issued.pair
+        // The code names its family before the tokens exist: a replay arriving while they are
+        // issued revokes them too (RFC 6749 §4.1.2).
+        const family = newFamily()
+        taken.issued(family)
+        pair = (await deps.tokens.issue(c.client_id, b.resource, b.grant, deps.grants.ends(b.grant), family)).pair
       } else if (grantType === 'refresh_token') {
         const refresh = form.get('refresh_token')
         if (!refresh) throw new InvalidRequestError('refresh_token is required')

@@ -6,7 +6,8 @@
  *   filegate session `POST /api/session` would create (the same checks and the same
  *   throttle: SessionService does both), served exactly as that session;
  * - a gateway user (the admin's, door `mcp`): its connection, root and read-only flag,
- *   checked again at every use (a user removed or made anew is refused).
+ *   checked again at every use (a user removed, made anew, or whose password changed is
+ *   refused).
  * Pass-through logins (`<user>@<connection>`) log in on their connection instead.
  */
 import { ApiError } from '../../core/api-error.js'
@@ -14,14 +15,14 @@ import type { BearerResult } from '../../core/gateway.js'
 import type { StateStore } from '../../core/state.js'
 import type { BearerRequest, SessionBearerDeps } from '../gateway-bearer.js'
 import { sessionGrant } from '../gateway-bearer.js'
-import type { GatewayLoginService } from '../gateway-login.js'
+import { type GatewayLoginService, loginMark } from '../gateway-login.js'
 
 /** Short keys: a grant travels sealed in every access token. */
 export type Grant =
   /** A filegate session: its token (the bytes its base64url text encodes: half the size in a seal), and when it expires. */
   | { readonly k: 's'; readonly token: Uint8Array; readonly exp: number }
-  /** A gateway user, as made at `created`. */
-  | { readonly k: 'g'; readonly user: string; readonly created: number }
+  /** A gateway user, as it was at the login (`loginMark`: made at the same time, the same password). */
+  | { readonly k: 'g'; readonly user: string; readonly mark: string }
 
 const bearer = (token: Uint8Array) => `Bearer ${Buffer.from(token).toString('base64url')}`
 
@@ -61,7 +62,7 @@ export class Grants {
     r.fs.close() // opened to check the storage; each request opens its own
     const record = await this.#deps.state.getGatewayUser(r.user)
     if (!record) throw new LoginError('this user was just removed', 401)
-    return { k: 'g', user: r.user, created: record.created }
+    return { k: 'g', user: r.user, mark: loginMark(record) }
   }
 
   /** When the grant ends anyway (a session's expiry); null: it does not by itself. */
@@ -71,7 +72,10 @@ export class Grants {
 
   /** Whether the grant still opens something (for a refresh): the session live, the user there. */
   async live(grant: Grant): Promise<boolean> {
-    if (grant.k === 'g') return (await this.#deps.state.getGatewayUser(grant.user))?.created === grant.created
+    if (grant.k === 'g') {
+      const user = await this.#deps.state.getGatewayUser(grant.user)
+      return user !== null && loginMark(user) === grant.mark
+    }
     try {
       await this.#deps.sessions.authenticate(bearer(grant.token))
       return true
@@ -86,11 +90,11 @@ export class Grants {
     if (grant.k === 'g') {
       let fs
       try {
-        fs = await this.#deps.gatewayLogin.reopen(grant.user, grant.created, { address: req.address, credential: `gateway:${grant.user}` })
+        fs = await this.#deps.gatewayLogin.reopen(grant.user, grant.mark, { address: req.address, credential: `gateway:${grant.user}` })
       } catch {
         return { ok: false, reason: 'unavailable', message: 'the storage of this account cannot be reached now' }
       }
-      if (!fs) return { ok: false, reason: 'invalid', message: 'the gateway user of this token was removed' }
+      if (!fs) return { ok: false, reason: 'invalid', message: 'the gateway user of this token was removed or its password changed' }
       return { ok: true, subject: `gateway:${grant.user}`, fs }
     }
     let session

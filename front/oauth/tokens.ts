@@ -35,6 +35,9 @@ export interface TokenPair {
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
+/** A login's family id (random, 96 bits). */
+export const newFamily = (): string => randomBytes(12).toString('base64url')
+
 /** The revocation list's id of a family (the store's revoked token ids). */
 const revokedId = (family: string) => `oauth:${family}`
 
@@ -52,8 +55,7 @@ export class OAuthTokens {
   }
 
   /** A new login's tokens: a new family, ending at `ends` at the latest. */
-  async issue(client_id: string, resource: string, grant: Grant, ends: number | null): Promise<{ pair: TokenPair; family: string }> {
-    const family = randomBytes(12).toString('base64url')
+  async issue(client_id: string, resource: string, grant: Grant, ends: number | null, family: string = newFamily()): Promise<{ pair: TokenPair; family: string }> {
     const end = Math.min(Date.now() + this.#config.refresh_token_seconds * 1000, ends ?? Infinity)
     const sealed = seal(grant, this.#grantKey)
     return { pair: await this.#pair(family, client_id, resource, grant, sealed, end), family }

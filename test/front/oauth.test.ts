@@ -356,3 +356,19 @@ t.test('the secrets of the dance never reach the log', async (t) => {
   t.ok(lines.some((l) => /gateway login/.test(l)), 'the log was captured')
   for (const [what, secret] of Object.entries(secrets)) t.notOk(log.includes(secret), `${what} is not in the log`)
 })
+
+t.test("a gateway user's OAuth logins end when the admin changes its password", async (t) => {
+  const s = await startOAuthServer(t, { admin_password: ADMIN_PASSWORD })
+  const admin = await adminToken(s.url)
+  await fetch(`${s.url}/admin/api/users`, { method: 'POST', headers: { authorization: `Bearer ${admin}` }, body: JSON.stringify({ name: 'hal', password: 'hal password 789', connection: 'tmp', root: '/' }) })
+  const client = await newClient(s.url)
+  const tok = (await exchange(s.url, client, await authorize(s.url, client, { action: 'gateway', user: 'hal', password: 'hal password 789' }))).json
+  t.ok((await s.ctx.bearer(tok.access_token as string, req(s))).ok, 'the token works')
+  const reset = await fetch(`${s.url}/admin/api/users/hal`, { method: 'PATCH', headers: { authorization: `Bearer ${admin}` }, body: JSON.stringify({ password: 'a new password 123' }) })
+  t.equal(reset.status, 200, 'the admin resets the password')
+  t.match(await s.ctx.bearer(tok.access_token as string, req(s)), { ok: false, reason: 'invalid' }, 'the access token opens nothing any more')
+  const refreshed = await tokenRequest(s.url, { grant_type: 'refresh_token', refresh_token: tok.refresh_token as string, client_id: client })
+  t.match([refreshed.status, refreshed.json], [400, { error: 'invalid_grant' }], 'nor can it be refreshed')
+  const again = (await exchange(s.url, client, await authorize(s.url, client, { action: 'gateway', user: 'hal', password: 'a new password 123' }))).json
+  t.ok((await s.ctx.bearer(again.access_token as string, req(s))).ok, 'a login with the new password works')
+})
