@@ -14,7 +14,7 @@ import { ApiError } from '../core/api-error.js'
 import type { ProtocolFs } from '../core/protocol-fs.js'
 import type { BackendSpec } from '../core/backend.js'
 import type { Storage } from '../core/storage.js'
-import type { Session, SessionService } from './sessions.js'
+import { type Session, SessionEnded, type SessionService } from './sessions.js'
 import type { ShareService } from './shares.js'
 
 export interface BearerRequest {
@@ -63,10 +63,9 @@ export function sessionBearer(deps: SessionBearerDeps): BearerResolver {
     try {
       session = await deps.sessions.authenticate(`Bearer ${token}`)
     } catch (err) {
+      if (err instanceof SessionEnded) return { ok: false, reason: err.why === 'expired' ? 'expired' : 'invalid', message: err.message }
       if (!(err instanceof ApiError)) throw err
-      if (/expired/.test(err.message)) return { ok: false, reason: 'expired', message: err.message }
-      if (/revoked/.test(err.message)) return { ok: false, reason: 'invalid', message: err.message }
-      return undefined
+      return undefined // not a session token: another resolver's
     }
     return sessionGrant(session, deps, req)
   }

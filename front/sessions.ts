@@ -42,6 +42,16 @@ export interface Session {
   readonly expiresAt: number
 }
 
+/** A token that was a session's, and is no more: told apart for the gateways' bearer answers. */
+export class SessionEnded extends ApiError {
+  constructor(
+    readonly why: 'expired' | 'revoked',
+    message: string,
+  ) {
+    super('NOT_AUTHENTICATED', message)
+  }
+}
+
 export interface NewSession {
   readonly session: Session
   readonly token: string
@@ -136,10 +146,10 @@ export class SessionService {
     const session = this.#opened.get(token) ?? this.#open(token)
     if (session.expiresAt <= Date.now()) {
       this.#opened.delete(token)
-      throw new ApiError('NOT_AUTHENTICATED', 'the token has expired: create a new session')
+      throw new SessionEnded('expired', 'the token has expired: create a new session')
     }
     // Checked on every request, cached or not: a revocation takes effect at once.
-    if (await this.#state.isTokenRevoked(session.id)) throw new ApiError('NOT_AUTHENTICATED', 'the token was revoked')
+    if (await this.#state.isTokenRevoked(session.id)) throw new SessionEnded('revoked', 'the token was revoked')
     return session
   }
 

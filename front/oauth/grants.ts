@@ -15,6 +15,7 @@ import type { BearerResult } from '../../core/gateway.js'
 import type { StateStore } from '../../core/state.js'
 import type { BearerRequest, SessionBearerDeps } from '../gateway-bearer.js'
 import { sessionGrant } from '../gateway-bearer.js'
+import { SessionEnded } from '../sessions.js'
 import { type GatewayLoginService, loginMark } from '../gateway-login.js'
 
 /** Short keys: a grant travels sealed in every access token. */
@@ -102,7 +103,7 @@ export class Grants {
       session = await this.#deps.sessions.authenticate(bearer(grant.token))
     } catch (err) {
       if (!(err instanceof ApiError)) throw err
-      return { ok: false, reason: /expired/.test(err.message) ? 'expired' : 'invalid', message: `the login of this token has ended: ${err.message}` }
+      return { ok: false, reason: err instanceof SessionEnded && err.why === 'expired' ? 'expired' : 'invalid', message: `the login of this token has ended: ${err.message}` }
     }
     return sessionGrant(session, this.#deps, req)
   }
