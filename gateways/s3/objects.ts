@@ -13,6 +13,7 @@ import { S3Error, noSuchKey } from './errors.js'
 import { keyPath } from './keys.js'
 import { EMPTY_MD5, type ObjectMetaValue, userMetaFrom } from './meta/index.js'
 import { type S3Request, codeOf, makeFolders, removeEmptyParents, statBucket, unmakeFolders } from './request.js'
+import { serially } from './commits.js'
 
 /** Bytes read from the storage per step of a download. */
 const READ_CHUNK = 1024 * 1024
@@ -111,7 +112,11 @@ async function* readRange(handle: FileHandle, start: number, end: number): Async
  * authentication has checked it (signatures, Content-MD5, checksums) and its length
  * matched: any failure aborts the handle, so the previous object stays as it was.
  */
-async function writeBody(r: S3Request, handle: FileHandle): Promise<string> {
+/**
+ * Streams the body into `handle`, then publishes it and records its ETag (its MD5, from
+ * the worker that wrote it) as one commit of the object (gateways/s3/commits.ts).
+ */
+async function writeBody(r: S3Request, handle: FileHandle, path: string, metadata: Omit<ObjectMetaValue, 'etag'>): Promise<string> {
   let offset = 0
   try {
     for await (const chunk of r.caller.body) {
@@ -123,9 +128,13 @@ async function writeBody(r: S3Request, handle: FileHandle): Promise<string> {
     if (expected !== null && offset !== expected) {
       throw new S3Error('IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header.', 400)
     }
-    const { digest } = await handle.close()
-    if (digest === undefined) throw new FsError('EIO', 'the storage returned no digest of the object')
-    return digest
+    return await serially(r.caller.fs, path, async () => {
+      const { digest } = await handle.close()
+      if (digest === undefined) throw new FsError('EIO', 'the storage returned no digest of the object')
+      const entry = await r.caller.fs.stat(r.ctx, path)
+      await r.meta.put(r.caller.fs, path, entry, { etag: digest, ...metadata }, r.ctx)
+      return digest
+    })
   } catch (err) {
     handle.abort()
     throw err
@@ -184,13 +193,11 @@ export async function putObject(r: S3Request): Promise<HttpReply> {
   }
   let etag: string
   try {
-    etag = await writeBody(r, handle)
+    etag = await writeBody(r, handle, path, metadata)
   } catch (err) {
     await unmakeFolders(r, made)
     throw exclusive && codeOf(err) === 'EEXIST' ? preconditionFailed('If-None-Match') : err
   }
-  const entry = await r.caller.fs.stat(r.ctx, path)
-  await r.meta.put(r.caller.fs, path, entry, { etag, ...metadata }, r.ctx)
   return { status: 200, headers: { etag: `"${etag}"` } }
 }
 

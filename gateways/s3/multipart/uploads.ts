@@ -22,6 +22,7 @@ import { FsError, isFsError } from '../../../core/errors.js'
 import { parentOf } from '../../../core/paths.js'
 import type { OpenFlags } from '../../../core/protocol-fs.js'
 import type { MultipartPartRecord, MultipartUploadRecord, StateStore } from '../../../core/state.js'
+import { serially } from '../commits.js'
 import { S3Error } from '../errors.js'
 import { compareKeys, keyPath } from '../keys.js'
 import { type ObjectMeta, multipartEtag, unquoteEtag } from '../meta/index.js'
@@ -192,7 +193,12 @@ export class MultipartUploads {
             off += chunk.byteLength
           }
         }
-        await h.close()
+        // Published and recorded as one commit of the object (gateways/s3/commits.ts).
+        await serially(r.caller.fs, path, async () => {
+          await h.close()
+          const entry = await r.caller.fs.stat(r.ctx, path)
+          await this.#o.meta.put(r.caller.fs, path, entry, { etag, ...metadata }, r.ctx)
+        })
       } catch (err) {
         h.abort()
         throw err
@@ -202,8 +208,6 @@ export class MultipartUploads {
       if (!isFsError(err) && (err as NodeJS.ErrnoException).code === 'ENOENT') throw noSuchUpload(id) // aborted or swept meanwhile
       throw err
     }
-    const entry = await r.caller.fs.stat(r.ctx, path)
-    await this.#o.meta.put(r.caller.fs, path, entry, { etag, ...metadata }, r.ctx)
     await this.#o.state.completeMultipartUpload(id, etag)
     await this.#staging.remove(id)
     return etag

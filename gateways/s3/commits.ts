@@ -1,0 +1,26 @@
+/**
+ * @module gateways/s3/commits
+ * One commit at a time per object of a view: the close that publishes it, the stat of
+ * what it published and the record of its ETag. Without it, two PUTs of one key could
+ * interleave (A publishes, B publishes, A stats) and A's MD5 be recorded against B's
+ * bytes — on a storage with whole-second times the record would even look valid.
+ */
+import type { ProtocolFs } from '../../core/protocol-fs.js'
+
+const tails = new Map<string, Promise<void>>()
+
+export async function serially<T>(fs: ProtocolFs, path: string, fn: () => Promise<T>): Promise<T> {
+  const key = `${fs.identity}\0${path}`
+  const prev = tails.get(key) ?? Promise.resolve()
+  let release!: () => void
+  const mine = new Promise<void>((resolve) => (release = resolve))
+  const tail = prev.then(() => mine)
+  tails.set(key, tail)
+  await prev
+  try {
+    return await fn()
+  } finally {
+    release()
+    if (tails.get(key) === tail) tails.delete(key)
+  }
+}
