@@ -11,10 +11,11 @@
  *
  * Figures: µs per login one at a time, CPU µs per login, logins/s with 16 in flight.
  */
-import { createHash, createHmac } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { SignatureV4 } from '@smithy/signature-v4'
+import { Sha256 } from '../gateways/s3/auth/sigv4.js'
 import type * as ConfigModule from '../core/config.js'
 import type { GatewayContext } from '../core/gateway.js'
 import type { HttpRequest } from '../core/http.js'
@@ -31,19 +32,6 @@ const dist = <T>(rel: string): Promise<T> => import(pathToFileURL(join(distDir()
 const PASSWORD = 'a password for the bench'
 const IN_FLIGHT = 16
 
-class Sha256 {
-  readonly #h
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.#h = secret === undefined ? createHash('sha256') : createHmac('sha256', typeof secret === 'string' ? secret : new Uint8Array(secret instanceof ArrayBuffer ? secret : secret.buffer))
-  }
-  update(d: string | ArrayBuffer | ArrayBufferView) {
-    this.#h.update(typeof d === 'string' ? d : new Uint8Array(d instanceof ArrayBuffer ? d : d.buffer, d instanceof ArrayBuffer ? 0 : d.byteOffset, d.byteLength))
-  }
-  async digest() {
-    return new Uint8Array(this.#h.digest())
-  }
-  reset() {}
-}
 
 async function timed(seconds: number, concurrency: number, op: () => Promise<unknown>): Promise<{ opsPerS: number; cpuUsPerOp: number }> {
   let count = 0

@@ -15,10 +15,11 @@
  * Figures: MB/s (keys/s for listings), filegate's CPU s/GiB (CPU s per whole listing),
  * ratios S3/HTTP.
  */
-import { createHash, createHmac, randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { createReadStream, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { SignatureV4 } from '@smithy/signature-v4'
+import { Sha256 } from '../gateways/s3/auth/sigv4.js'
 import { runBenchmark } from './lib/bench.js'
 import { session } from './lib/backend.js'
 import { ensureCommand } from './lib/debian.js'
@@ -28,20 +29,6 @@ import { run } from './lib/proc.js'
 import { fmt, fmtRatio, median, progress, publish, ratio, table } from './lib/report.js'
 import { freePort, startFilegate, tempDir, waitForPort } from './lib/servers.js'
 
-const bytes = (d: string | ArrayBuffer | ArrayBufferView) => (typeof d === 'string' ? d : d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength))
-class Sha256 {
-  readonly #h
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.#h = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret))
-  }
-  update(d: string | ArrayBuffer | ArrayBufferView): void {
-    this.#h.update(bytes(d))
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.#h.digest())
-  }
-  reset(): void {}
-}
 
 async function sha256(path: string): Promise<string> {
   const h = createHash('sha256')

@@ -66,8 +66,8 @@ export function keyIfSigned(claims: SignedClaims, secret: string): Buffer | null
 const bytes = (d: string | ArrayBuffer | ArrayBufferView): string | Uint8Array =>
   typeof d === 'string' ? d : d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength)
 
-/** The SHA-256 the canonical request is hashed with, on node:crypto (smithy's hash interface). */
-class Sha256 {
+/** The SHA-256 the canonical request is hashed with, on node:crypto (smithy's hash interface; clients in bench/ and test/ sign with it too). */
+export class Sha256 {
   readonly #h
   constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
     this.#h = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret))

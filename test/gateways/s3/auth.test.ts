@@ -17,6 +17,7 @@ import { promisify } from 'node:util'
 import { crc32 as zlibCrc32 } from 'node:zlib'
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3'
 import { SignatureV4 } from '@smithy/signature-v4'
+import { Sha256 } from '../../../gateways/s3/auth/sigv4.js'
 import t from 'tap'
 import { type S3Echo, s3Echo } from '../../helpers/s3-echo.js'
 
@@ -82,22 +83,6 @@ t.test('the AWS SDK v3: default checksums (aws-chunked, CRC32 trailer), signed p
   echo.skewMs = 0
 })
 
-const bytes = (d: string | ArrayBuffer | ArrayBufferView) => (typeof d === 'string' ? d : d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength))
-
-/** smithy's hash interface on node:crypto, for the client-side signer. */
-class Sha256 {
-  readonly #h
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.#h = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret))
-  }
-  update(d: string | ArrayBuffer | ArrayBufferView) {
-    this.#h.update(bytes(d))
-  }
-  async digest() {
-    return new Uint8Array(this.#h.digest())
-  }
-  reset() {}
-}
 
 interface Req {
   method: string

@@ -3,27 +3,14 @@
  * AWS SDK's own signer): for what a client library hides (the error document, headers,
  * hostile paths sent byte for byte).
  */
-import { createHash, createHmac } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { request } from 'node:http'
 import { SignatureV4 } from '@smithy/signature-v4'
+import { Sha256 } from '../../../gateways/s3/auth/sigv4.js'
 import type { Key } from './fixture.js'
 
-const bytes = (d: string | ArrayBuffer | ArrayBufferView) => (typeof d === 'string' ? d : d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength))
 
 /** smithy's hash interface on node:crypto. */
-class Sha256 {
-  readonly #h
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.#h = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret))
-  }
-  update(d: string | ArrayBuffer | ArrayBufferView): void {
-    this.#h.update(bytes(d))
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.#h.digest())
-  }
-  reset(): void {}
-}
 
 export interface RawResponse {
   readonly status: number
