@@ -20,6 +20,7 @@ function parseSet(body: string): (c: string) => boolean {
   const ranges: [string, string][] = []
   for (let i = 0; i < chars.length; i++) {
     if (chars[i + 1] === '-' && i + 2 < chars.length) {
+      if (chars[i]!.codePointAt(0)! > chars[i + 2]!.codePointAt(0)!) throw new RangeError(`the range ${chars[i]}-${chars[i + 2]} is backwards`)
       ranges.push([chars[i]!, chars[i + 2]!])
       i += 2
     } else singles.add(chars[i]!)
@@ -51,7 +52,7 @@ function tokens(pattern: string): Token[] {
   return out
 }
 
-/** A predicate: does a whole name match `pattern`? */
+/** A predicate: does a whole name match `pattern`? @throws RangeError for a backwards range (`[z-a]`) */
 export function globMatcher(pattern: string): (name: string) => boolean {
   const pat = tokens(pattern)
   return (name: string): boolean => {

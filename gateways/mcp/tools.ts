@@ -295,7 +295,12 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     },
     run(false, async (a: { path: string; pattern: string; max_depth: number }, g, ctx) => {
       const root = toolPath(a.path)
-      const isMatch = globMatcher(a.pattern)
+      let isMatch: (name: string) => boolean
+      try {
+        isMatch = globMatcher(a.pattern)
+      } catch (err) {
+        throw new ApiError('INVALID_INPUT', `"pattern" is not a valid name pattern: ${a.pattern} (${(err as Error).message})`)
+      }
       const matches: (z.infer<typeof ENTRY> & { path: string })[] = []
       const reason = await walk(g.fs, ctx, root, { maxDepth: a.max_depth, maxVisited: limits.findVisited, deadline: Date.now() + limits.findMs }, (p, e) => {
         if (isMatch(e.name)) matches.push({ path: p, ...entryOut(e) })

@@ -28,6 +28,7 @@ t.test('shell-like matching of one whole name', async (t) => {
   t.ok(m('a*b*c', 'aXXbYYc'))
   t.notOk(m('a*b*c', 'aXXbYY'))
   t.ok(m('**a**', 'xxa'), 'runs of stars')
+  t.throws(() => globMatcher('[z-a]'), RangeError, 'a backwards range is an error, not an empty set')
 })
 
 t.test('a pattern built to make a backtracking matcher explode ends at once', async (t) => {
