@@ -12,30 +12,18 @@
  * threads: steadier than times on a shared machine), and MCP ÷ HTTP API of the medians.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { runBenchmark } from './lib/bench.js'
 import { env } from './lib/env.js'
 import { fmt, fmtRatio, median, progress, publish, ratio, table } from './lib/report.js'
 import { startFilegate, tempDir, tmpSession } from './lib/servers.js'
+import { type Kind, mcpTransport } from '../test/gateways/mcp/client.js'
 
 const CALLS = Number(process.env.BENCH_MCP_CALLS ?? (env.quick ? 50 : 1000))
 if (!Number.isInteger(CALLS) || CALLS < 1) throw new Error('BENCH_MCP_CALLS must be a whole number >= 1')
 
-type Kind = 'streamable' | 'sse'
-
 async function connect(url: string, token: string, kind: Kind): Promise<Client> {
-  const headers = { Authorization: `Bearer ${token}` }
-  const transport =
-    kind === 'streamable'
-      ? new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers } })
-      : new SSEClientTransport(new URL(`${url}/sse`), {
-          fetch: (u, init) => {
-            const h = new Headers(init?.headers)
-            h.set('authorization', headers.Authorization)
-            return fetch(u, { ...init, headers: h })
-          },
-        })
+  const transport = mcpTransport(url, token, kind)
   const client = new Client({ name: 'filegate-bench', version: '1.0.0' })
   await client.connect(transport)
   return client

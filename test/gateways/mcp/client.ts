@@ -20,19 +20,22 @@ export interface Connected {
   text(name: string, args?: Record<string, unknown>): Promise<string>
 }
 
+/** The SDK's client transport of `kind` to filegate at `url`, sending `token` as Bearer on every request (also bench/mcp.ts's). */
+export function mcpTransport(url: string, token: string, kind: Kind): StreamableHTTPClientTransport | SSEClientTransport {
+  const authorization = `Bearer ${token}`
+  if (kind === 'streamable') return new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { Authorization: authorization } } })
+  return new SSEClientTransport(new URL(`${url}/sse`), {
+    // The event stream's GET goes through `fetch` too: the credential is added to every request.
+    fetch: (u, init) => {
+      const h = new Headers(init?.headers)
+      h.set('authorization', authorization)
+      return fetch(u, { ...init, headers: h })
+    },
+  })
+}
+
 export async function connect(t: Test, url: string, token: string, kind: Kind): Promise<Connected> {
-  const headers = { Authorization: `Bearer ${token}` }
-  const transport =
-    kind === 'streamable'
-      ? new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers } })
-      : new SSEClientTransport(new URL(`${url}/sse`), {
-          // The event stream's GET goes through `fetch` too: the credential is added to every request.
-          fetch: (u, init) => {
-            const h = new Headers(init?.headers)
-            h.set('authorization', headers.Authorization)
-            return fetch(u, { ...init, headers: h })
-          },
-        })
+  const transport = mcpTransport(url, token, kind)
   const client = new Client({ name: 'filegate-test', version: '1.0.0' })
   await client.connect(transport)
   t.teardown(() => client.close())
