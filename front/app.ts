@@ -5,7 +5,7 @@
  * tests and the benchmarks start.
  */
 import { join } from 'node:path'
-import type { BackendSpec } from '../core/backend.js'
+import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { Config } from '../core/config.js'
 import type { Gateway, GatewayContext } from '../core/gateway.js'
 import type { HttpHandler } from '../core/http.js'
@@ -23,6 +23,7 @@ import { logExposure } from './exposure.js'
 import { openSqliteState } from './state/sqlite-state.js'
 import { AdminService } from './admin.js'
 import { GatewayLoginService } from './gateway-login.js'
+import { SharedViews } from './shared-views.js'
 import { chainBearers, sessionBearer } from './gateway-bearer.js'
 import { createProtocolFs, sweepStaging } from './gateway-fs.js'
 import { ApiKeyService } from './api-keys.js'
@@ -123,7 +124,10 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
   const started = Date.now()
   const shares = new ShareService({ state, secret, storageFor })
-  const openFs = (spec: BackendSpec) => createProtocolFs({ pool, spec, readOnly: false, stagingDir })
+  // Bearer credentials (MCP) come once per request: a session's view is opened once and
+  // leased to its requests (front/shared-views.ts), as S3's signed requests are.
+  const bearerViews = new SharedViews({ idleMs: 30_000 })
+  const openFs = (spec: BackendSpec) => bearerViews.lease(backendKey(spec), () => createProtocolFs({ pool, spec, readOnly: false, stagingDir }))
   const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
   const tus = await TusUploads.open({ dir: join(config.data_dir, 'tus'), expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
   const handler = createHandler({
@@ -212,6 +216,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     // A gateway that cannot start (e.g. its port is taken) stops start-up, leaving nothing open.
     for (const g of gateways) await g.stop().catch(() => {})
     gatewayLogin.close()
+    bearerViews.close()
     server.close()
     tus.close()
     await pool.close()
@@ -236,6 +241,8 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
         if (srv.inFlight > 0) logger.log('warn', 'shutdown deadline reached: cutting transfers off', { in_flight: srv.inFlight })
         for (const g of gateways) await g.stop().catch(() => {})
         gatewayLogin.close()
+        bearerViews.close()
+    bearerViews.close()
         srv.close()
         tus.close()
         await pool.close()
