@@ -9,7 +9,9 @@
 #     test   (default) what the tests run: real sshd, vsftpd and smbd to test the
 #            sftp/ftp/smb drivers against (openssl: the FTPS certificate; smbclient,
 #            python3-paramiko, rclone, awscli, python3-boto3: independent clients), unzip (an independent zip
-#            reader), chromium and a font (the admin console's browser test). The tests
+#            reader), chromium and a font (the admin console's browser test), PostgreSQL (the
+#            shared state store), nginx with its stream module and HAProxy (the cluster test's
+#            load balancers). The tests
 #            add throwaway system users and start those servers, so they need root.
 #     build  what `npm install`/`npm ci` needs to compile better-sqlite3 when no
 #            prebuilt binary can be downloaded: make, g++, python3.
@@ -38,6 +40,8 @@ case "$group" in
       /usr/lib/python3/dist-packages/paramiko:python3-paramiko /usr/bin/rclone:rclone
       /usr/bin/aws:awscli /usr/lib/python3/dist-packages/boto3:python3-boto3
       /usr/bin/chromium:chromium /usr/share/fonts/truetype/dejavu:fonts-dejavu-core
+      /usr/lib/postgresql/15/bin/postgres:postgresql /usr/sbin/nginx:nginx-light
+      /usr/lib/nginx/modules/ngx_stream_module.so:libnginx-mod-stream /usr/sbin/haproxy:haproxy
     )
     ;;
   build) pairs=(/usr/bin/make:make /usr/bin/g++:g++ /usr/bin/python3:python3) ;;

@@ -89,8 +89,8 @@ export async function startServer(
 }
 
 /** Runs a command to completion (set-up steps such as adding a user). */
-export function run(cmd: string, args: readonly string[], input?: string): string {
-  return execFileSync(cmd, args, { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] })
+export function run(cmd: string, args: readonly string[], input?: string, env?: NodeJS.ProcessEnv): string {
+  return execFileSync(cmd, args, { encoding: 'utf8', input, env, stdio: ['pipe', 'pipe', 'pipe'] })
 }
 
 /**
