@@ -53,9 +53,10 @@ export async function startPostgres(t: Test): Promise<Postgres> {
   const port = await freePort()
   const server = await startRestartable(
     t,
-    'runuser',
-    ['-u', 'postgres', '--', postgresBin, '-D', data, '-c', 'listen_addresses=127.0.0.1', '-c', `port=${port}`, '-c', `unix_socket_directories=${sock}`, '-c', 'fsync=off', '-c', 'max_connections=200'],
+    postgresBin,
+    ['-D', data, '-c', 'listen_addresses=127.0.0.1', '-c', `port=${port}`, '-c', `unix_socket_directories=${sock}`, '-c', 'fsync=off', '-c', 'max_connections=200'],
     port,
+    { uid: pgUid, gid: pgGid },
   )
   const psql = (sql: string, database = 'postgres'): string =>
     run('/usr/bin/psql', ['-X', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', database, '-c', sql], undefined, {

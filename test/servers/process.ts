@@ -64,9 +64,9 @@ export async function startServer(
   t: Test,
   cmd: string,
   args: readonly string[],
-  opts: { port: number; env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number },
+  opts: { port: number; env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; uid?: number; gid?: number },
 ): Promise<Started> {
-  const child = spawn(cmd, args, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(cmd, args, { env: opts.env ?? process.env, cwd: opts.cwd, uid: opts.uid, gid: opts.gid, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout!.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-20_000)))
   child.stderr!.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-20_000)))
@@ -141,10 +141,10 @@ export interface Restartable {
 }
 
 /** A server the fault tests can stop and start again on the same port; stopped at teardown. */
-export async function startRestartable(t: Test, cmd: string, args: readonly string[], port: number): Promise<Restartable> {
+export async function startRestartable(t: Test, cmd: string, args: readonly string[], port: number, as?: { uid: number; gid: number }): Promise<Restartable> {
   let server: Started | null = null
   const start = async (): Promise<void> => {
-    server = await startServer(t, cmd, args, { port })
+    server = await startServer(t, cmd, args, { port, ...as })
   }
   const stop = async (): Promise<void> => {
     const pid = server?.child.pid
