@@ -189,14 +189,15 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   }
 
   /**
-   * A gateway user's view opened again for a credential issued at its login (an OAuth
-   * grant, front/oauth/): null when the user is gone, was made anew, or had its password
+   * A gateway user's view for a credential issued at its login (an OAuth grant,
+   * front/oauth/), leased from the views its per-request logins share: null when the user is gone, was made anew, or had its password
    * changed since (`mark`, from `loginMark` at the login).
    */
   async reopen(name: string, mark: string, client: ClientIdentity): Promise<ProtocolFs | null> {
     const user = await this.#opts.state.getGatewayUser(name)
     if (!user || loginMark(user) !== mark) return null
-    return this.#opts.openFs(this.userSpec(user), { readOnly: user.read_only, client })
+    const spec = this.userSpec(user)
+    return this.#views.lease(sharedViewKey(user, spec), () => this.#opts.openFs(spec, { readOnly: user.read_only, client }))
   }
 
   async keyAuthorized(user: string, key: PublicKey): Promise<boolean> {
@@ -246,8 +247,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     if (!req.signature!.verify(key.secret)) return 'wrong signature'
     const user = await this.#opts.state.getGatewayUser(key.user)
     if (!user) return 'unknown user'
-    // The view is shared while the user, its rights and its storage stay the same.
-    return this.#grant(user, (spec) => ({ signature: { keyId: key.id, view: JSON.stringify([user.name, user.created, user.read_only, spec]) } }))
+    return this.#grant(user, (spec) => ({ signature: { keyId: key.id, view: sharedViewKey(user, spec) } }))
   }
 
   /** `<name>@<label>`: the user's own account on a connection that leaves credentials to its users. */
@@ -344,4 +344,12 @@ function keyMatches(blobs: readonly string[], key: PublicKey): boolean {
     if (have.byteLength === want.byteLength && timingSafeEqual(have, want)) found = true
   }
   return found
+}
+
+/**
+ * The key of a gateway user's view shared by its per-request logins (S3 signatures,
+ * OAuth grants): shared while the user, its rights and its storage stay the same.
+ */
+function sharedViewKey(user: GatewayUserRecord, spec: BackendSpec): string {
+  return JSON.stringify([user.name, user.created, user.read_only, spec])
 }
