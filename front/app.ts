@@ -16,7 +16,7 @@ import { type EngineInfo, listenWith, pickEngine } from './http/engine.js'
 import type { HttpServer } from './http/exchange.js'
 import { type Logger, createLogger } from './log.js'
 import { loadPlugins } from './plugins.js'
-import { loadOrCreateSecret } from './server-secret.js'
+import { loadOrCreateSecret, readSecretFile } from './server-secret.js'
 import { SessionService } from './sessions.js'
 import { createHandler } from './server.js'
 import { logExposure } from './exposure.js'
@@ -72,7 +72,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   if (config.plugins.length > 0) logger.log('info', 'plugins loaded', { plugins: config.plugins.map((p) => p.name) })
 
   const stateDir = join(config.data_dir, 'state')
-  const secret = await loadOrCreateSecret(stateDir)
+  const secret = config.secret_file === null ? await loadOrCreateSecret(stateDir) : await readSecretFile(config.secret_file)
   const state = await openSqliteState(stateDir)
   const keys = await ApiKeyService.open(state)
   const admin = await AdminService.open(config.admin_password, secret, state)
