@@ -129,7 +129,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const bearerViews = new SharedViews({ idleMs: 30_000 })
   const openFs = (spec: BackendSpec) => bearerViews.lease(backendKey(spec), () => createProtocolFs({ pool, spec, readOnly: false, stagingDir }))
   const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
-  const tus = await TusUploads.open({ dir: join(config.data_dir, 'tus'), expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
+  // What another node may have to finish is staged where every node reaches (`staging_dir`).
+  const sharedStaging = config.staging_dir ?? config.data_dir
+  const tus = await TusUploads.open({ dir: join(sharedStaging, 'tus'), state, expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
   const handler = createHandler({
     sessions,
     storageFor,
@@ -178,6 +180,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     login: gatewayLogin,
     state,
     dataDir: config.data_dir,
+    stagingDir: sharedStaging,
     seal: (purpose, plain) => sealToken(plain, subkey(secret, `gateway:${purpose}`)),
     unseal: (purpose, sealed) => {
       const v = unsealToken(sealed, subkey(secret, `gateway:${purpose}`))
