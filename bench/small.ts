@@ -12,10 +12,10 @@
  * client's CPU share (autocannon on the same 2 cores can become the limit).
  */
 import { join } from 'node:path'
+import { cannon } from './lib/autocannon.js'
 import { runBenchmark } from './lib/bench.js'
-import { ROOT, env, selected } from './lib/env.js'
+import { env, selected } from './lib/env.js'
 import { plant, smallInputs, warm } from './lib/files.js'
-import { reapedChildrenCpuSeconds, run } from './lib/proc.js'
 import { fmt, fmtRatio, median, progress, publish, ratio, table } from './lib/report.js'
 import { type Server, startFilegate, startNodeRef, tempDir, tmpSession } from './lib/servers.js'
 
@@ -38,28 +38,6 @@ interface Sample {
   readonly p99: number
   readonly cpuUsPerReq: number
   readonly clientCpuShare: number
-}
-
-interface Autocannon {
-  requests: { average: number; total: number }
-  latency: { p50: number; p99: number }
-  non2xx: number
-  errors: number
-  timeouts: number
-  duration: number
-}
-
-const AUTOCANNON = join(ROOT, 'node_modules', 'autocannon', 'autocannon.js')
-
-async function cannon(url: string, c: Case, seconds: number): Promise<{ result: Autocannon; clientCpuS: number }> {
-  const args = [AUTOCANNON, '--json', '-c', String(env.connections), '-d', String(seconds), '-m', c.method, ...c.headers.flatMap((h) => ['-H', h])]
-  if (c.body !== undefined) args.push('-b', c.body)
-  args.push(url + c.path)
-  const c0 = reapedChildrenCpuSeconds()
-  const r = await run(process.execPath, args)
-  const clientCpuS = reapedChildrenCpuSeconds() - c0
-  if (r.code !== 0) throw new Error(`autocannon failed (${r.code ?? r.signal}): ${r.stderr.slice(-1000)}`)
-  return { result: JSON.parse(r.stdout) as Autocannon, clientCpuS }
 }
 
 const ok = (status: number, body: string): string | null => (status === 200 && body.includes('"status":"ok"') ? null : `HTTP ${status}: ${body.slice(0, 300)}`)
@@ -106,7 +84,7 @@ runBenchmark('small', async () => {
   for (const t of targets) for (const c of t.cases) await sanity(t.server.url, c)
 
   progress(`warm-up: 1 s of load per case and server`)
-  for (const t of targets) for (const c of t.cases) await cannon(t.server.url, c, 1)
+  for (const t of targets) for (const c of t.cases) await cannon(t.server.url + c.path, c, 1)
 
   const samples: Sample[] = []
   const names = targets[0]!.cases.map((c) => c.name)
@@ -115,7 +93,7 @@ runBenchmark('small', async () => {
       for (const t of targets) {
         const c = t.cases.find((x) => x.name === name)!
         const cpu0 = t.server.cpu()
-        const { result: r, clientCpuS } = await cannon(t.server.url, c, env.durationS)
+        const { result: r, clientCpuS } = await cannon(t.server.url + c.path, c, env.durationS)
         const cpu = t.server.cpu() - cpu0
         if (r.non2xx > 0) throw new Error(`${t.server.name} ${name}: ${r.non2xx} of ${r.requests.total} answers were not 2xx`)
         if (r.requests.total === 0) throw new Error(`${t.server.name} ${name}: no request completed`)

@@ -64,6 +64,8 @@ export interface ClusterOptions {
   readonly nginxStream?: boolean
   /** Settings of the config file (over the test's connections and admin password). */
   readonly config?: Record<string, unknown>
+  /** The compiled code to run (the benchmarks' copy); the repository's dist/ by default. */
+  readonly dist?: string
 }
 
 export async function startCluster(t: Test, opts: ClusterOptions = {}): Promise<Cluster> {
@@ -118,6 +120,7 @@ export async function startCluster(t: Test, opts: ClusterOptions = {}): Promise<
       const proc = await spawnFilegate({
         dataDir,
         workers: opts.workers ?? 1,
+        ...(opts.dist ? { dist: opts.dist } : {}),
         // One machine: each node on loopback and ports of its own; a short grace for the teardown.
         env: { ...env, FILEGATE_HOST: '127.0.0.1', FILEGATE_SFTP_PORT: String(nodeSftp), FILEGATE_S3_PORT: String(nodeS3), FILEGATE_SHUTDOWN_GRACE_SECONDS: '1', FILEGATE_LOG_REQUESTS: 'false' },
       })
