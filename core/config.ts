@@ -4,6 +4,7 @@
  * Pure: loading from files, environment and flags is front/config-load.ts.
  * Options are validated here, with precise messages, and trusted everywhere else.
  */
+import { isIP } from 'node:net'
 import { PLUGIN_NAME, type PluginConfig } from './plugin.js'
 import { redirectUriProblem } from './redirect-uris.js'
 
@@ -117,6 +118,12 @@ export interface Config {
    * folder every node reaches in a cluster. Absolute once loaded. null: the data directory.
    */
   readonly staging_dir: string | null
+  /**
+   * Addresses of the reverse proxies (load balancers) whose `X-Forwarded-For` names the
+   * client: a request from one of them counts as coming from the address it forwards for
+   * (throttles, per-address limits, logs). Empty: the TCP peer is the client.
+   */
+  readonly trust_proxy: readonly string[]
 }
 
 export interface OAuthConfig {
@@ -161,6 +168,7 @@ export const DEFAULTS: Config = {
   oauth: { clients: [], dynamic_registration: true, code_seconds: 60, access_token_seconds: 3600, refresh_token_seconds: 30 * 24 * 3600 },
   secret_file: null,
   staging_dir: null,
+  trust_proxy: [],
 }
 
 export class ConfigError extends Error {
@@ -252,7 +260,16 @@ export function validateConfig(input: Record<string, unknown>): Config {
     oauth: oauthConfig(m.oauth),
     secret_file: m.secret_file === null ? null : str(m.secret_file, 'secret_file'),
     staging_dir: m.staging_dir === null ? null : str(m.staging_dir, 'staging_dir'),
+    trust_proxy: trustProxy(m.trust_proxy),
   }
+}
+
+/** `trust_proxy`: a list of IP addresses (no names, no ranges). */
+function trustProxy(v: unknown): string[] {
+  if (!Array.isArray(v) || v.some((a) => typeof a !== 'string' || isIP(a) === 0)) {
+    throw new ConfigError(`trust_proxy must be a list of IP addresses of your proxies, like ["10.0.0.5"] (got ${JSON.stringify(v)})`)
+  }
+  return v as string[]
 }
 
 /** `public_url`: an origin, `http(s)://host[:port]`, nothing after it. */

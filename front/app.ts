@@ -13,6 +13,7 @@ import type { Storage } from '../core/storage.js'
 import { PoolStorage } from '../workers/client.js'
 import { WorkerPool } from '../workers/pool.js'
 import { type EngineInfo, listenWith, pickEngine } from './http/engine.js'
+import { trustedProxies } from './http/client-address.js'
 import type { HttpServer } from './http/exchange.js'
 import { type Logger, createLogger } from './log.js'
 import { loadPlugins } from './plugins.js'
@@ -161,11 +162,13 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
     health: () => ({ uptime_ms: Date.now() - started, pool: pool.stats, in_flight: server?.inFlight ?? 0 }),
   })
+  const trustProxy = trustedProxies(config.trust_proxy)
   let server: HttpServer | undefined
   try {
     server = await listenWith(http, config.host, config.port, {
       handler,
       maxBodyBytes: config.max_upload_bytes,
+      trustProxy,
       onRequestDone: (r) => {
         // The route, not the URL path: ids in paths are credentials (front/server.ts).
         if (config.log.requests) logger.log(r.status >= 500 ? 'warn' : 'info', 'request', { ...r, path: handler.routeOf(r.path) })
@@ -197,6 +200,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
       const own = await listenWith(http, o.host, o.port, {
         handler: o.handler,
         maxBodyBytes: o.maxBodyBytes,
+        trustProxy,
         ...(o.errorReply ? { errorReply: o.errorReply } : {}),
         onRequestDone: (r) => {
           // Gateways' paths can carry credentials (presigned URLs keep them in the query, never logged).

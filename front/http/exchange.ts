@@ -15,6 +15,7 @@ import { ApiError } from '../../core/api-error.js'
 import { FsError } from '../../core/errors.js'
 import type { HttpHandler, HttpReply, HttpRequest } from '../../core/http.js'
 import { errorReply } from './status.js'
+import { clientAddress } from './client-address.js'
 
 export interface RequestLog {
   readonly requestId: string
@@ -34,6 +35,8 @@ export interface ServerOptions {
   /** How errors the server answers itself are rendered (a gateway's protocol); default: the API's JSON envelope. */
   readonly errorReply?: (err: unknown, req: HttpRequest) => HttpReply
   readonly onRequestDone: (log: RequestLog) => void
+  /** Reverse proxies whose X-Forwarded-For names the client (front/http/client-address.ts). */
+  readonly trustProxy?: ReadonlySet<string>
 }
 
 export interface HttpServer {
@@ -154,8 +157,8 @@ export abstract class Exchange implements HttpRequest {
     this.method = head.method.toUpperCase()
     this.path = head.path
     this.query = new URLSearchParams(head.query)
-    this.remoteAddress = head.remoteAddress
     const { headers, refusal } = readHead(head.method, head.headers)
+    this.remoteAddress = opts.trustProxy ? clientAddress(head.remoteAddress, headers.get('x-forwarded-for'), opts.trustProxy) : head.remoteAddress
     this.#headers = headers
     this.#refusal = refusal
     const sent = headers.get('x-request-id')

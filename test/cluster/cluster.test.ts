@@ -137,6 +137,9 @@ t.test('failed logins are counted across nodes: the throttle holds wherever the 
   for (const url of [n1.url, n2.url, n3.url, n1.url, n2.url]) t.equal((await attempt(url, 'not the password')).status, 401, 'a wrong password')
   const res = await attempt(n3.url, GUARDED_PASSWORD)
   t.equal(res.status, 429, 'node3, which saw one failure itself, refuses the sixth attempt')
+  // Through nginx, the nodes count the address it forwards for (trust_proxy), not nginx's.
+  const other = await fetch(`${cluster.http}/api/session`, { method: 'POST', headers: { 'x-forwarded-for': '192.0.2.8' }, body: JSON.stringify({ label: 'guarded', password: GUARDED_PASSWORD }) })
+  t.equal(other.status, 200, 'another client, forwarded by nginx, is not locked out')
 })
 
 t.test('an MCP session through nginx is served by any node', async (t) => {

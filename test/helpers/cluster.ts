@@ -114,7 +114,7 @@ export async function startCluster(t: Test, opts: ClusterOptions = {}): Promise<
       copyFileSync(hostKey, join(dataDir, 'sftp', 'host_ed25519_key'))
       chmodSync(join(dataDir, 'sftp', 'host_ed25519_key'), 0o600)
       const env = parseEnvFile(
-        fillDeployFile('filegate.env', { STATE_URL: pg.url, SECRET_FILE: secretFile, STAGING_DIR: staging, DATA_DIR: dataDir, PUBLIC_URL: http, CONFIG_FILE: configFile }),
+        fillDeployFile('filegate.env', { STATE_URL: pg.url, SECRET_FILE: secretFile, STAGING_DIR: staging, DATA_DIR: dataDir, PUBLIC_URL: http, CONFIG_FILE: configFile, BALANCERS: '"127.0.0.1"' }),
       )
       const [nodeSftp, nodeS3] = await Promise.all([freePort(), freePort()])
       const proc = await spawnFilegate({

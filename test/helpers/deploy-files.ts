@@ -32,12 +32,15 @@ export function fillDeployFile(name: string, values: Readonly<Record<string, str
   return out.join('\n')
 }
 
-/** `KEY=value` lines of a filled environment file (deploy/filegate.env), as systemd's EnvironmentFile= reads them. */
+/**
+ * `KEY=value` lines of a filled environment file (deploy/filegate.env), as systemd's
+ * EnvironmentFile= reads them: a value in single quotes is taken as it stands inside them.
+ */
 export function parseEnvFile(text: string): Record<string, string> {
   const env: Record<string, string> = {}
   for (const line of text.split('\n')) {
     const m = /^\s*([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line)
-    if (m) env[m[1]!] = m[2]!.trim()
+    if (m) env[m[1]!] = m[2]!.trim().replace(/^'(.*)'$/, '$1')
   }
   return env
 }
