@@ -106,6 +106,13 @@ export interface Config {
   readonly mcp: { readonly enabled: boolean; readonly session_idle_seconds: number; readonly max_sessions: number }
   /** The OAuth authorization server of the MCP gateway (front/oauth/, docs/mcp-auth.md). */
   readonly oauth: OAuthConfig
+  /**
+   * The shared state store (docs/postgresql.md): a `postgres://` or `postgresql://` URL (its
+   * password is a secret: never logged). null: SQLite in the data folder.
+   */
+  readonly state_url: string | null
+  /** Connections at most to the state store's database, per node. */
+  readonly state_pool_size: number
 }
 
 export interface OAuthConfig {
@@ -148,6 +155,8 @@ export const DEFAULTS: Config = {
   public_url: null,
   mcp: { enabled: true, session_idle_seconds: 1800, max_sessions: 1000 },
   oauth: { clients: [], dynamic_registration: true, code_seconds: 60, access_token_seconds: 3600, refresh_token_seconds: 30 * 24 * 3600 },
+  state_url: null,
+  state_pool_size: 10,
 }
 
 export class ConfigError extends Error {
@@ -237,7 +246,23 @@ export function validateConfig(input: Record<string, unknown>): Config {
     public_url: m.public_url === null ? null : publicUrl(m.public_url),
     mcp: mcpConfig(m.mcp),
     oauth: oauthConfig(m.oauth),
+    state_url: m.state_url === null ? null : stateUrl(m.state_url),
+    state_pool_size: int(m.state_pool_size, 'state_pool_size', 1, 1000),
   }
+}
+
+/** `state_url`: a PostgreSQL URL. Never quoted back: it may hold a password. */
+function stateUrl(v: unknown): string {
+  let protocol = ''
+  try {
+    protocol = typeof v === 'string' ? new URL(v).protocol : ''
+  } catch {
+    protocol = ''
+  }
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw new ConfigError('state_url must be a PostgreSQL URL, postgres://user:password@host:port/database or postgresql://... (or null: SQLite in the data folder)')
+  }
+  return v as string
 }
 
 /** `public_url`: an origin, `http(s)://host[:port]`, nothing after it. */

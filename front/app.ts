@@ -20,7 +20,7 @@ import { loadOrCreateSecret } from './server-secret.js'
 import { SessionService } from './sessions.js'
 import { createHandler } from './server.js'
 import { logExposure } from './exposure.js'
-import { openSqliteState } from './state/sqlite-state.js'
+import { openState } from './state/open-state.js'
 import { AdminService } from './admin.js'
 import { GatewayLoginService } from './gateway-login.js'
 import { SharedViews } from './shared-views.js'
@@ -73,7 +73,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
 
   const stateDir = join(config.data_dir, 'state')
   const secret = await loadOrCreateSecret(stateDir)
-  const state = await openSqliteState(stateDir)
+  const state = await openState(config, stateDir, logger)
   const keys = await ApiKeyService.open(state)
   const admin = await AdminService.open(config.admin_password, secret, state)
   const pool = new WorkerPool({
@@ -172,6 +172,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   } catch (err) {
     tus.close()
     await pool.close()
+    await state.close()
     throw err
   }
   const ctx: GatewayContext = {
