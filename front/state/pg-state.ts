@@ -85,10 +85,13 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
   pool.on('error', (err) => opts.onIdleError?.(err))
   try {
     const client = await pool.connect()
+    const ignore = () => undefined // a lost connection fails the query under way, which reports it
+    client.on('error', ignore)
     try {
       await migratePg(client)
       await client.query('DELETE FROM revoked_tokens WHERE until_ms <= $1', [Date.now()])
     } finally {
+      client.off('error', ignore)
       client.release()
     }
   } catch (err) {
@@ -116,6 +119,9 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
       throw mapError(err)
     }
     let broken: Error | undefined
+    // A checked-out client has no pool listener: its connection lost between two statements must not be an uncaught 'error'.
+    const onError = (err: Error) => (broken = err)
+    client.on('error', onError)
     try {
       await client.query('BEGIN')
       const result = await fn(client)
@@ -126,6 +132,7 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
       else await client.query('ROLLBACK').catch((e: Error) => (broken = e))
       throw mapError(err)
     } finally {
+      client.off('error', onError)
       client.release(broken)
     }
   }
