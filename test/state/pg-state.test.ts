@@ -103,3 +103,11 @@ t.test('while the server is away calls fail as UNAVAILABLE; they work again once
   t.equal(await s.isTokenRevoked('x'), false, 'a plain query')
   t.equal(await s.putMultipartPart({ upload_id: 'u', number: 1, size: 1, etag: 'e', file: 'f', modified: 1 }), null, 'a transaction')
 })
+
+t.test('the URL\'s sslmode reaches the client', async (t) => {
+  const url = freshDatabase()
+  const plain = await openStore(t, `${url}?sslmode=disable`, 1)
+  t.equal(await plain.isTokenRevoked('x'), false, 'sslmode=disable: plain TCP')
+  // The test server has no TLS: a client told to require it must refuse to go on.
+  await t.rejects(openPgState(`${url}?sslmode=verify-full`, { poolSize: 1 }), /does not support SSL/)
+})
