@@ -253,12 +253,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
 
 /** `state_url`: a PostgreSQL URL. Never quoted back: it may hold a password. */
 function stateUrl(v: unknown): string {
-  let protocol = ''
-  try {
-    protocol = typeof v === 'string' ? new URL(v).protocol : ''
-  } catch {
-    protocol = ''
-  }
+  const protocol = typeof v === 'string' && URL.canParse(v) ? new URL(v).protocol : ''
   if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
     throw new ConfigError('state_url must be a PostgreSQL URL, postgres://user:password@host:port/database or postgresql://... (or null: SQLite in the data folder)')
   }
