@@ -107,6 +107,17 @@ export interface Config {
   /** The OAuth authorization server of the MCP gateway (front/oauth/, docs/mcp-auth.md). */
   readonly oauth: OAuthConfig
   /**
+   * A file holding the server secret (docs/cluster-state.md): 32 bytes, raw or as 64 hex
+   * or 44 base64 characters; never group- or world-readable. Absolute once loaded. null:
+   * the secret generated in the data directory.
+   */
+  readonly secret_file: string | null
+  /**
+   * Where uploads another node may finish are staged (tus uploads, S3 multipart parts): a
+   * folder every node reaches in a cluster. Absolute once loaded. null: the data directory.
+   */
+  readonly staging_dir: string | null
+  /**
    * The shared state store (docs/postgresql.md): a `postgres://` or `postgresql://` URL (its
    * password is a secret: never logged). null: SQLite in the data folder.
    */
@@ -155,6 +166,8 @@ export const DEFAULTS: Config = {
   public_url: null,
   mcp: { enabled: true, session_idle_seconds: 1800, max_sessions: 1000 },
   oauth: { clients: [], dynamic_registration: true, code_seconds: 60, access_token_seconds: 3600, refresh_token_seconds: 30 * 24 * 3600 },
+  secret_file: null,
+  staging_dir: null,
   state_url: null,
   state_pool_size: 10,
 }
@@ -246,6 +259,8 @@ export function validateConfig(input: Record<string, unknown>): Config {
     public_url: m.public_url === null ? null : publicUrl(m.public_url),
     mcp: mcpConfig(m.mcp),
     oauth: oauthConfig(m.oauth),
+    secret_file: m.secret_file === null ? null : str(m.secret_file, 'secret_file'),
+    staging_dir: m.staging_dir === null ? null : str(m.staging_dir, 'staging_dir'),
     state_url: m.state_url === null ? null : stateUrl(m.state_url),
     state_pool_size: int(m.state_pool_size, 'state_pool_size', 1, 1000),
   }

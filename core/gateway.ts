@@ -146,6 +146,12 @@ export interface GatewayContext {
   /** The service's data directory (absolute): a gateway keeps its own files under `<data_dir>/<gateway name>/`. */
   readonly dataDir: string
   /**
+   * Where a gateway stages what any node may have to finish (`staging_dir`, by default the
+   * data directory; absolute): in a cluster, a folder every node reaches. Its own files go
+   * under `<staging dir>/<gateway name>-...`; several nodes may sweep them at once.
+   */
+  readonly stagingDir: string
+  /**
    * Seals a secret a protocol needs back in clear (e.g. an S3 secret key) under the
    * server secret, bound to `purpose`; `unseal` throws on anything not sealed so.
    */

@@ -1,10 +1,12 @@
 /**
  * @module core/state
  * The state store: what the service remembers between requests and restarts
- * (revoked tokens, share links, API keys, gateway users). One small interface so
- * an embedded store (SQLite, front/state/sqlite-state.ts) and a shared one
- * (PostgreSQL, for several nodes) are interchangeable: every method is async, the
- * records are plain data, and nothing here names a database type.
+ * (revoked tokens, share links, API keys, gateway users, login throttles, OAuth
+ * codes, MCP sessions, resumable uploads): everything several nodes must share. One
+ * small interface so an embedded store (SQLite, front/state/sqlite-state.ts) and a
+ * shared one (PostgreSQL, for several nodes) are interchangeable: every method is
+ * async, the records are plain data (times in epoch ms), and nothing here names a
+ * database type.
  *
  * Secrets never reach the store in clear: passwords are scrypt hashes, API keys
  * sha256 hashes, a share's backend credentials and S3 secret keys are sealed under
@@ -166,6 +168,68 @@ export interface OAuthRefreshRecord {
   readonly used: number | null
 }
 
+/**
+ * A login throttle's count (front/throttle.ts): the attempts counted from one address
+ * against one scope in the current window. Its key names the scope and the address's
+ * unit (never a password).
+ */
+export interface ThrottleCount {
+  /** Attempts counted in the window, the latest included. */
+  readonly count: number
+  /** Epoch ms: when the window began (its first attempt). */
+  readonly since: number
+}
+
+/**
+ * An OAuth authorization code (docs/mcp-auth.md): single use, short-lived. The code
+ * itself is never stored, only its hash; the grant is sealed under the server secret.
+ */
+export interface OAuthCodeRecord {
+  /** Hash of the code (front/oauth/codes.ts). */
+  readonly hash: string
+  readonly client_id: string
+  readonly redirect_uri: string
+  /** Whether the authorization request named the redirect URI. */
+  readonly redirect_given: boolean
+  /** The PKCE challenge (S256). */
+  readonly challenge: string
+  readonly resource: string
+  /** What the login granted, sealed under the server secret. */
+  readonly grant: string
+  /** Epoch ms after which it can no longer be exchanged. */
+  readonly expires: number
+  /** When it was exchanged; null: not yet. */
+  readonly used: number | null
+  /** The token family its exchange creates (revoked when the code is replayed); null: not exchanged. */
+  readonly family: string | null
+}
+
+/**
+ * An MCP Streamable HTTP session (docs/mcp-gateway.md), so that any node can serve
+ * it: what rebuilds its server. Neither the session id nor a bearer token is stored.
+ */
+export interface McpSessionRecord {
+  /** Hash of the session id. */
+  readonly hash: string
+  /** Hash of the login it is bound to (the subject): only that login may use it. */
+  readonly owner: string
+  /** The protocol version agreed at initialization. */
+  readonly protocol_version: string
+  /** The client's `initialize` request params, JSON. */
+  readonly init: string
+  readonly created: number
+  readonly last_seen: number
+}
+
+/** A resumable (tus) upload's record: what @tus/file-store keeps of it (its configstore). */
+export interface TusUploadRecord {
+  /** The upload's id, also the name of its staged file. */
+  readonly id: string
+  /** The library's record of the upload (offset excluded: the staged file has it), JSON. */
+  readonly upload: string
+  readonly created: number
+}
+
 export interface StateStore {
   /** Remembers a revoked token id until `untilMs` (its expiry): it is refused until then. */
   revokeToken(id: string, untilMs: number): Promise<void>
@@ -249,6 +313,45 @@ export interface StateStore {
   useOAuthRefresh(hash: string, atMs: number): Promise<OAuthRefreshRecord | null>
   /** Removes every refresh token of a family (and expired ones of any family). */
   deleteOAuthFamily(family: string): Promise<void>
+
+  /**
+   * Counts one attempt under `key`, atomically (concurrent nodes never lose a count). A
+   * window that has ended (begun `windowMs` or more before `nowMs`) starts again at 1.
+   * @returns the count, this attempt included, and when its window began
+   */
+  throttleHit(key: string, windowMs: number, nowMs: number): Promise<ThrottleCount>
+  /** Takes back one attempt counted under `key` (the count goes at 0). */
+  throttleRefund(key: string): Promise<void>
+  /** Forgets what was counted under `key`. */
+  throttleForget(key: string): Promise<void>
+  /** Removes counts whose window ended at or before `nowMs`. @returns how many */
+  purgeThrottles(nowMs: number): Promise<number>
+
+  putOAuthCode(code: OAuthCodeRecord): Promise<void>
+  /**
+   * Marks a code used by the exchange that creates `family`, atomically: only the
+   * first call finds `used` null. @returns the record as it was before, or null when there is no such code
+   */
+  useOAuthCode(hash: string, family: string, atMs: number): Promise<OAuthCodeRecord | null>
+  /** Removes codes that expired before `beforeMs`. @returns how many */
+  purgeOAuthCodes(beforeMs: number): Promise<number>
+
+  putMcpSession(session: McpSessionRecord): Promise<void>
+  getMcpSession(hash: string): Promise<McpSessionRecord | null>
+  /** Records a use. @returns false when there is no such session (ended, purged) */
+  touchMcpSession(hash: string, atMs: number): Promise<boolean>
+  /** @returns false when there was no such session */
+  deleteMcpSession(hash: string): Promise<boolean>
+  /** Removes sessions last seen before `beforeMs`. @returns how many */
+  purgeMcpSessions(beforeMs: number): Promise<number>
+
+  /** Creates or replaces the record of an upload. */
+  putTusUpload(upload: TusUploadRecord): Promise<void>
+  getTusUpload(id: string): Promise<TusUploadRecord | null>
+  /** @returns false when there was no such upload */
+  deleteTusUpload(id: string): Promise<boolean>
+  /** Ids of the uploads created before `beforeMs`, oldest first. */
+  expiredTusUploads(beforeMs: number): Promise<string[]>
 
   close(): Promise<void>
 }

@@ -32,12 +32,13 @@ export class AdminService {
   readonly #hash: string | null
   readonly #key: Buffer
   readonly #state: StateStore
-  readonly #throttle = new Throttle({ max: MAX_FAILURES, windowMs: WINDOW_MS, what: 'admin logins' })
+  readonly #throttle: Throttle
 
   private constructor(hash: string | null, secret: Buffer, state: StateStore) {
     this.#hash = hash
     this.#key = subkey(secret, 'admin-token')
     this.#state = state
+    this.#throttle = new Throttle({ state, max: MAX_FAILURES, windowMs: WINDOW_MS, what: 'admin logins' })
   }
 
   static async open(password: string | null, secret: Buffer, state: StateStore): Promise<AdminService> {

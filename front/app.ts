@@ -16,7 +16,7 @@ import { type EngineInfo, listenWith, pickEngine } from './http/engine.js'
 import type { HttpServer } from './http/exchange.js'
 import { type Logger, createLogger } from './log.js'
 import { loadPlugins } from './plugins.js'
-import { loadOrCreateSecret } from './server-secret.js'
+import { loadOrCreateSecret, readSecretFile } from './server-secret.js'
 import { SessionService } from './sessions.js'
 import { createHandler } from './server.js'
 import { logExposure } from './exposure.js'
@@ -72,7 +72,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   if (config.plugins.length > 0) logger.log('info', 'plugins loaded', { plugins: config.plugins.map((p) => p.name) })
 
   const stateDir = join(config.data_dir, 'state')
-  const secret = await loadOrCreateSecret(stateDir)
+  const secret = config.secret_file === null ? await loadOrCreateSecret(stateDir) : await readSecretFile(config.secret_file)
   const state = await openState(config, stateDir, logger)
   const keys = await ApiKeyService.open(state)
   const admin = await AdminService.open(config.admin_password, secret, state)
@@ -129,7 +129,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const bearerViews = new SharedViews({ idleMs: 30_000 })
   const openFs = (spec: BackendSpec) => bearerViews.lease(backendKey(spec), () => createProtocolFs({ pool, spec, readOnly: false, stagingDir }))
   const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
-  const tus = await TusUploads.open({ dir: join(config.data_dir, 'tus'), expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
+  // What another node may have to finish is staged where every node reaches (`staging_dir`).
+  const sharedStaging = config.staging_dir ?? config.data_dir
+  const tus = await TusUploads.open({ dir: join(sharedStaging, 'tus'), state, expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
   const handler = createHandler({
     sessions,
     storageFor,
@@ -179,6 +181,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     login: gatewayLogin,
     state,
     dataDir: config.data_dir,
+    stagingDir: sharedStaging,
     seal: (purpose, plain) => sealToken(plain, subkey(secret, `gateway:${purpose}`)),
     unseal: (purpose, sealed) => {
       const v = unsealToken(sealed, subkey(secret, `gateway:${purpose}`))

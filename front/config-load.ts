@@ -32,7 +32,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv, cwd 
   for (const [key, value] of Object.entries(fromEnv(env))) merged[key] = mergeValue(merged[key], value)
   for (const [key, raw] of Object.entries(flags)) merged[key] = coerce(key, raw, `flag for ${key}`)
   const config = validateConfig(merged)
-  return { ...config, data_dir: resolve(cwd, config.data_dir) }
+  const path = (p: string | null) => (p === null ? null : resolve(cwd, p))
+  return { ...config, data_dir: resolve(cwd, config.data_dir), secret_file: path(config.secret_file), staging_dir: path(config.staging_dir) }
 }
 
 function parseFlags(argv: readonly string[]): Record<string, string> {

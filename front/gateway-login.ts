@@ -112,7 +112,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   readonly #opts: GatewayLoginOptions
   /** A hash of a random password: an unknown user costs the same check as a known one. */
   readonly #decoy: string
-  readonly #throttle = new Throttle({ max: GATEWAY_LOGIN_FAILURES, windowMs: WINDOW_MS, what: 'gateway logins' })
+  readonly #throttle: Throttle
   /** Four checks at a time per address (scrypt runs on libuv's four threads anyway); the rest wait. */
   readonly #gate = new AttemptGate({ perAddress: 4, maxWaiting: 4096 })
   readonly #recent = new PasswordCache({ ttlMs: PASSWORD_CACHE_MS, max: PASSWORD_CACHE_USERS })
@@ -121,6 +121,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   private constructor(opts: GatewayLoginOptions, decoy: string) {
     this.#opts = opts
     this.#decoy = decoy
+    this.#throttle = new Throttle({ state: opts.state, max: GATEWAY_LOGIN_FAILURES, windowMs: WINDOW_MS, what: 'gateway logins' })
   }
 
   static async open(opts: GatewayLoginOptions): Promise<GatewayLoginService> {
@@ -140,7 +141,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   async #login(req: LoginRequest): Promise<LoginResult> {
     const fields = { door: req.door, user: req.user.slice(0, 200), address: req.address, requestId: req.requestId }
     try {
-      this.#throttle.attempt(SCOPE, req.address)
+      await this.#throttle.attempt(SCOPE, req.address)
     } catch (err) {
       if (!(isApiError(err) && err.code === 'RATE_LIMITED')) throw err
       await failureDelay()
@@ -151,7 +152,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     const granted = req.signature ? await this.#signatureUser(req) : at > 0 ? await this.#passthrough(req, req.user.slice(0, at), req.user.slice(at + 1)) : await this.#gatewayUser(req)
     if (typeof granted === 'string') return this.#refuse(fields, granted)
     // A gateway user's credentials are checked by now; a pass-through's only by the backend, below.
-    if (at <= 0) this.#throttle.refund(SCOPE, req.address)
+    if (at <= 0) await this.#throttle.refund(SCOPE, req.address)
     if ('unservable' in granted) return this.#unavailable('gateway login: this user cannot be served', { ...fields, ...granted.unservable })
     const client = { address: req.address, credential: `gateway:${granted.user}` }
     const open = async (): Promise<ProtocolFs> => {
@@ -176,7 +177,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       const msg = missing ? 'gateway login: the folder of this login does not exist' : 'gateway login: the storage cannot be reached'
       return this.#unavailable(msg, { ...fields, ...granted.where, code })
     }
-    if (at > 0) this.#throttle.refund(SCOPE, req.address)
+    if (at > 0) await this.#throttle.refund(SCOPE, req.address)
     // One line per S3 request would drown the log: signature logins are logged at debug level.
     const level = granted.signature ? 'debug' : 'info'
     this.#opts.logger.log(level, 'gateway login', { ...fields, read_only: granted.readOnly, ...(granted.password ? { password: granted.password } : {}), ...(granted.signature ? { user: granted.user, access_key_id: granted.signature.keyId } : {}) })
@@ -189,14 +190,15 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   }
 
   /**
-   * A gateway user's view opened again for a credential issued at its login (an OAuth
-   * grant, front/oauth/): null when the user is gone, was made anew, or had its password
+   * A gateway user's view for a credential issued at its login (an OAuth grant,
+   * front/oauth/), leased from the views its per-request logins share: null when the user is gone, was made anew, or had its password
    * changed since (`mark`, from `loginMark` at the login).
    */
   async reopen(name: string, mark: string, client: ClientIdentity): Promise<ProtocolFs | null> {
     const user = await this.#opts.state.getGatewayUser(name)
     if (!user || loginMark(user) !== mark) return null
-    return this.#opts.openFs(this.userSpec(user), { readOnly: user.read_only, client })
+    const spec = this.userSpec(user)
+    return this.#views.lease(sharedViewKey(user, spec), () => this.#opts.openFs(spec, { readOnly: user.read_only, client }))
   }
 
   async keyAuthorized(user: string, key: PublicKey): Promise<boolean> {
@@ -246,8 +248,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     if (!req.signature!.verify(key.secret)) return 'wrong signature'
     const user = await this.#opts.state.getGatewayUser(key.user)
     if (!user) return 'unknown user'
-    // The view is shared while the user, its rights and its storage stay the same.
-    return this.#grant(user, (spec) => ({ signature: { keyId: key.id, view: JSON.stringify([user.name, user.created, user.read_only, spec]) } }))
+    return this.#grant(user, (spec) => ({ signature: { keyId: key.id, view: sharedViewKey(user, spec) } }))
   }
 
   /** `<name>@<label>`: the user's own account on a connection that leaves credentials to its users. */
@@ -344,4 +345,12 @@ function keyMatches(blobs: readonly string[], key: PublicKey): boolean {
     if (have.byteLength === want.byteLength && timingSafeEqual(have, want)) found = true
   }
   return found
+}
+
+/**
+ * The key of a gateway user's view shared by its per-request logins (S3 signatures,
+ * OAuth grants): shared while the user, its rights and its storage stay the same.
+ */
+function sharedViewKey(user: GatewayUserRecord, spec: BackendSpec): string {
+  return JSON.stringify([user.name, user.created, user.read_only, spec])
 }

@@ -65,12 +65,12 @@ export async function checkPassword(opts: {
   hash: string
   refused: string
 }): Promise<void> {
-  opts.throttle.attempt(opts.scope, opts.address)
+  await opts.throttle.attempt(opts.scope, opts.address)
   const { password } = opts
   const wellFormed = typeof password === 'string' && password.length <= MAX_PASSWORD_LENGTH
   if (!wellFormed || !(await verifyPassword(password, opts.hash))) {
     await failureDelay()
     throw new ApiError('NOT_AUTHENTICATED', opts.refused)
   }
-  opts.throttle.succeeded(opts.scope, opts.address)
+  await opts.throttle.succeeded(opts.scope, opts.address)
 }

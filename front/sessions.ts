@@ -84,13 +84,14 @@ export class SessionService {
   readonly #plugins: PluginStorageTypes | undefined
   /** Label → scrypt hash of each non-public local connection's password. */
   readonly #localHashes: ReadonlyMap<string, string>
-  readonly #throttle = new Throttle({ max: LOCAL_PASSWORD_FAILURES, windowMs: 15 * 60_000, what: 'connection passwords' })
+  readonly #throttle: Throttle
   #issued = 0
 
   private constructor(opts: SessionOptions, localHashes: ReadonlyMap<string, string>) {
     this.#key = opts.secret
     this.#config = opts.config
     this.#state = opts.state
+    this.#throttle = new Throttle({ state: opts.state, max: LOCAL_PASSWORD_FAILURES, windowMs: 15 * 60_000, what: 'connection passwords' })
     this.#probe = opts.probe
     this.#plugins = opts.plugins
     this.#localHashes = localHashes

@@ -80,10 +80,11 @@ export class ShareService {
   /** Recently verified (share, password) pairs: scrypt on every request of a download burst would cost ~50 ms each. */
   readonly #verified = new Map<string, number>()
   /** Wrong passwords per (share, address): guessing is throttled, not just delayed. */
-  readonly #throttle = new Throttle({ max: SHARE_PASSWORD_FAILURES, windowMs: 15 * 60_000, what: 'share passwords' })
+  readonly #throttle: Throttle
 
   constructor(opts: { state: StateStore; secret: Buffer; storageFor: (spec: BackendSpec, key?: string) => Storage }) {
     this.#state = opts.state
+    this.#throttle = new Throttle({ state: opts.state, max: SHARE_PASSWORD_FAILURES, windowMs: 15 * 60_000, what: 'share passwords' })
     this.#key = subkey(opts.secret, 'share-credentials')
     this.#storageFor = opts.storageFor
   }

@@ -8,68 +8,51 @@
  * scope's count: a right password on one's own share gives nothing back against
  * another share.
  *
- * Memory is bounded without amnesty for lock-outs: addresses still counting live
- * in one table, least recently seen dropped first when it is full; addresses that
- * used up their attempts move to a second table, from which an entry leaves only
- * when its window has passed (or, past `capacity` lock-outs within one window, the
- * oldest lock-out first). So flooding the throttle from many other addresses never
- * gives a locked-out address its attempts back. IPv6 addresses count by their /64,
- * the block one subscriber usually gets, so one host cannot rotate through them.
+ * The counts live in the state store (core/state.ts), counted there atomically: every
+ * node sharing the store shares the throttle, and a restart gives nothing back. A
+ * count leaves only when its window has passed, so flooding the throttle from many
+ * other addresses never gives a locked-out address its attempts back (no amnesty).
+ * IPv6 addresses count by their /64, the block one subscriber usually gets, so one
+ * host cannot rotate through them.
  */
 import { isIPv6 } from 'node:net'
 import { ApiError } from '../core/api-error.js'
+import type { StateStore } from '../core/state.js'
 
-interface Count {
-  count: number
-  readonly since: number
-}
-
-/** Entries per table by default: a few MB at most. */
-export const THROTTLE_CAPACITY = 20_000
+/** Ended windows are purged from the store at most this often (by each throttle). */
+const PURGE_EVERY_MS = 60_000
 
 export class Throttle {
+  readonly #state: StateStore
   readonly #max: number
   readonly #windowMs: number
   readonly #what: string
-  readonly #capacity: number
-  /** Addresses with attempts left, least recently seen first. */
-  readonly #counting = new Map<string, Count>()
-  /** Addresses with none left, in the order they were locked out. */
-  readonly #locked = new Map<string, Count>()
+  #purged = 0
 
-  constructor(opts: { max: number; windowMs: number; what: string; capacity?: number }) {
+  /** @param opts.what names the throttle in its refusals and keeps its counts apart from other throttles' */
+  constructor(opts: { state: StateStore; max: number; windowMs: number; what: string }) {
+    this.#state = opts.state
     this.#max = opts.max
     this.#windowMs = opts.windowMs
     this.#what = opts.what
-    this.#capacity = opts.capacity ?? THROTTLE_CAPACITY
   }
 
   /** Counts an attempt. @throws ApiError RATE_LIMITED when the address has used up its attempts for `scope` */
-  attempt(scope: string, address: string): void {
+  async attempt(scope: string, address: string): Promise<void> {
     const now = Date.now()
-    this.#expire(now)
-    const key = `${scope}\0${addressKey(address)}`
-    const locked = this.#locked.get(key)
-    if (locked) {
-      if (locked.since > now - this.#windowMs) {
-        throw new ApiError('RATE_LIMITED', `too many failed ${this.#what} from this address: try again in ${Math.ceil((locked.since + this.#windowMs - now) / 60_000)} minutes`)
-      }
-      this.#locked.delete(key)
+    if (now - this.#purged >= PURGE_EVERY_MS) {
+      this.#purged = now
+      await this.#state.purgeThrottles(now)
     }
-    const prev = this.#counting.get(key)
-    this.#counting.delete(key)
-    const cur: Count = prev && prev.since > now - this.#windowMs ? prev : { count: 0, since: now }
-    cur.count++
-    const table = cur.count >= this.#max ? this.#locked : this.#counting
-    table.set(key, cur)
-    if (table.size > this.#capacity) table.delete(table.keys().next().value!)
+    const { count, since } = await this.#state.throttleHit(this.#key(scope, address), this.#windowMs, now)
+    if (count > this.#max) {
+      throw new ApiError('RATE_LIMITED', `too many failed ${this.#what} from this address: try again in ${Math.ceil((since + this.#windowMs - now) / 60_000)} minutes`)
+    }
   }
 
   /** A right password: forgets what was counted against `scope` from this address, nothing else. */
-  succeeded(scope: string, address: string): void {
-    const key = `${scope}\0${addressKey(address)}`
-    this.#counting.delete(key)
-    this.#locked.delete(key)
+  succeeded(scope: string, address: string): Promise<void> {
+    return this.#state.throttleForget(this.#key(scope, address))
   }
 
   /**
@@ -77,35 +60,13 @@ export class Throttle {
    * accounts share (the gateway logins), where forgetting every failure on a success
    * would let one's own account buy more guesses at another's.
    */
-  refund(scope: string, address: string): void {
-    const key = `${scope}\0${addressKey(address)}`
-    const counting = this.#counting.get(key)
-    const locked = this.#locked.get(key)
-    const c = counting ?? locked
-    if (!c) return
-    c.count--
-    if (c.count <= 0) {
-      this.#counting.delete(key)
-      this.#locked.delete(key)
-    } else if (locked && c.count < this.#max) {
-      this.#locked.delete(key)
-      this.#counting.set(key, c)
-    }
+  refund(scope: string, address: string): Promise<void> {
+    return this.#state.throttleRefund(this.#key(scope, address))
   }
 
-  /** Addresses tracked (both tables). */
-  get size(): number {
-    return this.#counting.size + this.#locked.size
-  }
-
-  /** Drops entries whose window has passed from the front of each table (the oldest are there). */
-  #expire(now: number): void {
-    for (const table of [this.#counting, this.#locked]) {
-      for (const [key, c] of table) {
-        if (c.since > now - this.#windowMs) break
-        table.delete(key)
-      }
-    }
+  /** The store's key: no tab in `what` or an address key, so the scope (anything) goes last. */
+  #key(scope: string, address: string): string {
+    return `${this.#what}\t${addressKey(address)}\t${scope}`
   }
 }
 

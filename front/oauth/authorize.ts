@@ -152,8 +152,7 @@ export class Authorize {
       if (!flow.grant) return errorPage(400, 'log in first')
       const r = flow.req
       if (action === 'deny') return redirectTo(r.redirect_uri, { error: 'access_denied', error_description: 'the user denied access', state: r.state, iss: this.#deps.issuer() })
-      const code = this.#deps.codes.issue({ client_id: r.client_id, redirect_uri: r.redirect_uri, redirect_given: r.redirect_given, challenge: r.challenge, resource: r.resource, grant: flow.grant })
-      if (code === null) return redirectTo(r.redirect_uri, { error: 'temporarily_unavailable', error_description: 'too many logins in progress', state: r.state, iss: this.#deps.issuer() })
+      const code = await this.#deps.codes.issue({ client_id: r.client_id, redirect_uri: r.redirect_uri, redirect_given: r.redirect_given, challenge: r.challenge, resource: r.resource, grant: flow.grant })
       return redirectTo(r.redirect_uri, { code, state: r.state, iss: this.#deps.issuer() })
     }
     let login: { grant: Grant; account: string }

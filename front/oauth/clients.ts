@@ -38,10 +38,11 @@ export class OAuthClients {
   readonly #state: StateStore
   readonly #config: OAuthConfig
   readonly #configured: ReadonlyMap<string, OAuthClient>
-  readonly #throttle = new Throttle({ max: REGISTRATIONS_PER_HOUR, windowMs: 3600_000, what: 'client registrations' })
+  readonly #throttle: Throttle
 
   constructor(state: StateStore, config: OAuthConfig) {
     this.#state = state
+    this.#throttle = new Throttle({ state, max: REGISTRATIONS_PER_HOUR, windowMs: 3600_000, what: 'client registrations' })
     this.#config = config
     this.#configured = new Map(config.clients.map((c) => [c.client_id, { ...c, configured: true }]))
   }
@@ -84,7 +85,7 @@ export class OAuthClients {
     const name = m.client_name ?? 'unnamed client'
     if (name.length > MAX_NAME) throw new InvalidClientMetadataError(`client_name must be at most ${MAX_NAME} characters`)
     try {
-      this.#throttle.attempt('register', address)
+      await this.#throttle.attempt('register', address)
     } catch (err) {
       if (isApiError(err) && err.code === 'RATE_LIMITED') throw new TooManyRequestsError(err.message)
       throw err

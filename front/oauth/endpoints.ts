@@ -24,7 +24,7 @@ import type { AuthorizationCodes } from './codes.js'
 import { FormError, readForm } from './form.js'
 import type { Grants } from './grants.js'
 import { verifierMatches } from './pkce.js'
-import { type OAuthTokens, newFamily } from './tokens.js'
+import type { OAuthTokens } from './tokens.js'
 import { canonicalResource } from './urls.js'
 
 const STATUS: Readonly<Record<string, number>> = { invalid_client: 401, access_denied: 403, too_many_requests: 429, server_error: 500, temporarily_unavailable: 503 }
@@ -77,7 +77,7 @@ export function token(deps: EndpointDeps): (req: HttpRequest) => Promise<HttpRep
       if (grantType === 'authorization_code') {
         const code = form.get('code')
         if (!code) throw new InvalidRequestError('code is required')
-        const taken = deps.codes.take(code)
+        const taken = await deps.codes.take(code)
         if (!taken.ok) {
           if (taken.replayedFamily !== null) await deps.tokens.revokeFamily(taken.replayedFamily)
           throw new InvalidGrantError(taken.why)
@@ -89,11 +89,9 @@ export function token(deps: EndpointDeps): (req: HttpRequest) => Promise<HttpRep
         if (!verifier) throw new InvalidRequestError('code_verifier is required (PKCE)')
         if (!verifierMatches(verifier, b.challenge)) throw new InvalidGrantError('code_verifier does not match the code_challenge')
         if (resource !== undefined && resource !== b.resource) throw new InvalidTargetError(`the authorization code is for ${b.resource}`)
-        // The code names its family before the tokens exist: a replay arriving while they are
-        // issued revokes them too (RFC 6749 §4.1.2).
-        const family = newFamily()
-        taken.issued(family)
-        pair = (await deps.tokens.issue(c.client_id, b.resource, b.grant, deps.grants.ends(b.grant), family)).pair
+        // The code named its family when it was taken, before the tokens exist: a replay
+        // arriving while they are issued revokes them too (RFC 6749 §4.1.2).
+        pair = (await deps.tokens.issue(c.client_id, b.resource, b.grant, deps.grants.ends(b.grant), taken.family)).pair
       } else if (grantType === 'refresh_token') {
         const refresh = form.get('refresh_token')
         if (!refresh) throw new InvalidRequestError('refresh_token is required')

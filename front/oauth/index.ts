@@ -45,7 +45,7 @@ const PRM = '/.well-known/oauth-protected-resource'
 export function createOAuth(deps: OAuthDeps): OAuthServer {
   const { config, issuer } = deps
   const clients = new OAuthClients(deps.state, config.oauth)
-  const codes = new AuthorizationCodes(config.oauth.code_seconds * 1000)
+  const codes = new AuthorizationCodes(deps.state, deps.secret, config.oauth.code_seconds * 1000)
   const tokens = new OAuthTokens(deps.secret, deps.state, config.oauth)
   const grants = new Grants(deps)
   const authorize = new Authorize({ config, issuer, secret: deps.secret, clients, codes, grants })

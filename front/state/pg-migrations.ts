@@ -59,6 +59,20 @@ const MIGRATIONS: readonly string[] = [
      resource text NOT NULL, grant_sealed text NOT NULL, expires_ms bigint NOT NULL, used_ms bigint);
    CREATE INDEX oauth_refresh_tokens_family ON oauth_refresh_tokens (family);
    CREATE INDEX oauth_refresh_tokens_expires ON oauth_refresh_tokens (expires_ms);`,
+  // 2: what several nodes must share besides: login throttles, OAuth codes, MCP sessions, tus uploads.
+  `CREATE TABLE login_throttles (key text COLLATE "C" PRIMARY KEY, count integer NOT NULL, since_ms bigint NOT NULL, until_ms bigint NOT NULL);
+   CREATE INDEX login_throttles_until ON login_throttles (until_ms);
+   CREATE TABLE oauth_codes (
+     hash text COLLATE "C" PRIMARY KEY, client_id text NOT NULL, redirect_uri text NOT NULL, redirect_given boolean NOT NULL,
+     challenge text NOT NULL, resource text NOT NULL, grant_sealed text NOT NULL, expires_ms bigint NOT NULL,
+     used_ms bigint, family text);
+   CREATE INDEX oauth_codes_expires ON oauth_codes (expires_ms);
+   CREATE TABLE mcp_sessions (
+     hash text COLLATE "C" PRIMARY KEY, owner text NOT NULL, protocol_version text NOT NULL, init text NOT NULL,
+     created_ms bigint NOT NULL, last_seen_ms bigint NOT NULL);
+   CREATE INDEX mcp_sessions_last_seen ON mcp_sessions (last_seen_ms);
+   CREATE TABLE tus_uploads (id text COLLATE "C" PRIMARY KEY, upload text NOT NULL, created_ms bigint NOT NULL);
+   CREATE INDEX tus_uploads_created ON tus_uploads (created_ms);`,
 ]
 
 /** The schema version this build knows. */

@@ -16,7 +16,7 @@
  */
 import pg from 'pg'
 import { ApiError } from '../../core/api-error.js'
-import type { MultipartPartRecord, ObjectMetaRecord, OAuthRefreshRecord, StateStore } from '../../core/state.js'
+import type { MultipartPartRecord, ObjectMetaRecord, OAuthCodeRecord, OAuthRefreshRecord, StateStore, ThrottleCount } from '../../core/state.js'
 import { migratePg } from './pg-migrations.js'
 
 export interface PgStateOptions {
@@ -44,6 +44,7 @@ const UPLOAD = 'id, user_name AS "user", bucket, key, created_ms AS created, con
 const PART = 'upload_id, number, size, etag, file, modified_ms AS modified'
 const CLIENT = 'client_id, name, redirect_uris, created_ms AS created, last_used_ms AS last_used'
 const REFRESH = 'hash, family, client_id, resource, grant_sealed AS "grant", expires_ms AS expires, used_ms AS used'
+const MCP_SESSION = 'hash, owner, protocol_version, init, created_ms AS created, last_seen_ms AS last_seen'
 
 /** SQLSTATE classes and codes that mean "the database is not there (now)". */
 const UNAVAILABLE_SQLSTATE = /^(08|57P0[123]|53300)/
@@ -109,7 +110,9 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
   }
   const one = async <R>(sql: string, params: readonly unknown[]): Promise<R | null> => ((await query(sql, params)).rows[0] as R | undefined) ?? null
   const all = async <R>(sql: string, params: readonly unknown[] = []): Promise<R[]> => (await query(sql, params)).rows as R[]
-  const changed = async (sql: string, params: readonly unknown[]): Promise<boolean> => ((await query(sql, params)).rowCount ?? 0) > 0
+  /** How many rows a statement changed. */
+  const count = async (sql: string, params: readonly unknown[]): Promise<number> => (await query(sql, params)).rowCount ?? 0
+  const changed = async (sql: string, params: readonly unknown[]): Promise<boolean> => (await count(sql, params)) > 0
   /** Runs `fn` in one transaction on one connection: committed if it returns, rolled back if it throws. */
   const transaction = async <T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> => {
     let client: pg.PoolClient
@@ -309,9 +312,7 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
     async touchOAuthClient(id, atMs) {
       await query('UPDATE oauth_clients SET last_used_ms = $1 WHERE client_id = $2', [atMs, id])
     },
-    async purgeOAuthClients(beforeMs) {
-      return (await query('DELETE FROM oauth_clients WHERE last_used_ms IS NULL AND created_ms < $1', [beforeMs])).rowCount ?? 0
-    },
+    purgeOAuthClients: (beforeMs) => count('DELETE FROM oauth_clients WHERE last_used_ms IS NULL AND created_ms < $1', [beforeMs]),
 
     async putOAuthRefresh(r) {
       await query('INSERT INTO oauth_refresh_tokens (hash, family, client_id, resource, grant_sealed, expires_ms, used_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
@@ -336,6 +337,75 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
       ),
     async deleteOAuthFamily(family) {
       await query('DELETE FROM oauth_refresh_tokens WHERE family = $1 OR expires_ms <= $2', [family, Date.now()])
+    },
+
+    // One statement: the count goes up, or starts again when its window has ended; concurrent hits wait on the row.
+    throttleHit: (key, windowMs, nowMs) =>
+      one<ThrottleCount>(
+        `INSERT INTO login_throttles AS t (key, count, since_ms, until_ms) VALUES ($1, 1, $2, $3)
+         ON CONFLICT (key) DO UPDATE SET
+           count = CASE WHEN t.until_ms > $2 THEN t.count + 1 ELSE 1 END,
+           since_ms = CASE WHEN t.until_ms > $2 THEN t.since_ms ELSE $2 END,
+           until_ms = CASE WHEN t.until_ms > $2 THEN t.until_ms ELSE $3 END
+         RETURNING count, since_ms AS since`,
+        [key, nowMs, nowMs + windowMs],
+      ) as Promise<ThrottleCount>,
+    throttleRefund: (key) =>
+      transaction(async (c) => {
+        const left = await c.query<{ count: number }>('UPDATE login_throttles SET count = count - 1 WHERE key = $1 RETURNING count', [key])
+        if (left.rows[0] !== undefined && left.rows[0].count <= 0) await c.query('DELETE FROM login_throttles WHERE key = $1', [key])
+      }),
+    async throttleForget(key) {
+      await query('DELETE FROM login_throttles WHERE key = $1', [key])
+    },
+    purgeThrottles: (nowMs) => count('DELETE FROM login_throttles WHERE until_ms <= $1', [nowMs]),
+
+    async putOAuthCode(c) {
+      await query(
+        `INSERT INTO oauth_codes (hash, client_id, redirect_uri, redirect_given, challenge, resource, grant_sealed, expires_ms, used_ms, family)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         ON CONFLICT (hash) DO UPDATE SET client_id = EXCLUDED.client_id, redirect_uri = EXCLUDED.redirect_uri, redirect_given = EXCLUDED.redirect_given,
+           challenge = EXCLUDED.challenge, resource = EXCLUDED.resource, grant_sealed = EXCLUDED.grant_sealed, expires_ms = EXCLUDED.expires_ms,
+           used_ms = EXCLUDED.used_ms, family = EXCLUDED.family`,
+        [c.hash, c.client_id, c.redirect_uri, c.redirect_given, c.challenge, c.resource, c.grant, c.expires, c.used, c.family],
+      )
+    },
+    // As useOAuthRefresh: under the row's lock, read as any concurrent exchange left it; only the first sets the family.
+    useOAuthCode: (hash, family, atMs) =>
+      one<OAuthCodeRecord>(
+        `UPDATE oauth_codes t SET used_ms = COALESCE(old.used_ms, $3), family = CASE WHEN old.used_ms IS NULL THEN $2 ELSE old.family END
+         FROM (SELECT hash, used_ms, family FROM oauth_codes WHERE hash = $1 FOR UPDATE) old
+         WHERE t.hash = old.hash
+         RETURNING t.hash, t.client_id, t.redirect_uri, t.redirect_given, t.challenge, t.resource, t.grant_sealed AS "grant",
+           t.expires_ms AS expires, old.used_ms AS used, old.family AS family`,
+        [hash, family, atMs],
+      ),
+    purgeOAuthCodes: (beforeMs) => count('DELETE FROM oauth_codes WHERE expires_ms < $1', [beforeMs]),
+
+    async putMcpSession(m) {
+      await query(
+        `INSERT INTO mcp_sessions (hash, owner, protocol_version, init, created_ms, last_seen_ms) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (hash) DO UPDATE SET owner = EXCLUDED.owner, protocol_version = EXCLUDED.protocol_version, init = EXCLUDED.init,
+           created_ms = EXCLUDED.created_ms, last_seen_ms = EXCLUDED.last_seen_ms`,
+        [m.hash, m.owner, m.protocol_version, m.init, m.created, m.last_seen],
+      )
+    },
+    getMcpSession: (hash) => one(`SELECT ${MCP_SESSION} FROM mcp_sessions WHERE hash = $1`, [hash]),
+    touchMcpSession: (hash, atMs) => changed('UPDATE mcp_sessions SET last_seen_ms = GREATEST(last_seen_ms, $1) WHERE hash = $2', [atMs, hash]),
+    deleteMcpSession: (hash) => changed('DELETE FROM mcp_sessions WHERE hash = $1', [hash]),
+    purgeMcpSessions: (beforeMs) => count('DELETE FROM mcp_sessions WHERE last_seen_ms < $1', [beforeMs]),
+
+    async putTusUpload(u) {
+      await query('INSERT INTO tus_uploads (id, upload, created_ms) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET upload = EXCLUDED.upload, created_ms = EXCLUDED.created_ms', [
+        u.id,
+        u.upload,
+        u.created,
+      ])
+    },
+    getTusUpload: (id) => one(`SELECT id, upload, created_ms AS created FROM tus_uploads WHERE id = $1`, [id]),
+    deleteTusUpload: (id) => changed('DELETE FROM tus_uploads WHERE id = $1', [id]),
+    async expiredTusUploads(beforeMs) {
+      return (await all<{ id: string }>('SELECT id FROM tus_uploads WHERE created_ms < $1 ORDER BY created_ms, id', [beforeMs])).map((r) => r.id)
     },
 
     async close() {

@@ -19,11 +19,15 @@ import type {
   MultipartPartRecord,
   MultipartUploadRecord,
   ObjectMetaRecord,
+  McpSessionRecord,
   OAuthClientRecord,
+  OAuthCodeRecord,
   OAuthRefreshRecord,
   S3KeyRecord,
   ShareRecord,
   StateStore,
+  ThrottleCount,
+  TusUploadRecord,
 } from '../../core/state.js'
 
 const MIGRATIONS: readonly string[] = [
@@ -76,6 +80,20 @@ const MIGRATIONS: readonly string[] = [
      grant TEXT NOT NULL, expires_ms INTEGER NOT NULL, used_ms INTEGER);
    CREATE INDEX oauth_refresh_tokens_family ON oauth_refresh_tokens (family);
    CREATE INDEX oauth_refresh_tokens_expires ON oauth_refresh_tokens (expires_ms);`,
+  // 6: what several nodes must share: login throttles, OAuth codes, MCP sessions, tus uploads.
+  `CREATE TABLE login_throttles (key TEXT PRIMARY KEY, count INTEGER NOT NULL, since_ms INTEGER NOT NULL, until_ms INTEGER NOT NULL);
+   CREATE INDEX login_throttles_until ON login_throttles (until_ms);
+   CREATE TABLE oauth_codes (
+     hash TEXT PRIMARY KEY, client_id TEXT NOT NULL, redirect_uri TEXT NOT NULL, redirect_given INTEGER NOT NULL,
+     challenge TEXT NOT NULL, resource TEXT NOT NULL, sealed_grant TEXT NOT NULL, expires_ms INTEGER NOT NULL,
+     used_ms INTEGER, family TEXT);
+   CREATE INDEX oauth_codes_expires ON oauth_codes (expires_ms);
+   CREATE TABLE mcp_sessions (
+     hash TEXT PRIMARY KEY, owner TEXT NOT NULL, protocol_version TEXT NOT NULL, init TEXT NOT NULL,
+     created_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL);
+   CREATE INDEX mcp_sessions_last_seen ON mcp_sessions (last_seen_ms);
+   CREATE TABLE tus_uploads (id TEXT PRIMARY KEY, upload TEXT NOT NULL, created_ms INTEGER NOT NULL);
+   CREATE INDEX tus_uploads_created ON tus_uploads (created_ms);`,
 ]
 
 interface ShareRow {
@@ -188,6 +206,47 @@ const toOAuthRefresh = (r: OAuthRefreshRow): OAuthRefreshRecord => ({
   expires: r.expires_ms,
   used: r.used_ms,
 })
+
+interface OAuthCodeRow {
+  hash: string
+  client_id: string
+  redirect_uri: string
+  redirect_given: number
+  challenge: string
+  resource: string
+  sealed_grant: string
+  expires_ms: number
+  used_ms: number | null
+  family: string | null
+}
+interface McpSessionRow {
+  hash: string
+  owner: string
+  protocol_version: string
+  init: string
+  created_ms: number
+  last_seen_ms: number
+}
+interface TusUploadRow {
+  id: string
+  upload: string
+  created_ms: number
+}
+
+const toOAuthCode = (r: OAuthCodeRow): OAuthCodeRecord => ({
+  hash: r.hash,
+  client_id: r.client_id,
+  redirect_uri: r.redirect_uri,
+  redirect_given: r.redirect_given === 1,
+  challenge: r.challenge,
+  resource: r.resource,
+  grant: r.sealed_grant,
+  expires: r.expires_ms,
+  used: r.used_ms,
+  family: r.family,
+})
+const toMcpSession = ({ created_ms, last_seen_ms, ...r }: McpSessionRow): McpSessionRecord => ({ ...r, created: created_ms, last_seen: last_seen_ms })
+const toTusUpload = (r: TusUploadRow): TusUploadRecord => ({ id: r.id, upload: r.upload, created: r.created_ms })
 
 const toShare = (r: ShareRow): ShareRecord => ({
   id: r.id,
@@ -322,6 +381,38 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     getRefresh: db.prepare<[string], OAuthRefreshRow>('SELECT * FROM oauth_refresh_tokens WHERE hash = ?'),
     useRefresh: db.prepare('UPDATE oauth_refresh_tokens SET used_ms = ? WHERE hash = ? AND used_ms IS NULL'),
     deleteFamily: db.prepare('DELETE FROM oauth_refresh_tokens WHERE family = ? OR expires_ms <= ?'),
+    /** One statement: the count goes up, or starts again when its window has ended. */
+    throttleHit: db.prepare<{ key: string; now: number; until: number }, { count: number; since_ms: number }>(
+      `INSERT INTO login_throttles (key, count, since_ms, until_ms) VALUES (@key, 1, @now, @until)
+       ON CONFLICT (key) DO UPDATE SET
+         count = CASE WHEN until_ms > @now THEN count + 1 ELSE 1 END,
+         since_ms = CASE WHEN until_ms > @now THEN since_ms ELSE @now END,
+         until_ms = CASE WHEN until_ms > @now THEN until_ms ELSE @until END
+       RETURNING count, since_ms`,
+    ),
+    throttleDown: db.prepare('UPDATE login_throttles SET count = count - 1 WHERE key = ?'),
+    throttleZero: db.prepare('DELETE FROM login_throttles WHERE key = ? AND count <= 0'),
+    throttleForget: db.prepare('DELETE FROM login_throttles WHERE key = ?'),
+    purgeThrottles: db.prepare('DELETE FROM login_throttles WHERE until_ms <= ?'),
+    putCode: db.prepare(
+      `INSERT OR REPLACE INTO oauth_codes (hash, client_id, redirect_uri, redirect_given, challenge, resource, sealed_grant, expires_ms, used_ms, family)
+       VALUES (@hash, @client_id, @redirect_uri, @redirect_given, @challenge, @resource, @sealed_grant, @expires_ms, @used_ms, @family)`,
+    ),
+    getCode: db.prepare<[string], OAuthCodeRow>('SELECT * FROM oauth_codes WHERE hash = ?'),
+    useCode: db.prepare('UPDATE oauth_codes SET used_ms = ?, family = ? WHERE hash = ? AND used_ms IS NULL'),
+    purgeCodes: db.prepare('DELETE FROM oauth_codes WHERE expires_ms < ?'),
+    putMcp: db.prepare(
+      `INSERT OR REPLACE INTO mcp_sessions (hash, owner, protocol_version, init, created_ms, last_seen_ms)
+       VALUES (@hash, @owner, @protocol_version, @init, @created_ms, @last_seen_ms)`,
+    ),
+    getMcp: db.prepare<[string], McpSessionRow>('SELECT * FROM mcp_sessions WHERE hash = ?'),
+    touchMcp: db.prepare('UPDATE mcp_sessions SET last_seen_ms = MAX(last_seen_ms, ?) WHERE hash = ?'),
+    deleteMcp: db.prepare('DELETE FROM mcp_sessions WHERE hash = ?'),
+    purgeMcp: db.prepare('DELETE FROM mcp_sessions WHERE last_seen_ms < ?'),
+    putTus: db.prepare('INSERT OR REPLACE INTO tus_uploads (id, upload, created_ms) VALUES (?, ?, ?)'),
+    getTus: db.prepare<[string], TusUploadRow>('SELECT * FROM tus_uploads WHERE id = ?'),
+    deleteTus: db.prepare('DELETE FROM tus_uploads WHERE id = ?'),
+    expiredTus: db.prepare<[number], { id: string }>('SELECT id FROM tus_uploads WHERE created_ms < ? ORDER BY created_ms, id'),
   }
   const putPart = db.transaction((p: MultipartPartRecord): string | null | 'no-upload' => {
     if (q.openUpload.get(p.upload_id) === undefined) return 'no-upload'
@@ -342,6 +433,16 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     if (!r) return null
     q.useRefresh.run(at, hash)
     return toOAuthRefresh(r)
+  })
+  const useCode = db.transaction((hash: string, family: string, at: number): OAuthCodeRecord | null => {
+    const r = q.getCode.get(hash)
+    if (!r) return null
+    q.useCode.run(at, family, hash)
+    return toOAuthCode(r)
+  })
+  const throttleRefund = db.transaction((key: string): void => {
+    q.throttleDown.run(key)
+    q.throttleZero.run(key)
   })
   const keyRow = (user: string, k: AuthorizedKeyRecord): UserKeyRow => ({ user, fingerprint: k.fingerprint, type: k.type, blob: k.blob, comment: k.comment, created_ms: k.created })
   const addUser = db.transaction((u: GatewayUserRecord): boolean => {
@@ -544,6 +645,68 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     },
     async deleteOAuthFamily(family) {
       q.deleteFamily.run(family, Date.now())
+    },
+    async throttleHit(key, windowMs, nowMs) {
+      const r = q.throttleHit.get({ key, now: nowMs, until: nowMs + windowMs })!
+      return { count: r.count, since: r.since_ms } satisfies ThrottleCount
+    },
+    async throttleRefund(key) {
+      throttleRefund(key)
+    },
+    async throttleForget(key) {
+      q.throttleForget.run(key)
+    },
+    async purgeThrottles(nowMs) {
+      return q.purgeThrottles.run(nowMs).changes
+    },
+    async putOAuthCode(c) {
+      q.putCode.run({
+        hash: c.hash,
+        client_id: c.client_id,
+        redirect_uri: c.redirect_uri,
+        redirect_given: c.redirect_given ? 1 : 0,
+        challenge: c.challenge,
+        resource: c.resource,
+        sealed_grant: c.grant,
+        expires_ms: c.expires,
+        used_ms: c.used,
+        family: c.family,
+      })
+    },
+    async useOAuthCode(hash, family, atMs) {
+      return useCode(hash, family, atMs)
+    },
+    async purgeOAuthCodes(beforeMs) {
+      return q.purgeCodes.run(beforeMs).changes
+    },
+    async putMcpSession(m) {
+      q.putMcp.run({ hash: m.hash, owner: m.owner, protocol_version: m.protocol_version, init: m.init, created_ms: m.created, last_seen_ms: m.last_seen })
+    },
+    async getMcpSession(hash) {
+      const r = q.getMcp.get(hash)
+      return r ? toMcpSession(r) : null
+    },
+    async touchMcpSession(hash, atMs) {
+      return q.touchMcp.run(atMs, hash).changes > 0
+    },
+    async deleteMcpSession(hash) {
+      return q.deleteMcp.run(hash).changes > 0
+    },
+    async purgeMcpSessions(beforeMs) {
+      return q.purgeMcp.run(beforeMs).changes
+    },
+    async putTusUpload(u) {
+      q.putTus.run(u.id, u.upload, u.created)
+    },
+    async getTusUpload(id) {
+      const r = q.getTus.get(id)
+      return r ? toTusUpload(r) : null
+    },
+    async deleteTusUpload(id) {
+      return q.deleteTus.run(id).changes > 0
+    },
+    async expiredTusUploads(beforeMs) {
+      return q.expiredTus.all(beforeMs).map((r) => r.id)
     },
     async close() {
       if (open) db.close()

@@ -2,7 +2,9 @@
  * @module front/tus/uploads
  * Resumable uploads: the tus 1.0 protocol (core, creation, creation-with-upload,
  * creation-defer-length, termination, expiration) under /api/files/tus/, spoken by
- * @tus/server with @tus/file-store staging the bytes in `<data_dir>/tus/`.
+ * @tus/server with @tus/file-store staging the bytes in `<staging_dir>/tus/` (the data
+ * directory by default) and their records in the state store (records.ts): with the
+ * store and the staging folder shared, any node serves any upload.
  *
  * filegate keeps what the library does not know about:
  * - who may: every request is authenticated like POST /api/files/cat (the caller's
@@ -15,24 +17,27 @@
  *   staged copy is removed. The target never exists half-written;
  * - what is left: an upload that expired, was terminated, or can never be stored
  *   (say the target appeared meanwhile and may not be replaced) leaves nothing. Expiry
- *   is checked on every access and by a periodic sweep.
+ *   is checked on every access and by a periodic sweep, which goes by the records in
+ *   the store: several nodes may sweep one shared folder.
  *
  * Where the library departs from the protocol's MUSTs, the checks come first here:
  * an unsupported Tus-Resumable is 412 (with Tus-Version), a PATCH of another type 415.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdir, readdir, rm, stat } from 'node:fs/promises'
+import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { FileStore } from '@tus/file-store'
 import { Metadata, Server, type Upload } from '@tus/server'
 import { ApiError, toApiError } from '../../core/api-error.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
+import type { StateStore } from '../../core/state.js'
 import { parseClientPath } from '../../core/paths.js'
 import type { RequestContext } from '../../core/storage.js'
 import { type Access, need } from '../access.js'
 import type { Logger } from '../log.js'
 import { HTTP_STATUS } from '../http/status.js'
 import { checkUploadTarget, ctxOf, flag, writeUpload } from '../routes/files.js'
+import { StoreConfigstore } from './records.js'
 import { fromWebResponse, toWebRequest } from './web.js'
 
 export const TUS_PATH = '/api/files/tus'
@@ -50,8 +55,10 @@ const RESERVED = new Set([OWNER, TARGET, OVERWRITE])
 const CREDENTIAL_PARAMS = ['share', 'key'] as const
 
 export interface TusOptions {
-  /** The staging folder (created 0700). */
+  /** The staging folder (created 0700), shared by the nodes of a cluster. */
   readonly dir: string
+  /** Where the uploads' records are. */
+  readonly state: StateStore
   readonly expiryMs: number
   /** Largest Upload-Length (413 over it); null: no limit. */
   readonly maxSize: number | null
@@ -78,6 +85,7 @@ const NOT_FOUND = () => new ApiError('NOT_FOUND', 'no such upload')
 export class TusUploads {
   readonly #opts: TusOptions
   readonly #store: FileStore
+  readonly #records: StoreConfigstore
   readonly #server: Server
   readonly #calls = new WeakMap<Request, Call>()
   /** Uploads being stored into their target, by id: a second finisher waits for the first. */
@@ -94,7 +102,8 @@ export class TusUploads {
 
   private constructor(opts: TusOptions) {
     this.#opts = opts
-    this.#store = new FileStore({ directory: opts.dir, expirationPeriodInMilliseconds: opts.expiryMs })
+    this.#records = new StoreConfigstore(opts.state)
+    this.#store = new FileStore({ directory: opts.dir, configstore: this.#records, expirationPeriodInMilliseconds: opts.expiryMs })
     this.#server = new Server({
       path: TUS_PATH,
       datastore: this.#store,
@@ -188,22 +197,36 @@ export class TusUploads {
     return { ...preflight, headers }
   }
 
-  /** Removes every staged upload past its expiry (and anything without a record past it). */
+  /**
+   * Removes every upload past its expiry, going by the records in the store (nodes that
+   * share the staging folder sweep it together: an upload another node is writing has
+   * its record), and the staged files no record names that nobody wrote to for as long
+   * (a crash between a file and its record).
+   */
   async sweep(): Promise<void> {
     const now = Date.now()
-    const ids = new Set<string>()
-    for (const name of await readdir(this.#opts.dir)) {
-      const id = name.endsWith('.json') ? name.slice(0, -'.json'.length) : name
-      if (UPLOAD_ID.test(id)) ids.add(id)
+    const { dir, expiryMs, state } = this.#opts
+    for (const id of await state.expiredTusUploads(now - expiryMs)) if (!this.#commits.has(id)) await this.#discard(id)
+    for (const name of await readdir(dir)) {
+      if (name.endsWith('.json') && UPLOAD_ID.test(name.slice(0, -'.json'.length))) {
+        await this.#adopt(name.slice(0, -'.json'.length))
+        continue
+      }
+      if (!UPLOAD_ID.test(name) || this.#commits.has(name) || (await state.getTusUpload(name)) !== null) continue
+      const written = await stat(join(dir, name)).then((s) => s.mtimeMs, () => null)
+      if (written !== null && now > written + expiryMs) await rm(join(dir, name), { force: true })
     }
-    for (const id of ids) {
-      if (this.#commits.has(id)) continue
-      const record = await this.#store.configstore.get(id)
-      const created = record?.creation_date
-        ? Date.parse(record.creation_date)
-        : await stat(join(this.#opts.dir, id)).then((s) => s.mtimeMs, () => 0)
-      if (now > created + this.#opts.expiryMs) await this.#discard(id)
+  }
+
+  /** A record an earlier filegate kept beside the bytes (`<id>.json`): moved into the store. */
+  async #adopt(id: string): Promise<void> {
+    const file = join(this.#opts.dir, `${id}.json`)
+    try {
+      if ((await this.#opts.state.getTusUpload(id)) === null) await this.#records.set(id, JSON.parse(await readFile(file, 'utf8')) as Upload)
+    } catch {
+      // unreadable: its upload cannot be resumed; the bytes go as debris
     }
+    await rm(file, { force: true })
   }
 
   close(): void {
@@ -293,8 +316,8 @@ export class TusUploads {
   }
 
   async #discard(id: string): Promise<void> {
+    await this.#opts.state.deleteTusUpload(id)
     await rm(join(this.#opts.dir, id), { force: true })
-    await rm(join(this.#opts.dir, `${id}.json`), { force: true })
   }
 }
 

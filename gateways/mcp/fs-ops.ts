@@ -1,10 +1,11 @@
 /**
  * @module gateways/mcp/fs-ops
- * What the tools need beyond one `ProtocolFs` call: a whole listing, `mkdir -p`, a
- * whole file written at once (atomically), a tree removed, a tree walked. Each checks
+ * What the tools need beyond one `ProtocolFs` call: a whole listing, a whole file
+ * written at once (atomically, parents made), a tree removed, a tree walked. Each checks
  * the request's signal between storage calls, so a cancelled tool stops there.
  */
 import { FsError } from '../../core/errors.js'
+import { makeFolders } from '../../core/make-folders.js'
 import { joinPath, parentOf } from '../../core/paths.js'
 import type { FsEntry, OpenFlags, ProtocolFs } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
@@ -30,35 +31,9 @@ export async function listAll(fs: ProtocolFs, ctx: RequestContext, dir: string, 
   return entries.length > max ? { entries: entries.slice(0, max), cut: true } : { entries, cut: false }
 }
 
-/** Makes `dir` and its missing parents. @returns whether `dir` itself was made. */
-export async function mkdirs(fs: ProtocolFs, ctx: RequestContext, dir: string): Promise<boolean> {
-  if (dir === '/') return false
-  try {
-    await fs.mkdir(ctx, dir)
-    return true
-  } catch (err) {
-    const code = (err as { code?: unknown }).code
-    if (code === 'EEXIST') {
-      if ((await fs.stat(ctx, dir)).kind !== 'dir') throw new FsError('ENOTDIR', `${dir} is a file, not a folder`, { path: dir })
-      return false
-    }
-    if (code !== 'ENOENT') throw err
-  }
-  checkCancelled(ctx)
-  await mkdirs(fs, ctx, parentOf(dir))
-  try {
-    await fs.mkdir(ctx, dir)
-    return true
-  } catch (err) {
-    // Made meanwhile by someone else: what was wanted is there.
-    if ((err as { code?: unknown }).code === 'EEXIST' && (await fs.stat(ctx, dir)).kind === 'dir') return false
-    throw err
-  }
-}
-
 /** Writes a whole file atomically (it replaces the old one at `close`), parents made. */
 export async function writeFile(fs: ProtocolFs, ctx: RequestContext, path: string, data: Uint8Array): Promise<void> {
-  await mkdirs(fs, ctx, parentOf(path))
+  await makeFolders(fs, ctx, parentOf(path))
   const h = await fs.open(ctx, path, PUT)
   try {
     if (data.byteLength > 0) await h.write(0, data)
@@ -79,7 +54,7 @@ export async function touchFile(fs: ProtocolFs, ctx: RequestContext, path: strin
   } catch (err) {
     if ((err as { code?: unknown }).code !== 'ENOENT') throw err
   }
-  await mkdirs(fs, ctx, parentOf(path))
+  await makeFolders(fs, ctx, parentOf(path))
   try {
     await (await fs.open(ctx, path, CREATE)).close()
     return true

@@ -12,11 +12,12 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js'
 import { ApiError } from '../../core/api-error.js'
 import { FsError } from '../../core/errors.js'
+import { makeFolders } from '../../core/make-folders.js'
 import { baseName, isWithin, parentOf, parseClientPath } from '../../core/paths.js'
 import type { FsEntry } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
 import { refusal, toolFailure } from './errors.js'
-import { READ, checkCancelled, listAll, mkdirs, removeTree, touchFile, walk, writeFile } from './fs-ops.js'
+import { READ, checkCancelled, listAll, removeTree, touchFile, walk, writeFile } from './fs-ops.js'
 import { globMatcher } from './glob.js'
 import { type Grant, grantOf } from './grant.js'
 
@@ -190,7 +191,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     },
     run(true, async (a: { path: string }, g, ctx) => {
       const p = toolPath(a.path)
-      if (!(await mkdirs(g.fs, ctx, p))) throw new FsError('EEXIST', `${p} already exists`, { path: p })
+      if ((await makeFolders(g.fs, ctx, p)).at(-1) !== p) throw new FsError('EEXIST', `${p} already exists`, { path: p })
       return { content: [{ type: 'text', text: `made ${p}` }] }
     }),
   )
@@ -225,7 +226,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       // Checked before the target's folders are made, so that a refused move leaves nothing behind.
       if (to !== from && isWithin(from, to)) throw new FsError('EINVAL', `${from} cannot be moved into itself (${to})`, { path: from })
       await g.fs.stat(ctx, from)
-      await mkdirs(g.fs, ctx, parentOf(to))
+      await makeFolders(g.fs, ctx, parentOf(to))
       checkCancelled(ctx)
       await g.fs.rename(ctx, from, to, { overwrite: a.overwrite })
       return { content: [{ type: 'text', text: `moved ${from} to ${to}` }] }

@@ -3,6 +3,7 @@
  * One S3 request as the operations see it, and the folder helpers they share.
  */
 import { isFsError } from '../../core/errors.js'
+import { makeFolders as makeFoldersBelow } from '../../core/make-folders.js'
 import type { HttpRequest } from '../../core/http.js'
 import { parentOf } from '../../core/paths.js'
 import type { FsEntry } from '../../core/protocol-fs.js'
@@ -44,22 +45,8 @@ export async function statBucket(r: S3Request): Promise<FsEntry> {
  * take them back.
  */
 export async function makeFolders(r: S3Request, dir: string): Promise<string[]> {
-  const bucket = bucketPath(r.bucket)
   await statBucket(r)
-  const made: string[] = []
-  const rest = dir.slice(bucket.length + 1)
-  if (rest === '') return made
-  let p = bucket
-  for (const seg of rest.split('/')) {
-    p = `${p}/${seg}`
-    try {
-      await r.caller.fs.mkdir(r.ctx, p)
-      made.push(p)
-    } catch (err) {
-      if (codeOf(err) !== 'EEXIST') throw err
-    }
-  }
-  return made
+  return makeFoldersBelow(r.caller.fs, r.ctx, dir, bucketPath(r.bucket))
 }
 
 /**

@@ -145,6 +145,27 @@ t.test('a replayed code is refused and revokes what it issued', async (t) => {
   t.match(refresh.json, { error: 'invalid_grant' }, 'and its refresh token')
 })
 
+t.test('a code issued by one node is exchanged at another; replayed at a third, it is refused and revokes what it issued everywhere', async (t) => {
+  const origin = 'http://files.example.test'
+  const resource = `${origin}/mcp`
+  const a = await startOAuthServer(t, { public_url: origin })
+  const b = await startOAuthServer(t, { public_url: origin, data_dir: a.dataDir })
+  const c = await startOAuthServer(t, { public_url: origin, data_dir: a.dataDir })
+  const client = await newClient(a.url)
+  const code = await authorize(a.url, client, tmpLogin(), { resource })
+  const first = await exchange(b.url, client, code, { resource })
+  t.equal(first.status, 200, 'exchanged at another node')
+  const access = first.json.access_token as string
+  t.ok((await c.ctx.bearer(access, { resource, address: '127.0.0.1', requestId: 'test' })).ok, 'its access token works at a third')
+  const replay = await exchange(c.url, client, code, { resource })
+  t.match(replay.json, { error: 'invalid_grant', error_description: /already used/ }, 'the replay at the third node is refused')
+  for (const [name, node] of [['a', a], ['b', b], ['c', c]] as const) {
+    t.match(await node.ctx.bearer(access, { resource, address: '127.0.0.1', requestId: 'test' }), { ok: false, reason: 'invalid' }, `the access token it issued is revoked at node ${name}`)
+  }
+  const refresh = await tokenRequest(a.url, { grant_type: 'refresh_token', refresh_token: first.json.refresh_token as string, client_id: client })
+  t.match(refresh.json, { error: 'invalid_grant' }, 'and its refresh token')
+})
+
 t.test('redirect URIs: foreign ones shown on the page, never redirected to; loopback on any port', async (t) => {
   const s = await startOAuthServer(t)
   const loopback = await newClient(s.url)

@@ -4,13 +4,15 @@
  * a right password on one's own share gives nothing back against another share;
  * failed logins from more than 10,000 other addresses (loopback 127.x.y.z, which
  * the server sees as distinct peers) give a locked-out address nothing back;
- * malformed credentials are counted and delayed like wrong ones. And the table
- * itself: bounded, least recently seen dropped first, lock-outs kept, IPv6 by /64.
+ * malformed credentials are counted and delayed like wrong ones; failures at two
+ * nodes sharing one store add up. And the counts themselves: kept in the store,
+ * lock-outs kept, IPv6 by /64.
  */
 import { request } from 'node:http'
 import t from 'tap'
 import { MAX_FAILURES } from '../../front/admin.js'
 import { SHARE_PASSWORD_FAILURES } from '../../front/shares.js'
+import { openSqliteState } from '../../front/state/sqlite-state.js'
 import { Throttle, addressKey } from '../../front/throttle.js'
 import { startTestServer, tmpSession } from '../helpers/filegate.js'
 import { ADMIN_PASSWORD, createShare, expectError, viaShare } from '../helpers/share.js'
@@ -80,6 +82,17 @@ t.test('failed logins from 10,010 other addresses give a locked-out address noth
   t.equal(await login('127.0.0.3', JSON.stringify({ password: ADMIN_PASSWORD })), 200, 'an address that did not fail logs in')
 })
 
+t.test('failed logins at two nodes sharing one store add up to one lock-out', async (t) => {
+  const a = await startTestServer(t, { admin_password: ADMIN_PASSWORD })
+  const b = await startTestServer(t, { admin_password: ADMIN_PASSWORD, data_dir: a.dataDir })
+  const login = (url: string, password: string) => fetch(`${url}/admin/api/session`, { method: 'POST', body: JSON.stringify({ password }) }).then((r) => r.status)
+  const statuses: number[] = []
+  for (let i = 0; i < MAX_FAILURES; i++) statuses.push(await login(i % 2 === 0 ? a.url : b.url, 'wrong password'))
+  t.same([...new Set(statuses)], [401], `${MAX_FAILURES} failures, alternating between the nodes`)
+  t.equal(await login(a.url, ADMIN_PASSWORD), 429, 'locked out at one node')
+  t.equal(await login(b.url, ADMIN_PASSWORD), 429, 'and at the other')
+})
+
 t.test('malformed credentials are counted and delayed like wrong ones', async (t) => {
   const { url } = await startTestServer(t, { admin_password: ADMIN_PASSWORD })
   const login = (body: string) => fetch(`${url}/admin/api/session`, { method: 'POST', body })
@@ -98,22 +111,30 @@ t.test('malformed credentials are counted and delayed like wrong ones', async (t
   await expectError(t, await login(JSON.stringify({ password: ADMIN_PASSWORD })), 429, 'RATE_LIMITED', 'malformed attempts counted towards the limit')
 })
 
-t.test('the table: least recently seen dropped first, lock-outs kept, scopes apart', async (t) => {
-  const th = new Throttle({ max: 3, windowMs: 60_000, what: 'tests', capacity: 100 })
-  for (let i = 0; i < 3; i++) th.attempt('s', '10.0.0.1')
-  t.throws(() => th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'locked out after 3')
-  th.attempt('other', '10.0.0.1')
-  th.succeeded('other', '10.0.0.1')
-  t.throws(() => th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'a success in another scope changes nothing')
-  th.attempt('s', '10.0.0.2')
-  th.attempt('s', '10.0.0.2')
-  for (let i = 0; i < 1000; i++) th.attempt('s', `10.1.${i >> 8}.${i & 255}`)
-  t.ok(th.size <= 201, `bounded: ${th.size} entries after 1,002 addresses`)
-  t.throws(() => th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'the locked-out address is still locked out')
-  th.attempt('s', '10.0.0.2')
-  th.attempt('s', '10.0.0.2')
-  th.attempt('s', '10.0.0.2')
-  t.throws(() => th.attempt('s', '10.0.0.2'), { code: 'RATE_LIMITED' }, 'a dropped count starts again from zero, and locks out again')
+t.test('counts kept in the store: lock-outs kept, scopes and throttles apart, shared by every throttle on one store', async (t) => {
+  const state = await openSqliteState(t.testdir())
+  t.teardown(() => state.close())
+  const th = new Throttle({ state, max: 3, windowMs: 60_000, what: 'tests' })
+  for (let i = 0; i < 3; i++) await th.attempt('s', '10.0.0.1')
+  await t.rejects(th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'locked out after 3')
+  await th.attempt('other', '10.0.0.1')
+  await th.succeeded('other', '10.0.0.1')
+  await t.rejects(th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'a success in another scope changes nothing')
+  await new Throttle({ state, max: 3, windowMs: 60_000, what: 'other tests' }).attempt('s', '10.0.0.1')
+  for (let i = 0; i < 1000; i++) await th.attempt('s', `10.1.${i >> 8}.${i & 255}`)
+  await t.rejects(th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'the locked-out address is still locked out after 1,000 others')
+  const node2 = new Throttle({ state, max: 3, windowMs: 60_000, what: 'tests' })
+  await t.rejects(node2.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'another node on the same store sees the lock-out')
+  await th.attempt('s', '10.0.0.2')
+  await node2.attempt('s', '10.0.0.2')
+  await th.attempt('s', '10.0.0.2')
+  await t.rejects(node2.attempt('s', '10.0.0.2'), { code: 'RATE_LIMITED' }, 'attempts made at two nodes add up')
+  const short = new Throttle({ state, max: 1, windowMs: 200, what: 'short' })
+  await short.attempt('s', '10.0.0.3')
+  await t.rejects(short.attempt('s', '10.0.0.3'), { code: 'RATE_LIMITED' })
+  await new Promise((r) => setTimeout(r, 250))
+  await short.attempt('s', '10.0.0.3') // the window has passed: a new one
+  t.pass('a window that has passed gives the attempts back')
 })
 
 t.test('IPv6 addresses count by their /64; IPv4-mapped ones as IPv4', async (t) => {
@@ -123,20 +144,27 @@ t.test('IPv6 addresses count by their /64; IPv4-mapped ones as IPv4', async (t) 
   t.equal(addressKey('::ffff:127.0.0.5'), '127.0.0.5')
   t.equal(addressKey('0000:0000:0000:0000:0000:ffff:7f00:0001'), '127.0.0.1')
   t.not(addressKey('::ffff:10.0.0.1'), addressKey('::ffff:10.0.0.2'), 'mapped IPv4 addresses stay apart')
-  const th = new Throttle({ max: 2, windowMs: 60_000, what: 'tests' })
-  th.attempt('s', '2001:db8:1:2::1')
-  th.attempt('s', '2001:db8:1:2::2')
-  t.throws(() => th.attempt('s', '2001:db8:1:2::3'), { code: 'RATE_LIMITED' }, 'rotating addresses inside a /64 does not help')
+  const state = await openSqliteState(t.testdir())
+  t.teardown(() => state.close())
+  const th = new Throttle({ state, max: 2, windowMs: 60_000, what: 'tests' })
+  await th.attempt('s', '2001:db8:1:2::1')
+  await th.attempt('s', '2001:db8:1:2::2')
+  await t.rejects(th.attempt('s', '2001:db8:1:2::3'), { code: 'RATE_LIMITED' }, 'rotating addresses inside a /64 does not help')
 })
 
 t.test('refund takes back one attempt, not the failures before it', async (t) => {
-  const th = new Throttle({ max: 3, windowMs: 60_000, what: 'tries' })
-  th.attempt('s', '10.0.0.1')
-  th.attempt('s', '10.0.0.1')
-  th.attempt('s', '10.0.0.1') // the third: locked, until it turns out to have succeeded
-  th.refund('s', '10.0.0.1')
-  th.attempt('s', '10.0.0.1') // the third failure
-  t.throws(() => th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'two failures and one more: locked')
-  th.refund('s', '10.0.0.9')
-  t.equal(th.size, 1, 'a refund for an address never seen changes nothing')
+  const state = await openSqliteState(t.testdir())
+  t.teardown(() => state.close())
+  const th = new Throttle({ state, max: 3, windowMs: 60_000, what: 'tries' })
+  await th.attempt('s', '10.0.0.1')
+  await th.attempt('s', '10.0.0.1')
+  await th.attempt('s', '10.0.0.1') // the third: locked, until it turns out to have succeeded
+  await th.refund('s', '10.0.0.1')
+  await th.attempt('s', '10.0.0.1') // the third failure
+  await t.rejects(th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'two failures and one more: locked')
+  await th.refund('s', '10.0.0.9')
+  await th.attempt('s', '10.0.0.9')
+  await th.attempt('s', '10.0.0.9')
+  await th.attempt('s', '10.0.0.9')
+  await t.rejects(th.attempt('s', '10.0.0.9'), { code: 'RATE_LIMITED' }, 'a refund for an address never seen gave nothing in advance')
 })

@@ -6,8 +6,10 @@
  * offsets, termination, expiry, restarts, rights and ownership, CORS.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { appendFile, readFile, readdir, stat, writeFile } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { appendFile, readdir, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { Upload, type UploadOptions } from 'tus-js-client'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
@@ -82,6 +84,18 @@ const patch = (at: string, headers: Record<string, string>, offset: number, body
 
 const head = (at: string, headers: Record<string, string>) => fetch(at, { method: 'HEAD', headers: { ...TUS, ...headers } })
 
+/** Rewrites an upload's record in the state store (SQLite) with `change`. */
+function withRecord(dataDir: string, at: string, change: (r: Record<string, unknown>) => Record<string, unknown>, created?: number): void {
+  const id = at.split('/').pop()!
+  const db = new Database(join(dataDir, 'state', 'state.db'))
+  try {
+    const row = db.prepare<[string], { upload: string; created_ms: number }>('SELECT upload, created_ms FROM tus_uploads WHERE id = ?').get(id)!
+    db.prepare('UPDATE tus_uploads SET upload = ?, created_ms = ? WHERE id = ?').run(JSON.stringify(change(JSON.parse(row.upload) as Record<string, unknown>)), created ?? row.created_ms, id)
+  } finally {
+    db.close()
+  }
+}
+
 async function until(what: string, check: () => Promise<boolean>, ms = 20_000): Promise<void> {
   const end = Date.now() + ms
   while (!(await check())) {
@@ -106,7 +120,7 @@ t.test('tus-js-client: a cut upload resumes from another client; the target appe
   t.equal(h.headers.get('upload-metadata'), `path ${Buffer.from('/big/data.bin').toString('base64')},filename ${Buffer.from('data.bin').toString('base64')}`, "HEAD shows the client's metadata, nothing of filegate's")
   t.equal((await cat(a, '/big/data.bin')).status, 404, 'no target before the last byte')
   t.equal((await stat(join(dataDir, 'tus'))).mode & 0o777, 0o700, 'the staging folder is private')
-  t.same(await staged(), [`${uploadUrl.split('/').pop()}`, `${uploadUrl.split('/').pop()}.json`].sort(), 'the bytes so far are staged')
+  t.same(await staged(), [uploadUrl.split('/').pop()], 'the bytes so far are staged (their record is in the state store)')
 
   let resumedFrom = -1
   const done = await tusUpload(data, {
@@ -269,7 +283,7 @@ t.test('an API key with a share link: the upload URL keeps both; the key is chec
 t.test('termination leaves nothing', async (t) => {
   const { url, auth, a, staged } = await setup(t)
   const uploadUrl = await cutUpload(randomBytes(32 * 1024 * 1024), 1024 * 1024, { endpoint: `${url}/api/files/tus?path=/t.bin`, headers: auth })
-  t.equal((await staged()).length, 2, 'staged: the bytes and their record')
+  t.equal((await staged()).length, 1, 'staged: the bytes')
   await Upload.terminate(uploadUrl, { headers: auth, retryDelays: null })
   t.same(await staged(), [], 'the staging folder is empty')
   t.equal((await head(uploadUrl, auth)).status, 404, 'HEAD after termination')
@@ -293,9 +307,8 @@ t.test('an upload found expired on access answers 410 and is removed', async (t)
   const at = await create(url, auth, 6, '?path=/late.txt')
   t.equal((await patch(at, auth, 0, 'abc')).status, 204)
   // A day passes (the record's creation time is moved back; the sweep runs every 10 minutes).
-  const record = join(dataDir, 'tus', `${at.split('/').pop()}.json`)
-  const info = JSON.parse(await readFile(record, 'utf8')) as { creation_date: string }
-  await writeFile(record, JSON.stringify({ ...info, creation_date: new Date(Date.now() - 86_401_000).toISOString() }))
+  const back = Date.now() - 86_401_000
+  withRecord(dataDir, at, (r) => ({ ...r, creation_date: new Date(back).toISOString() }), back)
   t.equal((await head(at, auth)).status, 410, 'expired')
   t.same(await staged(), [], 'and removed')
   t.equal((await head(at, auth)).status, 404, 'then unknown')
@@ -332,6 +345,51 @@ t.test('staged uploads survive a restart and resume on the new process', async (
   const second = await startTestServer(t, { data_dir: dataDir })
   await tusUpload(data, { uploadUrl: `${second.url}${path}`, headers: auth })
   t.equal(sha((await cat(api(second.url, token), '/r.bin')).body), sha(data), 'byte-exact after the restart')
+})
+
+t.test('nodes sharing the store and staging_dir: an upload started at one is resumed and finished at another', async (t) => {
+  const dataDir = t.testdir()
+  const shared = join(t.testdir(), 'shared-staging')
+  const a = await startTestServer(t, { data_dir: dataDir, staging_dir: shared })
+  const b = await startTestServer(t, { data_dir: dataDir, staging_dir: shared })
+  const token = await tmpSession(a.url, 'alice')
+  const auth = { authorization: `Bearer ${token}` }
+  const at = await create(a.url, auth, 6, '?path=/moved.txt')
+  const id = at.split('/').pop()!
+  t.equal((await patch(at, auth, 0, 'abc')).status, 204, 'first half at node a')
+  t.same(await readdir(join(shared, 'tus')), [id], 'the bytes are in the shared staging folder')
+  t.notOk(existsSync(join(dataDir, 'tus')), 'nothing staged in the data directory')
+  const atB = `${b.url}${new URL(at).pathname}`
+  const h = await head(atB, auth)
+  t.equal(h.headers.get('upload-offset'), '3', 'node b knows the upload and its offset')
+  t.equal((await patch(atB, auth, 3, 'def')).status, 204, 'second half at node b')
+  t.equal((await cat(api(a.url, token), '/moved.txt')).body.toString(), 'abcdef', 'the target is whole, seen from node a')
+  t.same(await readdir(join(shared, 'tus')), [], 'nothing left')
+  t.equal((await head(at, auth)).status, 404, 'node a knows it is finished')
+})
+
+t.test('a record an earlier version kept beside the bytes (<id>.json) moves into the store: the upload resumes', async (t) => {
+  const dataDir = t.testdir()
+  const first = await startTestServer(t, { data_dir: dataDir })
+  const token = await tmpSession(first.url, 'alice')
+  const auth = { authorization: `Bearer ${token}` }
+  const at = await create(first.url, auth, 6, '?path=/old.txt')
+  t.equal((await patch(at, auth, 0, 'abc')).status, 204)
+  await first.app.close(0)
+  // As @tus/file-store's own configstore kept it: JSON in <id>.json, nothing in the store.
+  const id = at.split('/').pop()!
+  const db = new Database(join(dataDir, 'state', 'state.db'))
+  const row = db.prepare<[string], { upload: string }>('SELECT upload FROM tus_uploads WHERE id = ?').get(id)!
+  db.prepare('DELETE FROM tus_uploads WHERE id = ?').run(id)
+  db.close()
+  await writeFile(join(dataDir, 'tus', `${id}.json`), row.upload)
+
+  const second = await startTestServer(t, { data_dir: dataDir })
+  const atNow = `${second.url}${new URL(at).pathname}`
+  t.equal((await head(atNow, auth)).headers.get('upload-offset'), '3', 'known again, with its offset')
+  t.equal((await patch(atNow, auth, 3, 'def')).status, 204)
+  t.equal((await cat(api(second.url, token), '/old.txt')).body.toString(), 'abcdef')
+  t.same(await readdir(join(dataDir, 'tus')), [], 'the old record file is gone too')
 })
 
 t.test('CORS: preflight allows the tus headers and PATCH; answers expose them', async (t) => {

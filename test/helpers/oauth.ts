@@ -92,10 +92,10 @@ export interface Authorized {
  * The whole page over HTTP: open, log in (`login`: the form's action and fields),
  * allow. @returns the code from the redirect
  */
-export async function authorize(url: string, client_id: string, login: Record<string, string>, opts: { redirect?: string; state?: string } = {}): Promise<Authorized> {
+export async function authorize(url: string, client_id: string, login: Record<string, string>, opts: { redirect?: string; state?: string; resource?: string } = {}): Promise<Authorized> {
   const { verifier, challenge } = pkce()
   const redirect = opts.redirect ?? 'http://127.0.0.1/callback'
-  const page = await openPage(url, { response_type: 'code', client_id, redirect_uri: redirect, code_challenge: challenge, code_challenge_method: 'S256', state: opts.state ?? 'st', resource: `${url}/mcp` })
+  const page = await openPage(url, { response_type: 'code', client_id, redirect_uri: redirect, code_challenge: challenge, code_challenge_method: 'S256', state: opts.state ?? 'st', resource: opts.resource ?? `${url}/mcp` })
   if (page.status !== 200) throw new Error(`authorize page: ${page.status} ${page.html.slice(0, 500)}`)
   const formId = { connection: 'connection-form', gateway: 'gateway-form', tmp: 'tmp-form' }[login.action!]!
   const consent = await postPage(url, page.cookie, { flow: flowOf(page.html, formId), ...login })

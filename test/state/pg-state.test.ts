@@ -111,3 +111,35 @@ t.test('the URL\'s sslmode reaches the client', async (t) => {
   // The test server has no TLS: a client told to require it must refuse to go on.
   await t.rejects(openPgState(`${url}?sslmode=verify-full`, { poolSize: 1 }), /does not support SSL/)
 })
+
+t.test('a refresh token or code being used by another node is waited for, then seen used', async (t) => {
+  const url = freshDatabase()
+  const s = await openStore(t, url, 2)
+  await s.putOAuthRefresh({ hash: 'h', family: 'f', client_id: 'c', resource: 'r', grant: 'g', expires: 9e12, used: null })
+  await s.putOAuthCode({ hash: 'c', client_id: 'c', redirect_uri: 'http://127.0.0.1/cb', redirect_given: true, challenge: 'ch', resource: 'r', grant: 'g', expires: 9e12, used: null, family: null })
+  const other = new pg.Client({ connectionString: url })
+  await other.connect()
+  t.teardown(() => other.end())
+  /** Another node's use, its transaction held open until `commit`. */
+  const held = async (sql: string): Promise<() => Promise<void>> => {
+    await other.query('BEGIN')
+    await other.query(sql)
+    return async () => void (await other.query('COMMIT'))
+  }
+  const waiting = async () => {
+    while (Number((await sql(url, "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"))[0]!.n) === 0) {
+      await new Promise((r) => setTimeout(r, 20))
+    }
+  }
+  let commit = await held("UPDATE oauth_refresh_tokens SET used_ms = 42 WHERE hash = 'h'")
+  const refresh = s.useOAuthRefresh('h', 99)
+  await waiting()
+  await commit()
+  t.equal((await refresh)!.used, 42, 'the refresh token: the other use is seen, so this one is a reuse')
+  t.equal((await s.getOAuthRefresh('h'))!.used, 42, 'and the first use is kept')
+  commit = await held("UPDATE oauth_codes SET used_ms = 42, family = 'theirs' WHERE hash = 'c'")
+  const code = s.useOAuthCode('c', 'mine', 99)
+  await waiting()
+  await commit()
+  t.match(await code, { used: 42, family: 'theirs' }, 'the code: a replay, naming the family to revoke')
+})

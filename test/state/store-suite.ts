@@ -162,6 +162,70 @@ export function storeSuite(t: Test, open: OpenStores): void {
     t.same([await s.getOAuthRefresh('h1'), await s.getOAuthRefresh('h2'), (await s.getOAuthRefresh('h3'))?.family], [null, null, 'f2'], 'one family deleted, the other kept')
   })
 
+  t.test('login throttles: counted atomically per key, a window that has ended starts again, refunds and forgets, purged once ended', async (t) => {
+    const [s] = await open(t)
+    t.same(await s.throttleHit('admin 192.0.2.1', 1000, 10_000), { count: 1, since: 10_000 })
+    t.same(await s.throttleHit('admin 192.0.2.1', 1000, 10_500), { count: 2, since: 10_000 }, 'same window: counted on')
+    t.same(await Promise.all([1, 2, 3].map(() => s.throttleHit('admin 192.0.2.1', 1000, 10_600))).then((r) => r.map((c) => c.count).sort()), [3, 4, 5], 'concurrent hits: none lost')
+    t.same(await s.throttleHit('admin 192.0.2.2', 1000, 10_600), { count: 1, since: 10_600 }, 'another key counts apart')
+    t.same(await s.throttleHit('admin 192.0.2.1', 1000, 11_000), { count: 1, since: 11_000 }, 'the window ended: a new one')
+    await s.throttleRefund('admin 192.0.2.1')
+    t.same(await s.throttleHit('admin 192.0.2.1', 1000, 11_100), { count: 1, since: 11_100 }, 'refunded to 0: the count went')
+    await s.throttleHit('admin 192.0.2.1', 1000, 11_200)
+    await s.throttleRefund('admin 192.0.2.1')
+    t.same(await s.throttleHit('admin 192.0.2.1', 1000, 11_300), { count: 2, since: 11_100 }, 'a refund takes back one attempt only')
+    await s.throttleForget('admin 192.0.2.1')
+    t.same(await s.throttleHit('admin 192.0.2.1', 1000, 11_400), { count: 1, since: 11_400 }, 'forgotten')
+    await s.throttleRefund('nobody')
+    t.equal(await s.purgeThrottles(11_600), 1, 'only the count whose window ended (192.0.2.2, until 11 600)')
+    t.same(await s.throttleHit('admin 192.0.2.1', 1000, 11_500), { count: 2, since: 11_400 }, 'a live count is kept')
+  })
+
+  t.test('OAuth codes: used once atomically with the family its exchange creates, purged after expiry', async (t) => {
+    const [s] = await open(t)
+    const code = { hash: 'c1', client_id: 'fgc_a', redirect_uri: 'http://127.0.0.1/cb', redirect_given: true, challenge: 'ch', resource: 'http://x/mcp', grant: 'sealed', expires: 5000, used: null, family: null }
+    await s.putOAuthCode(code)
+    await s.putOAuthCode({ ...code, hash: 'c2', redirect_given: false, expires: 9000 })
+    const uses = await Promise.all([s.useOAuthCode('c1', 'fam1', 100), s.useOAuthCode('c1', 'fam2', 200)])
+    t.same(uses[0], code, 'the first use returns it unused')
+    t.same(uses[1], { ...code, used: 100, family: 'fam1' }, 'the second (a replay) sees the first use and the family to revoke')
+    t.same(await s.useOAuthCode('c1', 'fam3', 300), { ...code, used: 100, family: 'fam1' }, 'a replay does not change the family')
+    t.equal(await s.useOAuthCode('nope', 'f', 1), null)
+    t.equal(await s.purgeOAuthCodes(6000), 1, 'only the code expired before the cut-off')
+    t.equal(await s.useOAuthCode('c1', 'f', 1), null)
+    t.same(await s.useOAuthCode('c2', 'f', 1), { ...code, hash: 'c2', redirect_given: false, expires: 9000 })
+  })
+
+  t.test('MCP sessions: round-trip, touched while they exist, deleted, purged when idle', async (t) => {
+    const [s] = await open(t)
+    const m = { hash: 'm1', owner: 'o1', protocol_version: '2025-06-18', init: '{"capabilities":{}}', created: 100, last_seen: 100 }
+    await s.putMcpSession(m)
+    await s.putMcpSession({ ...m, hash: 'm2' })
+    t.same(await s.getMcpSession('m1'), m)
+    t.equal(await s.touchMcpSession('m1', 500), true)
+    t.equal(await s.touchMcpSession('m1', 400), true)
+    t.equal((await s.getMcpSession('m1'))!.last_seen, 500, 'a late touch does not move it back')
+    t.equal(await s.touchMcpSession('nope', 500), false)
+    t.equal(await s.purgeMcpSessions(300), 1, 'the session idle since 100')
+    t.equal(await s.getMcpSession('m2'), null)
+    t.equal(await s.deleteMcpSession('m1'), true)
+    t.equal(await s.deleteMcpSession('m1'), false)
+    t.equal(await s.touchMcpSession('m1', 600), false, 'a deleted session is not brought back by a touch')
+  })
+
+  t.test('tus upload records: round-trip, replaced, expired ones listed oldest first, deleted', async (t) => {
+    const [s] = await open(t)
+    await s.putTusUpload({ id: 'b'.repeat(32), upload: '{"id":"b"}', created: 200 })
+    await s.putTusUpload({ id: 'a'.repeat(32), upload: '{"id":"a"}', created: 100 })
+    await s.putTusUpload({ id: 'c'.repeat(32), upload: '{"id":"c"}', created: 300 })
+    await s.putTusUpload({ id: 'a'.repeat(32), upload: '{"id":"a","size":3}', created: 100 })
+    t.same(await s.getTusUpload('a'.repeat(32)), { id: 'a'.repeat(32), upload: '{"id":"a","size":3}', created: 100 })
+    t.same(await s.expiredTusUploads(300), ['a'.repeat(32), 'b'.repeat(32)])
+    t.equal(await s.deleteTusUpload('a'.repeat(32)), true)
+    t.equal(await s.deleteTusUpload('a'.repeat(32)), false)
+    t.equal(await s.getTusUpload('a'.repeat(32)), null)
+  })
+
   t.test('two nodes racing: a refresh token is used once', async (t) => {
     const [a, b] = await open(t)
     for (let i = 0; i < 20; i++) {
@@ -172,6 +236,22 @@ export function storeSuite(t: Test, open: OpenStores): void {
       t.equal(first.length, 1, `round ${i}: exactly one use finds it unused`)
       const at = (await a.getOAuthRefresh(r.hash))!.used
       t.ok(uses.every((u) => u === first[0] || u!.used === at), `round ${i}: the others see the one use recorded`)
+    }
+  })
+
+  t.test('two nodes racing: no throttle count is lost; an OAuth code is exchanged once', async (t) => {
+    const [a, b] = await open(t)
+    const hits = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 ? a : b).throttleHit('admin 192.0.2.9', 60_000, 1000)))
+    t.same(hits.map((h) => h.count).sort((x, y) => x - y), Array.from({ length: 12 }, (_, i) => i + 1), 'every hit counted once')
+    t.ok(hits.every((h) => h.since === 1000), 'one window')
+    for (let i = 0; i < 10; i++) {
+      const code = { hash: `race${i}`, client_id: 'c', redirect_uri: 'http://127.0.0.1/cb', redirect_given: true, challenge: 'ch', resource: 'r', grant: 'g', expires: 9e12, used: null, family: null }
+      await a.putOAuthCode(code)
+      const uses = await Promise.all([a, b, a, b, a, b].map((s, j) => s.useOAuthCode(code.hash, `fam${j}`, 100 + j)))
+      const first = uses.filter((u) => u !== null && u.used === null)
+      t.equal(first.length, 1, `round ${i}: exactly one exchange finds it unused`)
+      const family = (await b.useOAuthCode(code.hash, 'later', 1))!.family
+      t.ok(uses.every((u) => u === first[0] || u!.family === family), `round ${i}: the replays see the family to revoke`)
     }
   })
 

@@ -24,13 +24,13 @@ export interface Multipart {
 
 /**
  * The multipart side of the S3 gateway, for its context: parts staged under
- * `<data_dir>/s3-multipart/`, records in the state store; swept now (in the background)
- * and periodically.
+ * `<staging_dir>/s3-multipart/` (where every node reaches), records in the state store;
+ * swept now (in the background) and periodically.
  */
-export function createMultipart(ctx: Pick<GatewayContext, 'state' | 'dataDir' | 'log'>, opts: { readonly expiryHours: number; readonly meta: Pick<ObjectMeta, 'put'> }): Multipart {
+export function createMultipart(ctx: Pick<GatewayContext, 'state' | 'stagingDir' | 'log'>, opts: { readonly expiryHours: number; readonly meta: Pick<ObjectMeta, 'put'> }): Multipart {
   const uploads = new MultipartUploads({
     state: ctx.state,
-    stagingDir: join(ctx.dataDir, 's3-multipart'),
+    stagingDir: join(ctx.stagingDir, 's3-multipart'),
     meta: opts.meta,
     expiryMs: opts.expiryHours * 3_600_000,
     log: (level, msg, fields) => ctx.log(level, msg, fields),

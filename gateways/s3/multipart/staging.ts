@@ -112,6 +112,15 @@ export class PartStaging {
     }
   }
 
+  /** How long since a part file was last written to (ms); Infinity when it is gone. */
+  async idleFor(id: string, file: string): Promise<number> {
+    try {
+      return Date.now() - (await fs.stat(join(this.#uploadDir(id), file))).mtimeMs
+    } catch {
+      return Infinity
+    }
+  }
+
   /** Removes an entry of the staging folder by name (sweeping what no upload owns). */
   async removeEntry(name: string): Promise<void> {
     if (name === '' || name.includes('/') || name === '.' || name === '..') return

@@ -37,10 +37,12 @@ export const MAX_PART_NUMBER = 10_000
 export const MIN_PART_BYTES = 5 * MiB
 export const MAX_PART_BYTES = 5 * 1024 * MiB
 const READ_STEP = MiB
+/** A part file no record names, not written to for this long, is debris (a crash cut it off). */
+export const PART_IDLE_MS = 3_600_000
 
 export interface MultipartOptions {
   readonly state: StateStore
-  /** `<data_dir>/s3-multipart`. */
+  /** `<staging_dir>/s3-multipart`, shared by the nodes of a cluster. */
   readonly stagingDir: string
   /** Where the object's ETag and metadata are recorded at Complete (gateways/s3/meta/). */
   readonly meta: Pick<ObjectMeta, 'put'>
@@ -87,10 +89,10 @@ export class MultipartUploads {
   async start(): Promise<void> {
     const every = Math.max(1000, Math.min(this.#o.expiryMs / 4, 3_600_000))
     this.#timer = setInterval(() => {
-      this.sweep({ startup: false }).catch((err: unknown) => this.#o.log?.('warn', 's3 multipart sweep failed', { error: String(err) }))
+      this.sweep().catch((err: unknown) => this.#o.log?.('warn', 's3 multipart sweep failed', { error: String(err) }))
     }, every)
     this.#timer.unref()
-    await this.sweep({ startup: true })
+    await this.sweep()
   }
 
   stop(): void {
@@ -234,11 +236,14 @@ export class MultipartUploads {
   }
 
   /**
-   * Removes expired uploads (completed or not) with their staging, and staging folders no
-   * upload owns (a process killed between the two). At start-up also the part files no
-   * record names (a part cut off by a crash).
+   * Removes expired uploads (completed or not) with their staging, staging folders no
+   * upload owns (a process killed between the two), and part files no record names that
+   * nobody wrote to for PART_IDLE_MS (a part cut off by a crash). It goes by the records
+   * in the store, never by which process made what: the nodes of a cluster sweep one
+   * shared folder, and a part another node is writing has a folder with a record and
+   * keeps growing.
    */
-  async sweep(opts: { readonly startup: boolean }): Promise<number> {
+  async sweep(): Promise<number> {
     let removed = 0
     for (const up of await this.#o.state.expiredMultipartUploads(Date.now() - this.#o.expiryMs)) {
       await this.#remove(up.id)
@@ -250,9 +255,10 @@ export class MultipartUploads {
         await this.#staging.removeEntry(name)
         continue
       }
-      if (!opts.startup) continue
       const known = new Set((await this.#o.state.listMultipartParts(name)).map((p) => p.file))
-      for (const f of await this.#staging.files(name)) if (!known.has(f)) await this.#staging.removePart(name, f)
+      for (const f of await this.#staging.files(name)) {
+        if (!known.has(f) && (await this.#staging.idleFor(name, f)) >= PART_IDLE_MS) await this.#staging.removePart(name, f)
+      }
     }
     if (removed > 0) this.#o.log?.('info', 's3 multipart uploads expired', { count: removed })
     return removed

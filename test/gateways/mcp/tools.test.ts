@@ -42,6 +42,11 @@ for (const backend of ['tmp', 'local'] as const) {
       t.equal(await failure(t, mcp, 'mkdir', { path: '/a/b' }), 'CONFLICT: /a/b already exists')
       t.equal(await mcp.text('write', { path: '/a/b/f.txt', content: 'hello\n' }), 'wrote 6 bytes to /a/b/f.txt')
       t.equal(await mcp.text('write', { path: 'rel/g.md', content: '# g' }), 'wrote 3 bytes to /rel/g.md', 'a relative path is taken from the root')
+      // A file where a parent folder should be: refused, the file left as it is.
+      t.match(await failure(t, mcp, 'write', { path: '/rel/g.md/h.txt', content: 'x' }), /^[A-Z_]+: .*g\.md/)
+      t.match(await failure(t, mcp, 'mkdir', { path: '/rel/g.md/sub' }), /^[A-Z_]+: .*g\.md/)
+      t.match(await failure(t, mcp, 'mkdir', { path: '/rel/g.md' }), /^INVALID_INPUT: \/rel\/g\.md is a file, not a folder$/)
+      t.equal(await mcp.text('cat', { path: '/rel/g.md' }), '# g')
       t.equal(await mcp.text('cat', { path: '/a/b/f.txt' }), 'hello\n')
       const stat = await mcp.call('stat', { path: '/a/b/f.txt' })
       t.match(stat.structuredContent, { path: '/a/b/f.txt', name: 'f.txt', type: 'file', size: 6, mtime: /^\d{4}-\d\d-\d\dT/ })

@@ -7,7 +7,7 @@
  * numbers, abort during a part upload, crash debris and expiry swept.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { XMLParser } from 'fast-xml-parser'
 import t, { type Test } from 'tap'
@@ -19,6 +19,7 @@ import { openSqliteState } from '../../../front/state/sqlite-state.js'
 import { S3Error } from '../../../gateways/s3/errors.js'
 import { ObjectMeta } from '../../../gateways/s3/meta/index.js'
 import { MultipartUploads, multipartRoute } from '../../../gateways/s3/multipart/index.js'
+import { PART_IDLE_MS } from '../../../gateways/s3/multipart/uploads.js'
 import { WorkerPool } from '../../../workers/pool.js'
 import { startS3rver } from '../../servers/s3rver.js'
 
@@ -310,12 +311,16 @@ t.test('expiry and crash debris: swept at start and periodically, nothing left',
   mkdirSync(join(f.stagingDir, 'ffffffffffffffffffffffffffffffff'))
   writeFileSync(join(f.stagingDir, 'ffffffffffffffffffffffffffffffff', '00001.0000'), 'orphan')
   writeFileSync(join(f.stagingDir, kept, '00002.deadbeef'), 'cut off by a crash')
+  const anHourAgo = new Date(Date.now() - PART_IDLE_MS - 1000)
+  utimesSync(join(f.stagingDir, kept, '00002.deadbeef'), anHourAgo, anHourAgo)
+  writeFileSync(join(f.stagingDir, kept, '00003.cafe'), 'being written at another node')
   writeFileSync(join(f.stagingDir, 'junk'), 'junk')
   const restarted = new MultipartUploads({ state: f.state, stagingDir: f.stagingDir, meta: f.meta, expiryMs: 24 * 3_600_000 })
   await restarted.start()
   restarted.stop()
   t.same(readdirSync(f.stagingDir), [kept], 'only the live upload remains')
-  t.equal(readdirSync(join(f.stagingDir, kept)).length, 1, 'with its recorded part only')
+  t.equal(readdirSync(join(f.stagingDir, kept)).length, 2, 'with its recorded part and the part still being written (no record yet, growing), not the one cut off an hour ago')
+  t.notOk(existsSync(join(f.stagingDir, kept, '00002.deadbeef')))
   t.same((await f.state.listMultipartParts(kept)).map((p) => p.number), [1])
 
   // Expired: an upload older than the expiry goes, records and staging.
