@@ -119,6 +119,13 @@ export interface Config {
    */
   readonly staging_dir: string | null
   /**
+   * The shared state store (docs/postgresql.md): a `postgres://` or `postgresql://` URL (its
+   * password is a secret: never logged). null: SQLite in the data folder.
+   */
+  readonly state_url: string | null
+  /** Connections at most to the state store's database, per node. */
+  readonly state_pool_size: number
+  /**
    * Addresses of the reverse proxies (load balancers) whose `X-Forwarded-For` names the
    * client: a request from one of them counts as coming from the address it forwards for
    * (throttles, per-address limits, logs). Empty: the TCP peer is the client.
@@ -168,6 +175,8 @@ export const DEFAULTS: Config = {
   oauth: { clients: [], dynamic_registration: true, code_seconds: 60, access_token_seconds: 3600, refresh_token_seconds: 30 * 24 * 3600 },
   secret_file: null,
   staging_dir: null,
+  state_url: null,
+  state_pool_size: 10,
   trust_proxy: [],
 }
 
@@ -260,8 +269,19 @@ export function validateConfig(input: Record<string, unknown>): Config {
     oauth: oauthConfig(m.oauth),
     secret_file: m.secret_file === null ? null : str(m.secret_file, 'secret_file'),
     staging_dir: m.staging_dir === null ? null : str(m.staging_dir, 'staging_dir'),
+    state_url: m.state_url === null ? null : stateUrl(m.state_url),
+    state_pool_size: int(m.state_pool_size, 'state_pool_size', 1, 1000),
     trust_proxy: trustProxy(m.trust_proxy),
   }
+}
+
+/** `state_url`: a PostgreSQL URL. Never quoted back: it may hold a password. */
+function stateUrl(v: unknown): string {
+  const protocol = typeof v === 'string' && URL.canParse(v) ? new URL(v).protocol : ''
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw new ConfigError('state_url must be a PostgreSQL URL, postgres://user:password@host:port/database or postgresql://... (or null: SQLite in the data folder)')
+  }
+  return v as string
 }
 
 /** `trust_proxy`: a list of IP addresses (no names, no ranges). */

@@ -21,7 +21,7 @@ import { loadOrCreateSecret, readSecretFile } from './server-secret.js'
 import { SessionService } from './sessions.js'
 import { createHandler } from './server.js'
 import { logExposure } from './exposure.js'
-import { openSqliteState } from './state/sqlite-state.js'
+import { openState } from './state/open-state.js'
 import { AdminService } from './admin.js'
 import { GatewayLoginService } from './gateway-login.js'
 import { SharedViews } from './shared-views.js'
@@ -74,7 +74,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
 
   const stateDir = join(config.data_dir, 'state')
   const secret = config.secret_file === null ? await loadOrCreateSecret(stateDir) : await readSecretFile(config.secret_file)
-  const state = await openSqliteState(stateDir)
+  const state = await openState(config, stateDir, logger)
   const keys = await ApiKeyService.open(state)
   const admin = await AdminService.open(config.admin_password, secret, state)
   const pool = new WorkerPool({
@@ -177,6 +177,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   } catch (err) {
     tus.close()
     await pool.close()
+    await state.close()
     throw err
   }
   const ctx: GatewayContext = {

@@ -109,8 +109,8 @@ export async function startCluster(t: Test, opts: ClusterOptions = {}): Promise<
 
   const startNode = async (i: number): Promise<ClusterNode> => {
       const name = `node${i + 1}`
-      const dataDir = folder(process.env.CLUSTER_DEV ? 'shared-data' : `${name}-data`)
-      mkdirSync(join(dataDir, 'sftp'), { recursive: true, mode: 0o700 })
+      const dataDir = folder(`${name}-data`)
+      mkdirSync(join(dataDir, 'sftp'), { mode: 0o700 })
       copyFileSync(hostKey, join(dataDir, 'sftp', 'host_ed25519_key'))
       chmodSync(join(dataDir, 'sftp', 'host_ed25519_key'), 0o600)
       const env = parseEnvFile(
@@ -145,7 +145,8 @@ export async function startCluster(t: Test, opts: ClusterOptions = {}): Promise<
         },
       }
   }
-  const nodes = process.env.CLUSTER_DEV ? [await startNode(0), await startNode(1), await startNode(2)].slice(0, n) : await Promise.all(Array.from({ length: n }, (_, i) => startNode(i)))
+  // All at once: the first to reach PostgreSQL migrates it, the others wait for it.
+  const nodes = await Promise.all(Array.from({ length: n }, (_, i) => startNode(i)))
 
   const perNode = nodes.map((node) => ({
     NODE_NAME: node.name,

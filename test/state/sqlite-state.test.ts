@@ -1,11 +1,24 @@
 /**
  * @module test/state/sqlite-state.test
- * The embedded SQLite state store behind the StateStore interface: migrations
- * recorded and idempotent, every record kind round-trips, revocations expire.
+ * The embedded SQLite state store: the shared store suite (test/state/store-suite.ts),
+ * then what is SQLite's own: migrations recorded and idempotent, older files migrated.
  */
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { SCHEMA_VERSION, openSqliteState } from '../../front/state/sqlite-state.js'
+import { storeSuite } from './store-suite.js'
+
+// Two stores on one state.db: two openers of one file, as two processes would be.
+storeSuite(t, async (t) => {
+  const dir = t.testdir()
+  const a = await openSqliteState(dir)
+  const b = await openSqliteState(dir)
+  t.teardown(async () => {
+    await a.close()
+    await b.close()
+  })
+  return [a, b]
+})
 
 t.test('migrations run once and are recorded', async (t) => {
   const dir = t.testdir()
@@ -26,50 +39,6 @@ t.test('a database newer than this build is refused', async (t) => {
   await t.rejects(openSqliteState(dir), /newer than this filegate/)
 })
 
-t.test('records round-trip', async (t) => {
-  const s = await openSqliteState(t.testdir())
-  t.teardown(() => s.close())
-  await s.revokeToken('tok1', Date.now() + 60_000)
-  await s.revokeToken('old', Date.now() - 1)
-  t.equal(await s.isTokenRevoked('tok1'), true)
-  t.equal(await s.isTokenRevoked('old'), false, 'already expired: not kept')
-  t.equal(await s.isTokenRevoked('other'), false)
-  const share = { id: 'sh1', owner: 'o1', path: '/docs', kind: 'directory', can_read: true, can_upload: false, can_write: true, password_hash: null, expire: 123, sealed: 'x', created: 1 } as const
-  await s.putShare(share)
-  t.same(await s.getShare('sh1'), share)
-  t.same(await s.listShares('o1'), [share])
-  t.same(await s.listShares('o2'), [])
-  t.equal(await s.deleteShare('sh1'), true)
-  t.equal(await s.deleteShare('sh1'), false)
-  const key = { id: 'k1', name: 'n', hash: 'h', origins: ['https://a.com'], created: 2, last_used: null }
-  await s.putApiKey(key)
-  t.same(await s.getApiKeyByHash('h'), key)
-  await s.touchApiKey('k1', 99)
-  t.equal((await s.listApiKeys())[0]!.last_used, 99)
-  t.equal(await s.deleteApiKey('k1'), true)
-  t.equal(await s.getApiKeyByHash('h'), null)
-  const k1 = { fingerprint: 'SHA256:one', type: 'ssh-ed25519', blob: 'AAAA', comment: 'laptop', created: 4 }
-  const k2 = { fingerprint: 'SHA256:two', type: 'ssh-rsa', blob: 'BBBB', comment: '', created: 5 }
-  const user = { name: 'u', password_hash: 'scrypt$..', keys: [k1], connection: 'tmp', root: '/', read_only: false, created: 3 }
-  t.equal(await s.addGatewayUser(user), true)
-  t.equal(await s.addGatewayUser({ ...user, root: '/other' }), false, 'no overwrite of an existing user')
-  t.same(await s.getGatewayUser('u'), user)
-  t.same(await s.listGatewayUsers(), [user])
-  t.equal(await s.addGatewayUserKey('u', k2), 'added')
-  t.equal(await s.addGatewayUserKey('u', { ...k2, comment: 'again' }), 'duplicate', 'one fingerprint once per user')
-  t.equal(await s.addGatewayUserKey('nobody', k2), 'no-user')
-  t.same((await s.getGatewayUser('u'))!.keys, [k1, k2], 'keys oldest first')
-  t.equal(await s.setGatewayUserPassword('u', null), true)
-  t.equal((await s.getGatewayUser('u'))!.password_hash, null, 'a key-only user')
-  t.equal(await s.setGatewayUserPassword('nobody', 'x'), false)
-  t.equal(await s.deleteGatewayUserKey('u', 'SHA256:one'), true)
-  t.equal(await s.deleteGatewayUserKey('u', 'SHA256:one'), false)
-  t.same((await s.listGatewayUsers())[0]!.keys, [k2])
-  t.equal(await s.deleteGatewayUser('u'), true)
-  t.equal(await s.addGatewayUser({ ...user, keys: [] }), true, 'a user of the same name again')
-  t.same((await s.getGatewayUser('u'))!.keys, [], 'does not inherit the removed user\'s keys')
-})
-
 t.test('migration 2 keeps the gateway users of a version-1 database', async (t) => {
   const dir = t.testdir()
   const db = new Database(`${dir}/state.db`)
@@ -87,138 +56,4 @@ t.test('migration 2 keeps the gateway users of a version-1 database', async (t) 
   t.teardown(() => s.close())
   t.same(await s.getGatewayUser('old'), { name: 'old', password_hash: 'scrypt$x', keys: [], connection: 'tmp', root: '/home', read_only: true, created: 7 })
   t.equal(await s.setGatewayUserPassword('old', null), true, 'the password may now be absent')
-})
-
-t.test('S3 object metadata and multipart records round-trip; a part is refused once its upload is gone or completed', async (t) => {
-  const s = await openSqliteState(t.testdir())
-  t.teardown(() => s.close())
-  const m = { storage: 'st', path: '/b/k', size: 3, mtime_ms: 5, etag: 'abc', content_type: 'text/plain', user_meta: { a: 'ü' } }
-  await s.putObjectMeta(m)
-  t.same(await s.getObjectMeta('st', '/b/k'), m)
-  t.equal(await s.getObjectMeta('other', '/b/k'), null, 'keyed by storage')
-  const other = { ...m, path: '/b/l', etag: 'def', content_type: null, user_meta: {} }
-  await s.putObjectMeta(other)
-  await s.putObjectMeta({ ...m, storage: 'else', path: '/b/x' })
-  const odd = { ...m, path: '/b/it\'s, "odd" ü\\' }
-  await s.putObjectMeta(odd)
-  const page = await s.getObjectMetas('st', ['/b/k', '/b/none', '/b/l', '/b/x', odd.path])
-  t.same([...page.entries()].sort(), [['/b/it\'s, "odd" ü\\', odd], ['/b/k', m], ['/b/l', other]], 'a batch: the records of the paths that have one, of that storage only')
-  t.equal((await s.getObjectMetas('st', [])).size, 0, 'an empty batch')
-  const many = Array.from({ length: 1500 }, (_, i) => `/many/${i}`)
-  for (const path of many.slice(0, 3)) await s.putObjectMeta({ ...m, path })
-  t.same([...(await s.getObjectMetas('st', many)).keys()].sort(), many.slice(0, 3).sort(), 'a page of 1,500 paths in one call')
-  await s.deleteObjectMeta('st', '/b/k')
-  t.equal(await s.getObjectMeta('st', '/b/k'), null)
-
-  const up = { id: 'u1', user: 'alice', bucket: 'b', key: 'k', created: 10, content_type: null, user_meta: {}, completed_etag: null }
-  await s.putMultipartUpload(up)
-  await s.putMultipartUpload({ ...up, id: 'u0', key: 'j', created: 20 })
-  t.same(await s.getMultipartUpload('u1'), up)
-  t.same((await s.listMultipartUploads('alice', 'b')).map((u) => u.id), ['u0', 'u1'], 'by key')
-  t.same(await s.listMultipartUploads('bob', 'b'), [], 'per user')
-  const part = { upload_id: 'u1', number: 1, size: 4, etag: 'e1', file: 'f1', modified: 11 }
-  t.equal(await s.putMultipartPart(part), null, 'a new part')
-  t.equal(await s.putMultipartPart({ ...part, file: 'f2', etag: 'e2' }), 'f1', 'a replaced part names the file to remove')
-  t.same(await s.listMultipartParts('u1'), [{ ...part, file: 'f2', etag: 'e2' }])
-  t.same((await s.expiredMultipartUploads(15)).map((u) => u.id), ['u1'])
-  t.equal(await s.completeMultipartUpload('u1', 'final-2'), true)
-  t.equal((await s.getMultipartUpload('u1'))?.completed_etag, 'final-2')
-  t.same(await s.listMultipartParts('u1'), [], 'parts forgotten at completion')
-  t.equal(await s.putMultipartPart({ ...part, number: 2 }), 'no-upload', 'no part for a completed upload')
-  t.same((await s.listMultipartUploads('alice', 'b')).map((u) => u.id), ['u0'], 'completed uploads are not listed')
-  t.equal(await s.deleteMultipartUpload('u0'), true)
-  t.equal(await s.putMultipartPart({ ...part, upload_id: 'u0' }), 'no-upload', 'no part for a removed upload')
-  t.equal(await s.deleteMultipartUpload('u0'), false)
-})
-
-t.test('OAuth clients and refresh tokens: round-trip, unused clients purged, a refresh token used once, families deleted', async (t) => {
-  const s = await openSqliteState(t.testdir())
-  t.teardown(() => s.close())
-  const old = { client_id: 'fgc_old', name: 'Old', redirect_uris: ['http://127.0.0.1/cb'], created: 1000, last_used: null }
-  const used = { ...old, client_id: 'fgc_used', name: 'Used' }
-  await s.putOAuthClient(old)
-  await s.putOAuthClient(used)
-  await s.touchOAuthClient('fgc_used', 5000)
-  t.same(await s.getOAuthClient('fgc_used'), { ...used, last_used: 5000 })
-  t.equal(await s.countOAuthClients(), 2)
-  t.equal(await s.purgeOAuthClients(2000), 1, 'only the never-used client registered before the cut-off')
-  t.same([await s.getOAuthClient('fgc_old'), (await s.getOAuthClient('fgc_used'))?.client_id], [null, 'fgc_used'])
-
-  const r = { hash: 'h1', family: 'f1', client_id: 'fgc_used', resource: 'http://x/mcp', grant: 'sealed', expires: Date.now() + 60_000, used: null }
-  await s.putOAuthRefresh(r)
-  await s.putOAuthRefresh({ ...r, hash: 'h2' })
-  await s.putOAuthRefresh({ ...r, hash: 'h3', family: 'f2' })
-  t.same(await s.useOAuthRefresh('h1', 7000), r, 'the first use returns it unused')
-  t.same(await s.useOAuthRefresh('h1', 8000), { ...r, used: 7000 }, 'the second sees the first use')
-  t.equal(await s.useOAuthRefresh('nope', 1), null)
-  await s.deleteOAuthFamily('f1')
-  t.same([await s.getOAuthRefresh('h1'), await s.getOAuthRefresh('h2'), (await s.getOAuthRefresh('h3'))?.family], [null, null, 'f2'], 'one family deleted, the other kept')
-})
-
-t.test('login throttles: counted atomically per key, a window that has ended starts again, refunds and forgets, purged once ended', async (t) => {
-  const s = await openSqliteState(t.testdir())
-  t.teardown(() => s.close())
-  t.same(await s.throttleHit('admin 192.0.2.1', 1000, 10_000), { count: 1, since: 10_000 })
-  t.same(await s.throttleHit('admin 192.0.2.1', 1000, 10_500), { count: 2, since: 10_000 }, 'same window: counted on')
-  t.same(await Promise.all([1, 2, 3].map(() => s.throttleHit('admin 192.0.2.1', 1000, 10_600))).then((r) => r.map((c) => c.count).sort()), [3, 4, 5], 'concurrent hits: none lost')
-  t.same(await s.throttleHit('admin 192.0.2.2', 1000, 10_600), { count: 1, since: 10_600 }, 'another key counts apart')
-  t.same(await s.throttleHit('admin 192.0.2.1', 1000, 11_000), { count: 1, since: 11_000 }, 'the window ended: a new one')
-  await s.throttleRefund('admin 192.0.2.1')
-  t.same(await s.throttleHit('admin 192.0.2.1', 1000, 11_100), { count: 1, since: 11_100 }, 'refunded to 0: the count went')
-  await s.throttleHit('admin 192.0.2.1', 1000, 11_200)
-  await s.throttleRefund('admin 192.0.2.1')
-  t.same(await s.throttleHit('admin 192.0.2.1', 1000, 11_300), { count: 2, since: 11_100 }, 'a refund takes back one attempt only')
-  await s.throttleForget('admin 192.0.2.1')
-  t.same(await s.throttleHit('admin 192.0.2.1', 1000, 11_400), { count: 1, since: 11_400 }, 'forgotten')
-  await s.throttleRefund('nobody')
-  t.equal(await s.purgeThrottles(11_600), 1, 'only the count whose window ended (192.0.2.2, until 11 600)')
-  t.same(await s.throttleHit('admin 192.0.2.1', 1000, 11_500), { count: 2, since: 11_400 }, 'a live count is kept')
-})
-
-t.test('OAuth codes: used once atomically with the family its exchange creates, purged after expiry', async (t) => {
-  const s = await openSqliteState(t.testdir())
-  t.teardown(() => s.close())
-  const code = { hash: 'c1', client_id: 'fgc_a', redirect_uri: 'http://127.0.0.1/cb', redirect_given: true, challenge: 'ch', resource: 'http://x/mcp', grant: 'sealed', expires: 5000, used: null, family: null }
-  await s.putOAuthCode(code)
-  await s.putOAuthCode({ ...code, hash: 'c2', redirect_given: false, expires: 9000 })
-  const uses = await Promise.all([s.useOAuthCode('c1', 'fam1', 100), s.useOAuthCode('c1', 'fam2', 200)])
-  t.same(uses[0], code, 'the first use returns it unused')
-  t.same(uses[1], { ...code, used: 100, family: 'fam1' }, 'the second (a replay) sees the first use and the family to revoke')
-  t.same(await s.useOAuthCode('c1', 'fam3', 300), { ...code, used: 100, family: 'fam1' }, 'a replay does not change the family')
-  t.equal(await s.useOAuthCode('nope', 'f', 1), null)
-  t.equal(await s.purgeOAuthCodes(6000), 1, 'only the code expired before the cut-off')
-  t.equal(await s.useOAuthCode('c1', 'f', 1), null)
-  t.same(await s.useOAuthCode('c2', 'f', 1), { ...code, hash: 'c2', redirect_given: false, expires: 9000 })
-})
-
-t.test('MCP sessions: round-trip, touched while they exist, deleted, purged when idle', async (t) => {
-  const s = await openSqliteState(t.testdir())
-  t.teardown(() => s.close())
-  const m = { hash: 'm1', owner: 'o1', protocol_version: '2025-06-18', init: '{"capabilities":{}}', created: 100, last_seen: 100 }
-  await s.putMcpSession(m)
-  await s.putMcpSession({ ...m, hash: 'm2' })
-  t.same(await s.getMcpSession('m1'), m)
-  t.equal(await s.touchMcpSession('m1', 500), true)
-  t.equal(await s.touchMcpSession('m1', 400), true)
-  t.equal((await s.getMcpSession('m1'))!.last_seen, 500, 'a late touch does not move it back')
-  t.equal(await s.touchMcpSession('nope', 500), false)
-  t.equal(await s.purgeMcpSessions(300), 1, 'the session idle since 100')
-  t.equal(await s.getMcpSession('m2'), null)
-  t.equal(await s.deleteMcpSession('m1'), true)
-  t.equal(await s.deleteMcpSession('m1'), false)
-  t.equal(await s.touchMcpSession('m1', 600), false, 'a deleted session is not brought back by a touch')
-})
-
-t.test('tus upload records: round-trip, replaced, expired ones listed oldest first, deleted', async (t) => {
-  const s = await openSqliteState(t.testdir())
-  t.teardown(() => s.close())
-  await s.putTusUpload({ id: 'b'.repeat(32), upload: '{"id":"b"}', created: 200 })
-  await s.putTusUpload({ id: 'a'.repeat(32), upload: '{"id":"a"}', created: 100 })
-  await s.putTusUpload({ id: 'c'.repeat(32), upload: '{"id":"c"}', created: 300 })
-  await s.putTusUpload({ id: 'a'.repeat(32), upload: '{"id":"a","size":3}', created: 100 })
-  t.same(await s.getTusUpload('a'.repeat(32)), { id: 'a'.repeat(32), upload: '{"id":"a","size":3}', created: 100 })
-  t.same(await s.expiredTusUploads(300), ['a'.repeat(32), 'b'.repeat(32)])
-  t.equal(await s.deleteTusUpload('a'.repeat(32)), true)
-  t.equal(await s.deleteTusUpload('a'.repeat(32)), false)
-  t.equal(await s.getTusUpload('a'.repeat(32)), null)
 })

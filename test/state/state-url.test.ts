@@ -1,0 +1,94 @@
+/**
+ * @module test/state/state-url.test
+ * Choosing the state store (`state_url`, FILEGATE_STATE_URL): anything but a PostgreSQL
+ * URL is a configuration error that does not repeat the URL; a filegate on PostgreSQL
+ * keeps its records there; an unreachable server stops start-up with an error naming
+ * host:port and never the password; while the server is away requests that need the
+ * store get 503 UNAVAILABLE, and work again once it is back.
+ */
+import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { ConfigError } from '../../core/config.js'
+import { loadConfig } from '../../front/config-load.js'
+import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
+import { freePort } from '../servers/process.js'
+import { startPostgres } from '../servers/postgres.js'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+
+t.test('state_url: PostgreSQL URLs only, never quoted back', async (t) => {
+  const secret = 'pw-that-must-not-show'
+  for (const url of [`mysql://u:${secret}@db/x`, `u:${secret}@db/x`, `sqlite:///tmp/${secret}.db`, '']) {
+    const err = (() => {
+      try {
+        loadConfig([], { FILEGATE_STATE_URL: url })
+      } catch (e) {
+        return e
+      }
+      return null
+    })()
+    t.ok(err instanceof ConfigError, `refused: ${url.replace(secret, '***')}`)
+    t.match((err as Error).message, /state_url must be a PostgreSQL URL, postgres:\/\/user:password@host:port\/database or postgresql:\/\//)
+    t.notMatch((err as Error).message, secret)
+  }
+  const ok = loadConfig([], { FILEGATE_STATE_URL: `postgresql://u:${secret}@db:5433/x?sslmode=require`, FILEGATE_STATE_POOL_SIZE: '3' })
+  t.same([ok.state_url, ok.state_pool_size], [`postgresql://u:${secret}@db:5433/x?sslmode=require`, 3])
+  t.equal(loadConfig([], {}).state_url, null, 'unset: SQLite')
+})
+
+t.test('PostgreSQL unreachable at start: filegate stops, naming host:port, never the password', async (t) => {
+  const main = join(ROOT, 'dist', 'front', 'main.js')
+  t.ok(existsSync(main), 'dist/ is built')
+  const port = await freePort()
+  const password = 'pw-that-must-not-show'
+  const child = spawn(process.execPath, [main, '--port', '0', '--data-dir', t.testdir()], {
+    cwd: ROOT,
+    env: { ...process.env, FILEGATE_STATE_URL: `postgres://filegate:${password}@127.0.0.1:${port}/filegate`, FILEGATE_SFTP_PORT: 'off', FILEGATE_S3_PORT: 'off' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()))
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  t.equal(code, 1)
+  t.match(out, `filegate: filegate could not start: the PostgreSQL state store at 127.0.0.1:${port}: connect ECONNREFUSED`)
+  t.notMatch(out, password)
+})
+
+t.test('on PostgreSQL: records are kept there; 503 while it is away, then back to work', async (t) => {
+  const pg = await startPostgres(t)
+  const fg = await startTestServer(t, { state_url: pg.url, state_pool_size: 2 })
+  t.notOk(existsSync(join(fg.dataDir, 'state', 'state.db')), 'no SQLite file')
+  const token = await tmpSession(fg.url)
+  const call = api(fg.url, token)
+  t.equal((await call('POST', '/api/files/mkdir', { path: '/shared/' })).status, 200)
+  const made = (await (await call('POST', '/api/share', {}, { body: JSON.stringify({ path: '/shared/', can_read: true }) })).json()) as { result: { id: string } }
+  t.equal(pg.psql(`SELECT count(*) FROM shares WHERE id = '${made.result.id.replace(/'/g, '')}'`).trim(), '1', 'the share is a row in PostgreSQL')
+
+  await pg.stop()
+  let running = false
+  t.teardown(async () => {
+    if (!running) await pg.start()
+  })
+  const away = await call('GET', '/api/session')
+  t.equal(away.status, 503, 'a request that needs the store: 503, not 500')
+  t.match(await away.json(), { status: 'error', code: 'UNAVAILABLE' })
+  t.ok(away.headers.get('retry-after'), 'with Retry-After')
+  const share = await fetch(`${fg.url}/api/files/ls?path=/&share=${made.result.id}`)
+  t.equal(share.status, 503, 'a share link too')
+
+  await pg.start()
+  running = true
+  // The port opens before the server accepts sessions: 503 until then, nothing else.
+  const deadline = Date.now() + 60_000
+  let res = await call('GET', '/api/session')
+  while (res.status === 503 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100))
+    res = await call('GET', '/api/session')
+  }
+  t.equal(res.status, 200, 'back once PostgreSQL is')
+  t.equal((await fetch(`${fg.url}/api/files/ls?path=/&share=${made.result.id}`)).status, 200, 'the share link too')
+})
