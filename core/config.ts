@@ -77,9 +77,10 @@ export interface Config {
   readonly tus: { readonly expiry_seconds: number }
   /**
    * The SFTP gateway (gateways/sftp/): its own port (0 picks a free one) or "off"; `host`
-   * null listens on the service's `host`.
+   * null listens on the service's `host`; `proxy_protocol`: connections from the
+   * `trust_proxy` addresses begin with a PROXY protocol v1 header naming the client.
    */
-  readonly sftp: { readonly port: number | 'off'; readonly host: string | null }
+  readonly sftp: { readonly port: number | 'off'; readonly host: string | null; readonly proxy_protocol: boolean }
   /**
    * The S3 gateway (gateways/s3/): its own port (0 picks a free one) or "off"; `host` null
    * listens on the service's `host`; `region` is the one clients sign for; `base_domain`
@@ -168,7 +169,7 @@ export const DEFAULTS: Config = {
   admin_password: null,
   metrics: { allow_loopback: true, token: null },
   tus: { expiry_seconds: 24 * 3600 },
-  sftp: { port: 2222, host: null },
+  sftp: { port: 2222, host: null, proxy_protocol: false },
   s3: { port: 8335, host: null, region: 'us-east-1', base_domain: null, multipart_expiry_hours: 24 },
   public_url: null,
   mcp: { enabled: true, session_idle_seconds: 1800, max_sessions: 1000 },
@@ -340,14 +341,15 @@ function oauthConfig(v: unknown): OAuthConfig {
   }
 }
 
-/** `sftp`: `{"port": 2222 | "off", "host": null | "<address>"}`. */
+/** `sftp`: `{"port": 2222 | "off", "host": null | "<address>", "proxy_protocol": false}`. */
 function sftpConfig(v: unknown): Config['sftp'] {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('sftp must be an object {"port", "host"}')
-  for (const k of Object.keys(v)) if (!(k in DEFAULTS.sftp)) throw new ConfigError(`sftp: unknown key "${k}" (known: port, host)`)
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('sftp must be an object {"port", "host", "proxy_protocol"}')
+  for (const k of Object.keys(v)) if (!(k in DEFAULTS.sftp)) throw new ConfigError(`sftp: unknown key "${k}" (known: port, host, proxy_protocol)`)
   const s = { ...DEFAULTS.sftp, ...v } as Record<string, unknown>
   return {
     port: s.port === 'off' ? 'off' : int(s.port, 'sftp.port (a port number or "off")', 0, 65535),
     host: s.host === null ? null : str(s.host, 'sftp.host'),
+    proxy_protocol: bool(s.proxy_protocol, 'sftp.proxy_protocol'),
   }
 }
 

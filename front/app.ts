@@ -13,7 +13,7 @@ import type { Storage } from '../core/storage.js'
 import { PoolStorage } from '../workers/client.js'
 import { WorkerPool } from '../workers/pool.js'
 import { type EngineInfo, listenWith, pickEngine } from './http/engine.js'
-import { trustedProxies } from './http/client-address.js'
+import { isTrustedProxy, trustedProxies } from './http/client-address.js'
 import type { HttpServer } from './http/exchange.js'
 import { type Logger, createLogger } from './log.js'
 import { loadPlugins } from './plugins.js'
@@ -111,7 +111,11 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   })
 
   const builtIn: Gateway[] = []
-  if (config.sftp.port !== 'off') builtIn.push(createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host }))
+  if (config.sftp.port !== 'off') {
+    const balancers = trustedProxies(config.trust_proxy)
+    const proxied = config.sftp.proxy_protocol ? (peer: string) => isTrustedProxy(peer, balancers) : undefined
+    builtIn.push(createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host, ...(proxied ? { proxied } : {}) }))
+  }
   if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain, multipartExpiryHours: config.s3.multipart_expiry_hours }))
   // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
   const publicUrl = () => publicOrigin(config, server?.port ?? config.port)

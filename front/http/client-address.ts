@@ -11,8 +11,11 @@ import { isIP } from 'node:net'
 /** `::ffff:10.0.0.5` (an IPv4 peer on a dual-stack socket) as `10.0.0.5`; lower case. */
 const plain = (a: string): string => a.trim().toLowerCase().replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1')
 
+/** Whether `peer` is one of the `trusted` proxies. */
+export const isTrustedProxy = (peer: string, trusted: ReadonlySet<string>): boolean => trusted.has(plain(peer))
+
 export function clientAddress(peer: string, forwardedFor: string | undefined, trusted: ReadonlySet<string>): string {
-  if (trusted.size === 0 || forwardedFor === undefined || !trusted.has(plain(peer))) return peer
+  if (trusted.size === 0 || forwardedFor === undefined || !isTrustedProxy(peer, trusted)) return peer
   const hops = forwardedFor.split(',').map(plain)
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = hops[i]!

@@ -14,6 +14,8 @@ export interface SftpGatewayOptions {
   readonly host: string
   /** Time a connection gets to log in (default 120 s). */
   readonly loginGraceMs?: number
+  /** Whether a connection from this peer (a balancer) begins with a PROXY protocol header naming the client. */
+  readonly proxied?: (peer: string) => boolean
 }
 
 export function createSftpGateway(opts: SftpGatewayOptions): Gateway {
@@ -31,6 +33,7 @@ export function createSftpGateway(opts: SftpGatewayOptions): Gateway {
         login: ctx.login,
         log: ctx.log,
         ...(opts.loginGraceMs ? { graceMs: opts.loginGraceMs } : {}),
+        ...(opts.proxied ? { proxied: opts.proxied } : {}),
       })
       ctx.log('info', 'sftp gateway listening', { address: `${opts.host}:${listener.port}`, host_key: key.fingerprint })
     },

@@ -8,6 +8,7 @@
 import { type Socket, createServer } from 'node:net'
 import type { Algorithms } from 'ssh2'
 import { type ConnectionOptions, onConnection } from './connection.js'
+import { readProxyHeader } from './proxy-header.js'
 import { Server } from './ssh2.js'
 
 export const ALGORITHMS: Algorithms = {
@@ -32,16 +33,18 @@ export interface SshListener {
 
 export interface ListenOptions extends Omit<ConnectionOptions, 'loggedIn' | 'socket'> {
   readonly graceMs?: number
+  /** Whether a connection from this peer begins with a PROXY protocol header (./proxy-header.ts), naming the client. */
+  readonly proxied?: (peer: string) => boolean
 }
 
 /** Listens on host:port; a port in use rejects with an error naming `sftp.port`. */
 export function listenSsh(hostKey: string, host: string, port: number, opts: ListenOptions): Promise<SshListener> {
-  /** Open sockets, by remote address and port, with their grace timers. */
-  const sockets = new Map<string, { socket: Socket; grace: NodeJS.Timeout }>()
+  /** Open sockets, by remote address and port, with their grace timers and the client's address (a balancer's PROXY header). */
+  const sockets = new Map<string, { socket: Socket; grace: NodeJS.Timeout; client?: string }>()
   const ssh = new Server({ hostKeys: [hostKey], algorithms: ALGORITHMS, ident: 'filegate' }, (client, info) => {
     const key = `${info.ip}:${info.port}`
-    const socket = sockets.get(key)?.socket
-    onConnection(client, info, { ...opts, loggedIn: () => clearTimeout(sockets.get(key)?.grace), ...(socket ? { socket } : {}) })
+    const open = sockets.get(key)
+    onConnection(client, open?.client ? { ...info, ip: open.client } : info, { ...opts, loggedIn: () => clearTimeout(sockets.get(key)?.grace), ...(open ? { socket: open.socket } : {}) })
   })
   const tcp = createServer((socket) => {
     const key = `${socket.remoteAddress}:${socket.remotePort}`
@@ -52,12 +55,22 @@ export function listenSsh(hostKey: string, host: string, port: number, opts: Lis
       opts.log('info', 'sftp login grace time over: connection closed', { address: socket.remoteAddress })
       socket.destroy()
     }, opts.graceMs ?? LOGIN_GRACE_MS)
-    sockets.set(key, { socket, grace })
+    const open: { socket: Socket; grace: NodeJS.Timeout; client?: string } = { socket, grace }
+    sockets.set(key, open)
     socket.once('close', () => {
       clearTimeout(grace)
       sockets.delete(key)
     })
-    ssh.injectSocket(socket)
+    if (!opts.proxied?.(socket.remoteAddress ?? '')) return ssh.injectSocket(socket)
+    void readProxyHeader(socket).then((client) => {
+      if (client === null) {
+        opts.log('info', 'sftp connection from a balancer without a valid PROXY header: closed', { address: socket.remoteAddress })
+        return socket.destroy()
+      }
+      open.client = client
+      ssh.injectSocket(socket)
+      socket.resume()
+    })
   })
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {

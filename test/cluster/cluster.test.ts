@@ -8,6 +8,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { request } from 'node:http'
+import { type Socket, connect as tcpConnect } from 'node:net'
 import { join } from 'node:path'
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
 import ssh2, { type SFTPWrapper } from 'ssh2'
@@ -62,15 +63,22 @@ t.test('through nginx, /metrics is not taken for a loopback client (it sets X-Fo
   t.equal((await fetch(`${cluster.http}/metrics`)).status, 403, 'the proxied request is refused')
 })
 
-/** An ssh2 client logged in at `port` with the SFTP channel; the host key's SHA-256 with it. */
-async function sftpLogin(port: number, user: string, password: string): Promise<{ client: InstanceType<typeof Client>; sftp: SFTPWrapper; hostKey: string }> {
+/**
+ * An ssh2 client logged in at `port` with the SFTP channel; the host key's SHA-256 with
+ * it. The nodes take a PROXY header from 127.0.0.1, the balancers' address (trust_proxy,
+ * sftp.proxy_protocol): a client that goes to a node directly comes from 127.0.0.2.
+ */
+async function sftpLogin(port: number, user: string, password: string, direct = false): Promise<{ client: InstanceType<typeof Client>; sftp: SFTPWrapper; hostKey: string }> {
   const client = new Client()
   let hostKey = ''
+  const sock = await new Promise<Socket>((resolve, reject) => {
+    const s = tcpConnect({ port, host: '127.0.0.1', ...(direct ? { localAddress: '127.0.0.2' } : {}) }, () => resolve(s))
+    s.once('error', reject)
+  })
   await new Promise<void>((resolve, reject) => {
     client.once('ready', resolve).once('error', reject)
     client.connect({
-      host: '127.0.0.1',
-      port,
+      sock,
       username: user,
       password,
       readyTimeout: 20_000,
@@ -90,10 +98,10 @@ const GW_PASSWORD = 'carol gateway password'
 t.test('a gateway user made on one node logs in over SFTP on every node, HAProxy and nginx stream, with one host key', async (t) => {
   const admin = api(n3.url, await adminToken(n3.url, ADMIN_PASSWORD))
   t.equal((await admin('POST', '/admin/api/users', {}, { body: JSON.stringify({ name: GW_USER, password: GW_PASSWORD, connection: 'files', root: '/' }) })).status, 200, 'user made on node3')
-  const ports = [...cluster.nodes.map((n) => ({ name: n.name, port: n.sftpPort })), { name: 'haproxy', port: cluster.sftpPort }, { name: 'nginx stream', port: cluster.streamSftpPort! }]
+  const ports = [...cluster.nodes.map((n) => ({ name: n.name, port: n.sftpPort, direct: true })), { name: 'haproxy', port: cluster.sftpPort, direct: false }, { name: 'nginx stream', port: cluster.streamSftpPort!, direct: false }]
   const keys = new Set<string>()
   for (const p of ports) {
-    const { client, sftp, hostKey } = await sftpLogin(p.port, GW_USER, GW_PASSWORD)
+    const { client, sftp, hostKey } = await sftpLogin(p.port, GW_USER, GW_PASSWORD, p.direct)
     keys.add(hostKey)
     const body = Buffer.from(`written through ${p.name}`)
     await new Promise<void>((resolve, reject) => sftp.writeFile(`/sftp-${p.name.replace(' ', '-')}.txt`, body, (err) => (err ? reject(err) : resolve())))
