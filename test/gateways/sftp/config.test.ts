@@ -9,9 +9,11 @@ import { loadConfig } from '../../../front/config-load.js'
 import { startTestServer } from '../../helpers/filegate.js'
 
 t.test('settings and their validation', async (t) => {
-  t.same(DEFAULTS.sftp, { port: 2222, host: null }, 'on, on port 2222 of the service host, by default')
-  t.same(loadConfig([], { FILEGATE_SFTP_PORT: 'off' }).sftp, { port: 'off', host: null }, 'FILEGATE_SFTP_PORT=off')
-  t.same(loadConfig([], { FILEGATE_SFTP_PORT: '2200', FILEGATE_SFTP_HOST: '0.0.0.0' }).sftp, { port: 2200, host: '0.0.0.0' }, 'a port and a host')
+  t.same(DEFAULTS.sftp, { port: 2222, host: null, proxy_protocol: false }, 'on, on port 2222 of the service host, by default')
+  t.same(loadConfig([], { FILEGATE_SFTP_PORT: 'off' }).sftp, { port: 'off', host: null, proxy_protocol: false }, 'FILEGATE_SFTP_PORT=off')
+  t.same(loadConfig([], { FILEGATE_SFTP_PORT: '2200', FILEGATE_SFTP_HOST: '0.0.0.0' }).sftp, { port: 2200, host: '0.0.0.0', proxy_protocol: false }, 'a port and a host')
+  t.equal(loadConfig([], { FILEGATE_SFTP_PROXY_PROTOCOL: 'true' }).sftp.proxy_protocol, true, 'FILEGATE_SFTP_PROXY_PROTOCOL=true')
+  t.throws(() => validateConfig({ sftp: { proxy_protocol: 'yes' } }), { name: 'ConfigError', message: /sftp\.proxy_protocol/ }, 'proxy_protocol is true or false')
   t.throws(() => loadConfig([], { FILEGATE_SFTP_PORT: 'of' }), ConfigError, 'a typo in the variable')
   t.throws(() => validateConfig({ sftp: { port: 70000 } }), { name: 'ConfigError', message: /sftp\.port/ }, 'a port out of range names the setting')
   t.throws(() => validateConfig({ sftp: { port: 22, user: 'x' } }), { name: 'ConfigError', message: /sftp: unknown key "user"/ }, 'an unknown key')
