@@ -240,6 +240,11 @@ export function validateConfig(input: Record<string, unknown>): Config {
     throw new ConfigError('admin_password must be null or a string of at least 8 characters')
   }
   const metrics = metricsConfig(m.metrics)
+  const sftp = sftpConfig(m.sftp)
+  const trust_proxy = trustProxy(m.trust_proxy)
+  if (sftp.proxy_protocol && trust_proxy.length === 0) {
+    throw new ConfigError('sftp.proxy_protocol reads the PROXY header from the balancers listed in trust_proxy, which is empty: list their addresses')
+  }
   return {
     host: str(m.host, 'host'),
     port: int(m.port, 'port', 0, 65535),
@@ -263,7 +268,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     admin_password: m.admin_password as string | null,
     metrics,
     tus: { expiry_seconds: int(tus.expiry_seconds, 'tus.expiry_seconds', 1, 365 * 24 * 3600) },
-    sftp: sftpConfig(m.sftp),
+    sftp,
     s3: s3Config(m.s3),
     public_url: m.public_url === null ? null : publicUrl(m.public_url),
     mcp: mcpConfig(m.mcp),
@@ -272,7 +277,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     staging_dir: m.staging_dir === null ? null : str(m.staging_dir, 'staging_dir'),
     state_url: m.state_url === null ? null : stateUrl(m.state_url),
     state_pool_size: int(m.state_pool_size, 'state_pool_size', 1, 1000),
-    trust_proxy: trustProxy(m.trust_proxy),
+    trust_proxy,
   }
 }
 

@@ -110,10 +110,11 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
   })
 
+  // The balancers whose X-Forwarded-For (HTTP) or PROXY header (SFTP) names the client.
+  const trustProxy = trustedProxies(config.trust_proxy)
   const builtIn: Gateway[] = []
   if (config.sftp.port !== 'off') {
-    const balancers = trustedProxies(config.trust_proxy)
-    const proxied = config.sftp.proxy_protocol ? (peer: string) => isTrustedProxy(peer, balancers) : undefined
+    const proxied = config.sftp.proxy_protocol ? (peer: string) => isTrustedProxy(peer, trustProxy) : undefined
     builtIn.push(createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host, ...(proxied ? { proxied } : {}) }))
   }
   if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain, multipartExpiryHours: config.s3.multipart_expiry_hours }))
@@ -166,7 +167,6 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     },
     health: () => ({ uptime_ms: Date.now() - started, pool: pool.stats, in_flight: server?.inFlight ?? 0 }),
   })
-  const trustProxy = trustedProxies(config.trust_proxy)
   let server: HttpServer | undefined
   try {
     server = await listenWith(http, config.host, config.port, {

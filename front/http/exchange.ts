@@ -14,8 +14,8 @@ import { randomBytes } from 'node:crypto'
 import { ApiError } from '../../core/api-error.js'
 import { FsError } from '../../core/errors.js'
 import type { HttpHandler, HttpReply, HttpRequest } from '../../core/http.js'
-import { errorReply } from './status.js'
 import { clientAddress } from './client-address.js'
+import { errorReply } from './status.js'
 
 export interface RequestLog {
   readonly requestId: string
