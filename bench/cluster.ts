@@ -9,6 +9,7 @@
  * The reference in the same run is one node reached directly, without a balancer (what
  * the balancer costs). Figures: MB/s or req/s, and the CPU the nodes used, as a share of
  * one core (on one machine the nodes, the balancers and the clients share its cores).
+ * Quick mode (bench:quick): 16 MiB and 8 MiB files, one run, no warm-up.
  */
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -121,8 +122,10 @@ runBenchmark('cluster', async () => {
         return mbps
       },
     }
-    progress('warm-up: each case once')
-    for (const s of setups) for (const name of cases) if (!name.startsWith('SFTP') || s.url === c.http) await run[name]!(s.url)
+    if (!env.quick) {
+      progress('warm-up: each case once')
+      for (const s of setups) for (const name of cases) if (!name.startsWith('SFTP') || s.url === c.http) await run[name]!(s.url)
+    }
     for (let r = 1; r <= env.runs; r++) {
       for (const s of setups) {
         for (const name of cases) {
