@@ -10,6 +10,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { request } from 'node:http'
 import { type Socket, connect as tcpConnect } from 'node:net'
 import { join } from 'node:path'
+import { Readable } from 'node:stream'
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
 import ssh2, { type SFTPWrapper } from 'ssh2'
 import t from 'tap'
@@ -92,6 +93,8 @@ async function sftpLogin(port: number, user: string, password: string, direct = 
   return { client, sftp, hostKey }
 }
 
+/** The S3 key made below, for the uploads of the kill test. */
+let s3Key: { access_key_id: string; secret_access_key: string }
 const GW_USER = 'carol'
 const GW_PASSWORD = 'carol gateway password'
 
@@ -116,6 +119,7 @@ t.test('an S3 key made on one node signs requests on every node and through ngin
   const made = await admin('POST', `/admin/api/users/${GW_USER}/s3-keys`)
   t.equal(made.status, 201, 'S3 key made on node1')
   const k = ((await made.json()) as { result: { access_key_id: string; secret_access_key: string } }).result
+  s3Key = k
   const client = (endpoint: string) => {
     const c = new S3Client({
       endpoint,
@@ -168,7 +172,7 @@ t.test('an MCP session through nginx is served by any node', async (t) => {
 })
 
 // ---------------------------------------------------------------------------------
-// A node SIGKILLed while uploads run through nginx (HTTP) and HAProxy (SFTP).
+// A node SIGKILLed while uploads run through nginx (HTTP API, S3) and HAProxy (SFTP).
 
 const FILE_BYTES = 768 * 1024
 const CHUNK = 32 * 1024
@@ -201,6 +205,18 @@ function httpUpload(url: string, token: string, path: string, body: Buffer): Pro
   })
 }
 
+/** `body` as a stream trickled as httpUpload's. */
+function trickle(body: Buffer): Readable {
+  return Readable.from(
+    (async function* () {
+      for (let at = 0; at < body.length; at += CHUNK) {
+        yield body.subarray(at, at + CHUNK)
+        await sleep(15)
+      }
+    })(),
+  )
+}
+
 async function sftpUpload(sftp: SFTPWrapper, path: string, body: Buffer): Promise<void> {
   const handle = await new Promise<Buffer>((resolve, reject) => sftp.open(path, 'w', (err, h) => (err ? reject(err) : resolve(h))))
   for (let at = 0; at < body.length; at += CHUNK) {
@@ -226,10 +242,12 @@ async function uploader(tally: Tally, names: readonly string[], put: (name: stri
   }
 }
 
-t.test('a node SIGKILLed during uploads: no committed upload lost, no partial target, retrying clients succeed on another node', async (t) => {
+t.test('a node SIGKILLed during uploads (HTTP and S3 through nginx, SFTP through HAProxy): no committed upload lost, no partial target, retrying clients succeed on another node', async (t) => {
   const token = await filesSession(cluster.http)
   const http: Tally = { committed: new Map(), meant: new Map(), failures: 0 }
   const sftp: Tally = { committed: new Map(), meant: new Map(), failures: 0 }
+  const objects: Tally = { committed: new Map(), meant: new Map(), failures: 0 }
+  await api(cluster.http, token)('POST', '/api/files/mkdir', { path: '/kill/' })
   const httpClients = Array.from({ length: 6 }, (_, c) =>
     uploader(
       http,
@@ -256,16 +274,36 @@ t.test('a node SIGKILLed during uploads: no committed upload lost, no partial ta
     )
     conn.session?.client.end()
   })
-  await api(cluster.http, token)('POST', '/api/files/mkdir', { path: '/kill/' })
+  // S3 PUTs through nginx into the bucket "kill" (the same folder), retried by the test, not the SDK.
+  const s3 = new S3Client({
+    endpoint: cluster.s3,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3Key.access_key_id, secretAccessKey: s3Key.secret_access_key },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    maxAttempts: 1,
+  })
+  t.teardown(() => s3.destroy())
+  const s3Clients = Array.from({ length: 3 }, (_, c) =>
+    uploader(
+      objects,
+      Array.from({ length: FILES_PER_CLIENT }, (_, i) => `/kill/s3-${c}-${i}.bin`),
+      async (name, body) => {
+        await s3.send(new PutObjectCommand({ Bucket: 'kill', Key: name.slice('/kill/'.length), Body: trickle(body), ContentLength: body.length }))
+        return true
+      },
+    ),
+  )
   // Kill node2 once uploads have committed on the cluster and others are under way.
-  while (http.committed.size + sftp.committed.size < 3) await sleep(20)
+  while (http.committed.size + sftp.committed.size + objects.committed.size < 3) await sleep(20)
   await n2.kill()
-  await Promise.all([...httpClients, ...sftpClients])
+  await Promise.all([...httpClients, ...sftpClients, ...s3Clients])
 
   t.ok(http.failures > 0, `HTTP uploads were cut by the kill and retried (${http.failures} failed tries)`)
   t.ok(sftp.failures > 0, `SFTP uploads were cut by the kill and retried (${sftp.failures} failed tries)`)
+  t.ok(objects.failures > 0, `S3 uploads were cut by the kill and retried (${objects.failures} failed tries)`)
   const dir = join(cluster.root, 'kill')
-  for (const tally of [http, sftp]) {
+  for (const tally of [http, sftp, objects]) {
     t.equal(tally.committed.size, tally.meant.size, 'every client got every upload through')
     for (const [name, hash] of tally.committed) {
       const file = join(cluster.root, name)
@@ -273,7 +311,7 @@ t.test('a node SIGKILLed during uploads: no committed upload lost, no partial ta
     }
   }
   const targets = readdirSync(dir).filter((f) => !f.startsWith('.'))
-  t.same(targets.sort(), [...http.meant.keys(), ...sftp.meant.keys()].map((n) => n.slice('/kill/'.length)).sort(), 'no other target appeared')
+  t.same(targets.sort(), [...http.meant.keys(), ...sftp.meant.keys(), ...objects.meant.keys()].map((n) => n.slice('/kill/'.length)).sort(), 'no other target appeared')
   const debris = readdirSync(dir).filter((f) => f.startsWith('.'))
   t.comment(`hidden temporary files the killed node could not remove: ${debris.length}`)
   // The cluster goes on without node2.
