@@ -168,3 +168,17 @@ t.test('refund takes back one attempt, not the failures before it', async (t) =>
   await th.attempt('s', '10.0.0.9')
   await t.rejects(th.attempt('s', '10.0.0.9'), { code: 'RATE_LIMITED' }, 'a refund for an address never seen gave nothing in advance')
 })
+
+t.test('check and failed, for signatures: a success counts nothing, failures lock out as attempts do', async (t) => {
+  const state = await openSqliteState(t.testdir())
+  t.teardown(() => state.close())
+  const th = new Throttle({ state, max: 3, windowMs: 60_000, what: 'signatures' })
+  for (let i = 0; i < 10; i++) await th.check('s', '10.0.0.1')
+  t.equal(await state.throttlePeek(`signatures\t10.0.0.1\ts`, Date.now()), null, 'ten checks that succeeded left no count')
+  await th.failed('s', '10.0.0.1')
+  await th.failed('s', '10.0.0.1')
+  await th.check('s', '10.0.0.1')
+  await th.failed('s', '10.0.0.1')
+  await t.rejects(th.check('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'three failures: refused, right credential or not')
+  await t.rejects(th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'the same count as attempts')
+})
