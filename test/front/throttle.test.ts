@@ -180,5 +180,7 @@ t.test('check and failed, for signatures: a success counts nothing, failures loc
   await th.check('s', '10.0.0.1')
   await th.failed('s', '10.0.0.1')
   await t.rejects(th.check('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'three failures: refused, right credential or not')
+  t.match(await state.throttlePeek(`signatures\t10.0.0.1\ts`, Date.now()), { count: 3 }, 'a check counts nothing, even refused')
+  t.equal(await state.throttlePeek(`signatures\t10.0.0.1\ts`, Date.now() + 60_000), null, 'nothing once the window has ended')
   await t.rejects(th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'the same count as attempts')
 })
