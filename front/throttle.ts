@@ -48,10 +48,6 @@ export class Throttle {
     if (count > this.#max) this.#refuse(since, now)
   }
 
-  #refuse(since: number, now: number): never {
-    throw new ApiError('RATE_LIMITED', `too many failed ${this.#what} from this address: try again in ${Math.ceil((since + this.#windowMs - now) / 60_000)} minutes`)
-  }
-
   /**
    * For credentials checked in microseconds that cannot be guessed (S3 signatures): refuses
    * an address that used up its attempts for `scope`, counting nothing (`failed` counts a
@@ -86,6 +82,10 @@ export class Throttle {
   /** The store's key: no tab in `what` or an address key, so the scope (anything) goes last. */
   #key(scope: string, address: string): string {
     return `${this.#what}\t${addressKey(address)}\t${scope}`
+  }
+
+  #refuse(since: number, now: number): never {
+    throw new ApiError('RATE_LIMITED', `too many failed ${this.#what} from this address: try again in ${Math.ceil((since + this.#windowMs - now) / 60_000)} minutes`)
   }
 }
 
