@@ -320,6 +320,8 @@ export interface StateStore {
    * @returns the count, this attempt included, and when its window began
    */
   throttleHit(key: string, windowMs: number, nowMs: number): Promise<ThrottleCount>
+  /** The count under `key`, without counting; null when there is none or its window ended at or before `nowMs`. */
+  throttlePeek(key: string, nowMs: number): Promise<ThrottleCount | null>
   /** Takes back one attempt counted under `key` (the count goes at 0). */
   throttleRefund(key: string): Promise<void>
   /** Forgets what was counted under `key`. */
