@@ -79,6 +79,13 @@ t.test('on PostgreSQL: records are kept there; 503 while it is away, then back t
   t.ok(away.headers.get('retry-after'), 'with Retry-After')
   const share = await fetch(`${fg.url}/api/files/ls?path=/&share=${made.result.id}`)
   t.equal(share.status, 503, 'a share link too')
+  const oauth = await fetch(`${fg.url}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'refresh_token', client_id: 'fgc_any', refresh_token: 'x' }),
+  })
+  t.equal(oauth.status, 503, 'OAuth: 503, not a 400 telling the client its request is wrong')
+  t.match(await oauth.json(), { error: 'temporarily_unavailable' })
 
   await pg.start()
   running = true
