@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { ConfigError } from '../../core/config.js'
 import { loadConfig } from '../../front/config-load.js'
+import { createLogger } from '../../front/log.js'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
 import { freePort } from '../servers/process.js'
 import { startPostgres } from '../servers/postgres.js'
@@ -60,7 +61,9 @@ t.test('PostgreSQL unreachable at start: filegate stops, naming host:port, never
 
 t.test('on PostgreSQL: records are kept there; 503 while it is away, then back to work', async (t) => {
   const pg = await startPostgres(t)
-  const fg = await startTestServer(t, { state_url: pg.url, state_pool_size: 2 })
+  const logged: string[] = []
+  const fg = await startTestServer(t, { state_url: pg.url, state_pool_size: 2 }, createLogger('debug', (line) => logged.push(line)))
+  t.match(logged.join('\n'), `"msg":"state store: PostgreSQL","at":"127.0.0.1:${pg.port}"`, 'start-up names where the state is')
   t.notOk(existsSync(join(fg.dataDir, 'state', 'state.db')), 'no SQLite file')
   const token = await tmpSession(fg.url)
   const call = api(fg.url, token)
@@ -98,4 +101,6 @@ t.test('on PostgreSQL: records are kept there; 503 while it is away, then back t
   }
   t.equal(res.status, 200, 'back once PostgreSQL is')
   t.equal((await fetch(`${fg.url}/api/files/ls?path=/&share=${made.result.id}`)).status, 200, 'the share link too')
+  const metrics = await (await fetch(`${fg.url}/metrics`)).text()
+  t.notOk([...logged, metrics].some((x) => x.includes(pg.password)), 'the password is in no log line (outage included) and not in /metrics')
 })
