@@ -8,7 +8,10 @@
  * Every request carries `Authorization: Bearer` (a filegate session token, or an access
  * token of filegate's OAuth server for the resource `<public_url>/mcp`), checked by
  * `GatewayContext.bearer`; a present `Origin` must be the service's own or a configured
- * CORS origin (DNS rebinding). Sessions: gateways/mcp/sessions.ts.
+ * CORS origin (DNS rebinding). Sessions: gateways/mcp/sessions.ts; Streamable HTTP
+ * sessions are also kept in the state store, so any node serves them
+ * (gateways/mcp/stored-sessions.ts, gateways/mcp/restore.ts); legacy SSE sessions live
+ * on the node that holds their stream.
  */
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js'
@@ -16,7 +19,9 @@ import type { Gateway, GatewayContext } from '../../core/gateway.js'
 import type { HttpHandler, HttpReply, HttpRequest } from '../../core/http.js'
 import { type Grant, authInfoOf, grantFrom } from './grant.js'
 import { createMcpServer } from './server.js'
+import { initializeParams, replayInitialize } from './restore.js'
 import { type McpSession, SessionTable, newSessionId } from './sessions.js'
+import { StoredSessions } from './stored-sessions.js'
 import { SseTransport } from './sse-transport.js'
 import { DEFAULT_LIMITS, type ToolLimits } from './tools.js'
 import { toHttpReply, toWebRequest } from './web.js'
@@ -43,7 +48,12 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   let ctx: GatewayContext | null = null
   const limits: ToolLimits = { ...DEFAULT_LIMITS, ...opts.limits }
   const keepAliveMs = opts.keepAliveMs ?? 5000
-  const sessions = new SessionTable({ idleMs: opts.idleSeconds * 1000, max: opts.maxSessions, perSubject: opts.sessionsPerSubject ?? 32 })
+  let stored: StoredSessions | null = null
+  const sessions = new SessionTable({ idleMs: opts.idleSeconds * 1000, max: opts.maxSessions, perSubject: opts.sessionsPerSubject ?? 32 }, (s) => {
+    if (s.kind === 'streamable') stored?.remove(s.id).catch((err: unknown) => ctx?.log('warn', 'mcp: an evicted session stays in the store', { error: String(err) }))
+  })
+  /** Sessions being rebuilt from the store here, by id and subject: one rebuild each. */
+  const rebuilding = new Map<string, Promise<string | null>>()
   const corsOrigins = new Set(opts.corsOrigins)
   const resource = () => `${opts.publicUrl()}/mcp`
 
@@ -91,31 +101,92 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
     })
   }
 
+  type Streamable = Extract<McpSession, { kind: 'streamable' }>
+
+  /** A session's server and transport, named `sid`; `opened` runs when the transport takes an initialize request. */
+  const newStreamable = async (sid: string, subject: string, opened?: (s: Streamable) => Promise<void>): Promise<Streamable> => {
+    const server = newServer()
+    const s: Streamable = {
+      id: sid,
+      kind: 'streamable',
+      subject,
+      transport: new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => sid, ...(opened ? { onsessioninitialized: () => opened(s) } : {}), keepAliveMs }),
+      close: () => server.close(),
+      lastUsed: Date.now(),
+      busy: 0,
+    }
+    server.server.onclose = () => sessions.remove(sid)
+    await server.connect(s.transport)
+    return s
+  }
+
+  /** Rebuilds session `id` of `subject` from the store, if it is there. @returns why not when there is no room for it */
+  const rebuild = async (id: string, subject: string): Promise<string | null> => {
+    const init = await stored!.find(id, subject)
+    if (init === null) return null
+    const refused = sessions.admit(subject)
+    if (refused !== null) return refused
+    const s = await newStreamable(id, subject)
+    try {
+      await replayInitialize(s.transport, resource(), id, init)
+    } catch (err) {
+      await s.close()
+      throw err
+    }
+    sessions.add(s)
+    return null
+  }
+
+  /** Session `id` of `subject`, held here or rebuilt from the store; undefined: none (unknown, ended, someone else's); a string: no room. */
+  const existing = async (id: string, subject: string): Promise<Streamable | undefined | string> => {
+    if (sessions.get(id, subject, 'streamable') === undefined) {
+      const key = `${id}\0${subject}`
+      let pending = rebuilding.get(key)
+      if (pending === undefined) {
+        pending = rebuild(id, subject).finally(() => rebuilding.delete(key))
+        rebuilding.set(key, pending)
+      }
+      const refused = await pending
+      if (refused !== null) return refused
+    }
+    const s = sessions.get(id, subject, 'streamable')
+    if (s !== undefined && !(await stored!.touch(id))) {
+      await s.close() // ended at another node (or idle everywhere): ended here too
+      return undefined
+    }
+    return s
+  }
+
   /** Streamable HTTP: a POST without a session id starts one (if it is an initialize request). */
   const streamable = async (req: HttpRequest, grant: Grant): Promise<HttpReply> => {
     const id = req.header('mcp-session-id')
-    let session: Extract<McpSession, { kind: 'streamable' }> | undefined
-    if (id !== undefined) session = sessions.get(id, grant.subject, 'streamable')
-    else if (req.method === 'POST') {
+    let session: Streamable | undefined
+    let body: string | undefined
+    if (id !== undefined) {
+      const found = await existing(id, grant.subject)
+      if (typeof found === 'string') {
+        grant.release()
+        return rpcError(503, -32000, found, { 'retry-after': '30' })
+      }
+      session = found
+    } else if (req.method === 'POST') {
       const refused = sessions.admit(grant.subject)
       if (refused !== null) {
         grant.release()
         return rpcError(503, -32000, refused, { 'retry-after': '30' })
       }
-      const sid = newSessionId()
-      const server = newServer()
-      const s: McpSession = {
-        id: sid,
-        kind: 'streamable',
-        subject: grant.subject,
-        transport: new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => sid, onsessioninitialized: () => sessions.add(s), keepAliveMs }),
-        close: () => server.close(),
-        lastUsed: Date.now(),
-        busy: 0,
+      // Read here: the client's initialize params are what rebuilds the session at another node.
+      const read = await readBody(req, MAX_MESSAGE_BYTES)
+      if (read === null) {
+        grant.release()
+        return rpcError(413, -32000, `a request may have at most ${MAX_MESSAGE_BYTES} bytes`)
       }
-      server.server.onclose = () => sessions.remove(sid)
-      await server.connect(s.transport)
-      session = s
+      body = read
+      const init = initializeParams(read)
+      session = await newStreamable(newSessionId(), grant.subject, async (s) => {
+        if (init !== undefined) await stored!.save(s.id, s.subject, init)
+        sessions.add(s)
+      })
     } else {
       grant.release()
       return rpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required')
@@ -134,8 +205,9 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       grant.release()
     }
     try {
-      const res = await s.transport.handleRequest(toWebRequest(req, resource()), { authInfo: authInfoOf(grant) })
+      const res = await s.transport.handleRequest(toWebRequest(req, resource(), body), { authInfo: authInfoOf(grant) })
       if (id === undefined && s.transport.sessionId === undefined) void s.close() // it was not an initialize request: no session
+      if (id !== undefined && req.method === 'DELETE' && res.ok) await stored!.remove(id) // ended at every node
       return { ...(await toHttpReply(res, req.signal)), finally: done }
     } catch (err) {
       done()
@@ -217,6 +289,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
     routes: { '/mcp': guarded(streamable), '/sse': guarded(sse), '/messages': guarded(messages) },
     async start(c) {
       ctx = c
+      stored = new StoredSessions(c.state, opts.idleSeconds * 1000)
     },
     async stop() {
       ctx = null

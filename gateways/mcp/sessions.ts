@@ -4,7 +4,9 @@
  * them (another credential's subject gets "not found", as for an unknown id), ended
  * by the client (DELETE, the SSE stream closed) or after `idleMs` without a message,
  * and bounded: `max` in all, `perSubject` each (a subject over it loses its least
- * recently used session).
+ * recently used session, which `evicted` is told of: it ends at every node). The
+ * table holds this node's sessions; Streamable HTTP ones are also in the state store
+ * (stored-sessions.ts), and a node may drop its copy (idle here) while others serve it.
  */
 import { randomBytes } from 'node:crypto'
 import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
@@ -37,9 +39,11 @@ export class SessionTable {
   readonly #byId = new Map<string, McpSession>()
   readonly #limits: SessionLimits
   readonly #timer: NodeJS.Timeout
+  readonly #evicted: (s: McpSession) => void
 
-  constructor(limits: SessionLimits) {
+  constructor(limits: SessionLimits, evicted: (s: McpSession) => void = () => {}) {
     this.#limits = limits
+    this.#evicted = evicted
     this.#timer = setInterval(() => this.sweep(Date.now()), Math.max(100, Math.min(limits.idleMs / 2, 30_000)))
     this.#timer.unref()
   }
@@ -54,6 +58,7 @@ export class SessionTable {
     if (own.length >= this.#limits.perSubject) {
       const idle = own.filter((s) => s.busy === 0).sort((a, b) => a.lastUsed - b.lastUsed)[0]
       if (idle === undefined) return `this login has ${own.length} MCP sessions busy: end some first`
+      this.#evicted(idle)
       this.#end(idle)
     }
     if (this.#byId.size >= this.#limits.max) return `the server has its maximum of ${this.#limits.max} MCP sessions open: try again later`

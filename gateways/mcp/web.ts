@@ -12,14 +12,17 @@ const FORWARDED = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-ver
 /** An SSE comment sent first, so that a stream's head goes out before its first event. */
 const PRELUDE = new TextEncoder().encode(': filegate\n\n')
 
-export function toWebRequest(req: HttpRequest, url: string): Request {
+/** `body`: the request's body when the caller has read it already (else it is streamed). */
+export function toWebRequest(req: HttpRequest, url: string, body?: string): Request {
   const headers = new Headers()
   for (const name of FORWARDED) {
     const v = req.header(name)
     if (v !== undefined) headers.set(name, v)
   }
   const init: RequestInit & { duplex?: 'half' } = { method: req.method, headers, signal: req.signal }
-  if (req.method === 'POST') {
+  if (body !== undefined) {
+    init.body = body
+  } else if (req.method === 'POST') {
     const it = req.body[Symbol.asyncIterator]()
     init.body = new ReadableStream<Uint8Array>({
       async pull(c) {

@@ -3,8 +3,12 @@
  * (Streamable HTTP at /mcp, legacy SSE at /sse) and by raw HTTP where a client would
  * not misbehave: bearer credentials (401 with WWW-Authenticate), the Origin check (403),
  * protocol versions (400), sessions bound to the login that opened them, DELETE, idle
- * timeout, the session bound, and CORS for browser clients.
+ * timeout, the session bound, and CORS for browser clients; a session served by several
+ * nodes sharing one store.
  */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import t from 'tap'
 import { startTestServer, tmpSession } from '../../helpers/filegate.js'
 import { INITIALIZE, KINDS, MCP_HEADERS, connect } from './client.js'
@@ -183,6 +187,40 @@ t.test('the number of sessions is bounded', async (t) => {
   const sse = await fetch(`${url}/sse`, { headers: { authorization: `Bearer ${b}` } })
   t.equal(sse.status, 503)
   await sse.text()
+})
+
+t.test('nodes sharing the store: the SDK client\'s requests spread over three nodes serve one session; DELETE at one ends it at all', async (t) => {
+  const a = await startTestServer(t)
+  const b = await startTestServer(t, { data_dir: a.dataDir })
+  const c = await startTestServer(t, { data_dir: a.dataDir })
+  const token = await tmpSession(a.url, 'alice')
+  const bob = await tmpSession(b.url, 'bob')
+  // As a load balancer without stickiness would: each HTTP request to the next node.
+  const nodes = [a.url, b.url, c.url]
+  let next = 0
+  const spread = (u: string | URL, init?: RequestInit) => {
+    const to = new URL(String(u))
+    to.host = new URL(nodes[next++ % nodes.length]!).host
+    return fetch(to, init)
+  }
+  const transport = new StreamableHTTPClientTransport(new URL(`${a.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, fetch: spread })
+  const client = new Client({ name: 'spread', version: '1.0.0' })
+  await client.connect(transport)
+  t.teardown(() => client.close())
+  const text = async (name: string, args: Record<string, unknown>) => {
+    const r = (await client.callTool({ name, arguments: args })) as CallToolResult
+    t.notOk(r.isError, `${name} ${JSON.stringify(args)}`)
+    return r.content[0]?.type === 'text' ? r.content[0].text : ''
+  }
+  for (let i = 0; i < 3; i++) await text('mkdir', { path: `/p${i}` })
+  await text('write', { path: '/notes.md', content: 'hi' })
+  t.equal(await text('ls', { path: '/' }), '[FILE] notes.md\n[DIR] p0\n[DIR] p1\n[DIR] p2', 'one session, whichever node answers')
+  t.ok(next >= 2 * nodes.length, `the requests went round the three nodes (${next} requests)`)
+  const sid = transport.sessionId!
+  for (const url of nodes) t.equal(await listTools(url, bob, sid), 404, "another login cannot use it at any node")
+  t.equal(await listTools(c.url, token, sid), 200)
+  await transport.terminateSession()
+  for (const url of nodes) t.equal(await listTools(url, token, sid), 404, 'ended by DELETE, at every node')
 })
 
 t.test('mcp.enabled false: no MCP endpoints', async (t) => {

@@ -49,6 +49,8 @@ export interface S3GwOptions {
   readonly logger?: Logger
   /** `s3.base_domain` (virtual-hosted style). */
   readonly baseDomain?: string
+  /** `staging_dir`. */
+  readonly stagingDir?: string
 }
 
 export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S3Gw> {
@@ -57,7 +59,14 @@ export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S
   const { connection, userRoot, root } = storage
   const { app, url } = await startTestServer(
     t,
-    { s3: { port: 0, ...(opts.baseDomain ? { base_domain: opts.baseDomain } : {}) }, admin_password: ADMIN_PASSWORD, data_dir: join(base, 'data'), shutdown_grace_seconds: 1, connections: [connection] },
+    {
+      s3: { port: 0, ...(opts.baseDomain ? { base_domain: opts.baseDomain } : {}) },
+      admin_password: ADMIN_PASSWORD,
+      data_dir: join(base, 'data'),
+      shutdown_grace_seconds: 1,
+      connections: [connection],
+      ...(opts.stagingDir ? { staging_dir: opts.stagingDir } : {}),
+    },
     opts.logger ?? silentLogger,
   )
   const gateway = app.gateways.find((g) => g.name === 's3')!

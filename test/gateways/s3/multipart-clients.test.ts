@@ -20,10 +20,12 @@ import {
   ListMultipartUploadsCommand,
   PutObjectCommand,
   ListPartsCommand,
+  S3Client,
   S3ServiceException,
   UploadPartCommand,
 } from '@aws-sdk/client-s3'
 import t from 'tap'
+import { startTestServer } from '../../helpers/filegate.js'
 import { requireBinary, serverDir } from '../../servers/process.js'
 import { runCommand } from '../sftp/clients.js'
 import { BACKENDS, type S3Gw, startS3Gateway } from './fixture.js'
@@ -191,6 +193,40 @@ for (const backend of BACKENDS) {
     t.same(staged(gw), [], 'nothing staged')
   })
 }
+
+t.test('nodes sharing the store and staging_dir: parts sent to two nodes, completed at a third', async (t) => {
+  const shared = join(serverDir(t, 's3-shared'), 'staging')
+  const a = await startS3Gateway(t, { stagingDir: shared })
+  const more = async () => {
+    const { app } = await startTestServer(t, { s3: { port: 0 }, data_dir: a.app.config.data_dir, staging_dir: shared, connections: a.app.config.connections })
+    return new S3Client({
+      endpoint: `http://127.0.0.1:${app.gateways.find((g) => g.name === 's3')!.port}`,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: a.key,
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    })
+  }
+  const [b, c] = [await more(), await more()]
+  t.teardown(() => [b, c].forEach((s) => s.destroy()))
+  const s3a = a.client()
+  await s3a.send(new CreateBucketCommand({ Bucket: 'spread' }))
+  const [one, two] = [randomBytes(5 * MiB), randomBytes(MiB)]
+  const { UploadId } = await s3a.send(new CreateMultipartUploadCommand({ Bucket: 'spread', Key: 'x.bin' }))
+  const p1 = await s3a.send(new UploadPartCommand({ Bucket: 'spread', Key: 'x.bin', UploadId, PartNumber: 1, Body: one }))
+  const p2 = await b.send(new UploadPartCommand({ Bucket: 'spread', Key: 'x.bin', UploadId, PartNumber: 2, Body: two }))
+  t.same(readdirSync(join(shared, 's3-multipart')), [UploadId], 'the parts are staged in the shared folder')
+  t.notOk(existsSync(join(a.app.config.data_dir, 's3-multipart')), 'not in the data directory')
+  const listed = await c.send(new ListPartsCommand({ Bucket: 'spread', Key: 'x.bin', UploadId }))
+  t.same(listed.Parts?.map((p) => p.PartNumber), [1, 2], 'a third node lists both parts')
+  const done = await c.send(
+    new CompleteMultipartUploadCommand({ Bucket: 'spread', Key: 'x.bin', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: p1.ETag }, { PartNumber: 2, ETag: p2.ETag }] } }),
+  )
+  t.equal(unquote(done.ETag), md5OfMd5s([one, two]), 'completed at the third node')
+  t.ok(readFileSync(join(a.root, 'spread/x.bin')).equals(Buffer.concat([one, two])), 'the object is whole')
+  t.same(readdirSync(join(shared, 's3-multipart')), [], 'nothing left staged')
+})
 
 t.test('ETags and metadata through the gateway: PutObject keeps them; a file changed through another door gets a stable ETag that is no MD5', async (t) => {
   const gw = await startS3Gateway(t)
