@@ -62,7 +62,7 @@ t.test('PostgreSQL unreachable at start: filegate stops, naming host:port, never
 t.test('on PostgreSQL: records are kept there; 503 while it is away, then back to work', async (t) => {
   const pg = await startPostgres(t)
   const logged: string[] = []
-  const fg = await startTestServer(t, { state_url: pg.url, state_pool_size: 2 }, createLogger('debug', (line) => logged.push(line)))
+  const fg = await startTestServer(t, { state_url: pg.url, state_pool_size: 2, s3: { port: 0 } }, createLogger('debug', (line) => logged.push(line)))
   t.match(logged.join('\n'), `"msg":"state store: PostgreSQL","at":"127.0.0.1:${pg.port}"`, 'start-up names where the state is')
   t.notOk(existsSync(join(fg.dataDir, 'state', 'state.db')), 'no SQLite file')
   const token = await tmpSession(fg.url)
@@ -89,6 +89,16 @@ t.test('on PostgreSQL: records are kept there; 503 while it is away, then back t
   })
   t.equal(oauth.status, 503, 'OAuth: 503, not a 400 telling the client its request is wrong')
   t.match(await oauth.json(), { error: 'temporarily_unavailable' })
+  const amzDate = new Date().toISOString().replace(/[-:]|\.\d{3}/g, '')
+  const s3 = await fetch(`http://127.0.0.1:${fg.app.gateways.find((g) => g.name === 's3')!.port}/bucket/key`, {
+    headers: {
+      authorization: `AWS4-HMAC-SHA256 Credential=AKIAAAAAAAAAAAAAAAAA/${amzDate.slice(0, 8)}/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=${'0'.repeat(64)}`,
+      'x-amz-date': amzDate,
+      'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
+    },
+  })
+  t.equal(s3.status, 503, 'S3: 503')
+  t.match(await s3.text(), /<Code>ServiceUnavailable<\/Code>/)
 
   await pg.start()
   running = true
