@@ -60,8 +60,14 @@ export function isUnavailable(err: unknown): boolean {
   return UNAVAILABLE_MESSAGE.test(err.message)
 }
 
-const mapError = (err: unknown): unknown =>
-  isUnavailable(err) ? new ApiError('UNAVAILABLE', 'the state store is unavailable, try again shortly', { cause: err }) : err
+/** Text PostgreSQL cannot keep (NUL, which SQLite keeps): input to refuse, not an internal error. */
+const UNKEEPABLE_TEXT = new Set(['22021', '22P05'])
+
+const mapError = (err: unknown): unknown => {
+  if (isUnavailable(err)) return new ApiError('UNAVAILABLE', 'the state store is unavailable, try again shortly', { cause: err })
+  if (UNKEEPABLE_TEXT.has((err as { code?: unknown }).code as string)) return new ApiError('INVALID_INPUT', 'a text contains a character the state store cannot keep (NUL)', { cause: err })
+  return err
+}
 
 /** `host:port` of a postgres:// URL: what messages may name (never its user or password). */
 export function pgAddress(url: string): string {

@@ -114,3 +114,21 @@ t.test('on PostgreSQL: records are kept there; 503 while it is away, then back t
   const metrics = await (await fetch(`${fg.url}/metrics`)).text()
   t.notOk([...logged, metrics].some((x) => x.includes(pg.password)), 'the password is in no log line (outage included) and not in /metrics')
 })
+
+t.test('names with control characters (PostgreSQL cannot keep NUL) are refused alike on both stores', async (t) => {
+  const pg = await startPostgres(t)
+  for (const [store, extra] of [['SQLite', {}], ['PostgreSQL', { state_url: pg.url }]] as const) {
+    const fg = await startTestServer(t, { admin_password: 'an admin password', ...extra })
+    const register = await fetch(`${fg.url}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'my\u0000app', redirect_uris: ['http://127.0.0.1:9/cb'] }),
+    })
+    t.equal(register.status, 400, `${store}: OAuth registration`)
+    t.match(await register.json(), { error: 'invalid_client_metadata', error_description: /control character/ })
+    const session = (await (await fetch(`${fg.url}/admin/api/session`, { method: 'POST', body: JSON.stringify({ password: 'an admin password' }) })).json()) as { result: { authorization: string } }
+    const key = await api(fg.url, session.result.authorization)('POST', '/admin/api/keys', {}, { body: JSON.stringify({ name: 'my\u0000key' }) })
+    t.equal(key.status, 400, `${store}: an API key's name`)
+    t.match(await key.json(), { code: 'INVALID_INPUT', message: /control character/ })
+  }
+})
