@@ -414,6 +414,8 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
       return (await all<{ id: string }>('SELECT id FROM tus_uploads WHERE created_ms < $1 ORDER BY created_ms, id', [beforeMs])).map((r) => r.id)
     },
 
+    connections: () => ({ open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+
     async close() {
       if (!pool.ended && !pool.ending) await pool.end()
     },

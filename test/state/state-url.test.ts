@@ -112,6 +112,10 @@ t.test('on PostgreSQL: records are kept there; 503 while it is away, then back t
   t.equal(res.status, 200, 'back once PostgreSQL is')
   t.equal((await fetch(`${fg.url}/api/files/ls?path=/&share=${made.result.id}`)).status, 200, 'the share link too')
   const metrics = await (await fetch(`${fg.url}/metrics`)).text()
+  const figure = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1])
+  t.ok(figure('filegate_state_connections') >= 1 && figure('filegate_state_connections') <= 2, 'the store\'s connections, within state_pool_size')
+  t.ok(figure('filegate_state_connections_idle') >= 0, 'idle ones')
+  t.equal(figure('filegate_state_waiting_queries'), 0, 'none waiting for a connection')
   t.notOk([...logged, metrics].some((x) => x.includes(pg.password)), 'the password is in no log line (outage included) and not in /metrics')
 })
 
