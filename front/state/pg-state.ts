@@ -4,8 +4,9 @@
  * several filegate nodes on one database. Same semantics as the SQLite store
  * (front/state/sqlite-state.ts), made to hold across nodes: what must be atomic is one
  * statement or one transaction with row locks (an upload's row serialises its parts,
- * its completion and its removal; a refresh token is marked used under its row lock);
- * dependent rows go with their owner by foreign key.
+ * its completion and its removal; a refresh token or an authorization code is marked
+ * used under its row lock; a login throttle counts in one upsert); dependent rows go
+ * with their owner by foreign key.
  *
  * Rows come back as the records themselves: columns are aliased to the records'
  * names, `bigint` read as numbers (epoch ms and sizes stay far below 2^53), `json`
@@ -52,7 +53,7 @@ const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
 const UNAVAILABLE_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error)/
 
 /** Whether an error of `pg` means the database could not be reached or went away. */
-export function isUnavailable(err: unknown): boolean {
+function isUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false
   const code = (err as { code?: unknown }).code
   if (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_ERRNO.has(code))) return true
