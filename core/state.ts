@@ -355,5 +355,17 @@ export interface StateStore {
   /** Ids of the uploads created before `beforeMs`, oldest first. */
   expiredTusUploads(beforeMs: number): Promise<string[]>
 
+  /** A shared store's connections to its server (for /metrics); absent on an embedded store. */
+  connections?(): StoreConnections
+
   close(): Promise<void>
+}
+
+/** A shared store's pool of connections. */
+export interface StoreConnections {
+  /** Open, busy or idle. */
+  readonly open: number
+  readonly idle: number
+  /** Queries waiting for a connection (the pool is at its size). */
+  readonly waiting: number
 }

@@ -141,7 +141,15 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     shares,
     keys,
     corsOrigins: config.cors.origins,
-    metrics: { meter: new Metrics({ pool: () => pool.stats, sessionsIssued: () => sessions.issued, inFlight: () => server?.inFlight ?? 0 }), access: config.metrics },
+    metrics: {
+      meter: new Metrics({
+        pool: () => pool.stats,
+        sessionsIssued: () => sessions.issued,
+        inFlight: () => server?.inFlight ?? 0,
+        ...(state.connections ? { stateConnections: state.connections.bind(state) } : {}),
+      }),
+      access: config.metrics,
+    },
     tus,
     oauth,
     admin: {
