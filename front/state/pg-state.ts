@@ -357,6 +357,7 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
          RETURNING count, since_ms AS since`,
         [key, nowMs, nowMs + windowMs],
       ) as Promise<ThrottleCount>,
+    throttlePeek: (key, nowMs) => one<ThrottleCount>('SELECT count, since_ms AS since FROM login_throttles WHERE key = $1 AND until_ms > $2', [key, nowMs]),
     throttleRefund: (key) =>
       transaction(async (c) => {
         const left = await c.query<{ count: number }>('UPDATE login_throttles SET count = count - 1 WHERE key = $1 RETURNING count', [key])
