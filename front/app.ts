@@ -254,7 +254,6 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
         for (const g of gateways) await g.stop().catch(() => {})
         gatewayLogin.close()
         bearerViews.close()
-    bearerViews.close()
         srv.close()
         tus.close()
         await pool.close()
