@@ -22,7 +22,8 @@ export interface ClientPath {
 }
 
 // C0 controls, DEL and C1 controls.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+/** C0 and C1 control characters: refused in paths, and in names shown to people (API keys, OAuth clients, SSH key comments). */
+export const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
 
 /**
  * Validates and canonicalises a client path. `//` collapses, `.` is dropped, `..`

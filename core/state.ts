@@ -320,6 +320,8 @@ export interface StateStore {
    * @returns the count, this attempt included, and when its window began
    */
   throttleHit(key: string, windowMs: number, nowMs: number): Promise<ThrottleCount>
+  /** The count under `key`, without counting; null when there is none or its window ended at or before `nowMs`. */
+  throttlePeek(key: string, nowMs: number): Promise<ThrottleCount | null>
   /** Takes back one attempt counted under `key` (the count goes at 0). */
   throttleRefund(key: string): Promise<void>
   /** Forgets what was counted under `key`. */
@@ -353,5 +355,17 @@ export interface StateStore {
   /** Ids of the uploads created before `beforeMs`, oldest first. */
   expiredTusUploads(beforeMs: number): Promise<string[]>
 
+  /** A shared store's connections to its server (for /metrics); absent on an embedded store. */
+  connections?(): StoreConnections
+
   close(): Promise<void>
+}
+
+/** A shared store's pool of connections. */
+export interface StoreConnections {
+  /** Open, busy or idle. */
+  readonly open: number
+  readonly idle: number
+  /** Queries waiting for a connection (the pool is at its size). */
+  readonly waiting: number
 }

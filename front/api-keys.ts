@@ -9,6 +9,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { ApiError } from '../core/api-error.js'
+import { CONTROL } from '../core/paths.js'
 import type { ApiKeyRecord, StateStore } from '../core/state.js'
 import { isOrigin } from './cors.js'
 
@@ -57,6 +58,7 @@ export class ApiKeyService {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('INVALID_INPUT', 'the body must be a JSON object {"name", "origins"}')
     const { name, origins = [] } = body as { name?: unknown; origins?: unknown }
     if (typeof name !== 'string' || name.trim() === '' || name.length > 200) throw new ApiError('INVALID_INPUT', '"name" must be a string of 1 to 200 characters')
+    if (CONTROL.test(name)) throw new ApiError('INVALID_INPUT', '"name" contains a control character')
     if (!Array.isArray(origins) || origins.length > 100) throw new ApiError('INVALID_INPUT', '"origins" must be a list of browser origins like "https://app.example.com"')
     for (const o of origins) {
       if (typeof o !== 'string' || !isOrigin(o)) {

@@ -147,7 +147,15 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     shares,
     keys,
     corsOrigins: config.cors.origins,
-    metrics: { meter: new Metrics({ pool: () => pool.stats, sessionsIssued: () => sessions.issued, inFlight: () => server?.inFlight ?? 0 }), access: config.metrics },
+    metrics: {
+      meter: new Metrics({
+        pool: () => pool.stats,
+        sessionsIssued: () => sessions.issued,
+        inFlight: () => server?.inFlight ?? 0,
+        ...(state.connections ? { stateConnections: state.connections.bind(state) } : {}),
+      }),
+      access: config.metrics,
+    },
     tus,
     oauth,
     admin: {
@@ -254,7 +262,6 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
         for (const g of gateways) await g.stop().catch(() => {})
         gatewayLogin.close()
         bearerViews.close()
-    bearerViews.close()
         srv.close()
         tus.close()
         await pool.close()

@@ -140,8 +140,12 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
 
   async #login(req: LoginRequest): Promise<LoginResult> {
     const fields = { door: req.door, user: req.user.slice(0, 200), address: req.address, requestId: req.requestId }
+    // A signature is checked in microseconds and cannot be guessed: it is counted when it
+    // fails only (no store write per S3 request). A password is counted from the start.
+    const signed = req.signature !== undefined
     try {
-      await this.#throttle.attempt(SCOPE, req.address)
+      if (signed) await this.#throttle.check(SCOPE, req.address)
+      else await this.#throttle.attempt(SCOPE, req.address)
     } catch (err) {
       if (!(isApiError(err) && err.code === 'RATE_LIMITED')) throw err
       await failureDelay()
@@ -150,9 +154,12 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     }
     const at = req.signature ? -1 : req.user.lastIndexOf('@')
     const granted = req.signature ? await this.#signatureUser(req) : at > 0 ? await this.#passthrough(req, req.user.slice(0, at), req.user.slice(at + 1)) : await this.#gatewayUser(req)
-    if (typeof granted === 'string') return this.#refuse(fields, granted)
+    if (typeof granted === 'string') {
+      if (signed) await this.#throttle.failed(SCOPE, req.address)
+      return this.#refuse(fields, granted)
+    }
     // A gateway user's credentials are checked by now; a pass-through's only by the backend, below.
-    if (at <= 0) await this.#throttle.refund(SCOPE, req.address)
+    if (at <= 0 && !signed) await this.#throttle.refund(SCOPE, req.address)
     if ('unservable' in granted) return this.#unavailable('gateway login: this user cannot be served', { ...fields, ...granted.unservable })
     const client = { address: req.address, credential: `gateway:${granted.user}` }
     const open = async (): Promise<ProtocolFs> => {

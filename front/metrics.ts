@@ -11,6 +11,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { HttpReply, HttpRequest } from '../core/http.js'
+import type { StoreConnections } from '../core/state.js'
 import type { PoolStats } from '../workers/pool.js'
 
 export interface MetricSources {
@@ -18,6 +19,8 @@ export interface MetricSources {
   readonly sessionsIssued: () => number
   /** Requests being answered. */
   readonly inFlight: () => number
+  /** The state store's connections, when it is a shared one (PostgreSQL). */
+  readonly stateConnections?: () => StoreConnections
 }
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
@@ -75,6 +78,12 @@ export class Metrics {
     gauge('filegate_pool_queued_tasks', 'Tasks waiting for a worker thread', () => sources.pool().queued)
     gauge('filegate_pool_transfers', 'Live transfers owned by the worker threads', () => sources.pool().transfers)
     gauge('filegate_pool_buffered_bytes', 'Bytes buffered for transfers, against transfer_buffer_bytes', () => sources.pool().bufferedBytes)
+    const state = sources.stateConnections
+    if (state) {
+      gauge('filegate_state_connections', 'Connections open to the state store (PostgreSQL), against state_pool_size', () => state().open)
+      gauge('filegate_state_connections_idle', 'Of them, idle', () => state().idle)
+      gauge('filegate_state_waiting_queries', 'Queries waiting for a state store connection', () => state().waiting)
+    }
     new Counter({
       name: 'filegate_sessions_issued_total',
       help: 'Session tokens issued since start',

@@ -9,6 +9,7 @@
 import { createHash, createPublicKey } from 'node:crypto'
 import ssh2 from 'ssh2'
 import { ApiError } from '../core/api-error.js'
+import { CONTROL } from '../core/paths.js'
 import type { AuthorizedKeyRecord } from '../core/state.js'
 
 const ALLOWED_TYPES = new Set(['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'ssh-rsa'])
@@ -47,7 +48,7 @@ export function parseAuthorizedKey(line: unknown, what: string): AuthorizedKeyRe
   }
   const comment = key.comment.trim()
   if (comment.length > MAX_COMMENT) throw bad(`the comment is longer than ${MAX_COMMENT} characters`)
-  if (/[\u0000-\u001f\u007f-\u009f]/.test(comment)) throw bad('the comment contains a control character')
+  if (CONTROL.test(comment)) throw bad('the comment contains a control character')
   const blob = key.getPublicSSH()
   return { fingerprint: keyFingerprint(blob), type: key.type, blob: blob.toString('base64'), comment, created: Date.now() }
 }

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto'
 import { CustomOAuthError, InvalidClientMetadataError, TemporarilyUnavailableError, TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js'
 import { OAuthClientMetadataSchema } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { isApiError } from '../../core/api-error.js'
+import { CONTROL } from '../../core/paths.js'
 import type { OAuthConfig } from '../../core/config.js'
 import { redirectUriProblem } from '../../core/redirect-uris.js'
 import type { StateStore } from '../../core/state.js'
@@ -84,6 +85,7 @@ export class OAuthClients {
     if (m.response_types && m.response_types.some((r) => r !== 'code')) throw new InvalidClientMetadataError('only the response type "code" is supported')
     const name = m.client_name ?? 'unnamed client'
     if (name.length > MAX_NAME) throw new InvalidClientMetadataError(`client_name must be at most ${MAX_NAME} characters`)
+    if (CONTROL.test(name)) throw new InvalidClientMetadataError('client_name contains a control character')
     try {
       await this.#throttle.attempt('register', address)
     } catch (err) {

@@ -13,6 +13,7 @@ import {
   InvalidRequestError,
   InvalidTargetError,
   OAuthError,
+  TemporarilyUnavailableError,
   UnsupportedGrantTypeError,
 } from '@modelcontextprotocol/sdk/server/auth/errors.js'
 import { ApiError } from '../../core/api-error.js'
@@ -49,6 +50,8 @@ async function answering(fn: () => Promise<HttpReply>): Promise<HttpReply> {
   } catch (err) {
     if (err instanceof OAuthError) return oauthErrorReply(err)
     if (err instanceof FormError) return oauthErrorReply(new InvalidRequestError(err.message))
+    // The state store away (or the server overloaded): to retry, not the client's request at fault.
+    if (err instanceof ApiError && err.code === 'UNAVAILABLE') return oauthErrorReply(new TemporarilyUnavailableError(err.message))
     if (err instanceof ApiError && err.code !== 'INTERNAL') return oauthErrorReply(new InvalidRequestError(err.message))
     throw err
   }

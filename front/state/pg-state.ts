@@ -4,8 +4,9 @@
  * several filegate nodes on one database. Same semantics as the SQLite store
  * (front/state/sqlite-state.ts), made to hold across nodes: what must be atomic is one
  * statement or one transaction with row locks (an upload's row serialises its parts,
- * its completion and its removal; a refresh token is marked used under its row lock);
- * dependent rows go with their owner by foreign key.
+ * its completion and its removal; a refresh token or an authorization code is marked
+ * used under its row lock; a login throttle counts in one upsert); dependent rows go
+ * with their owner by foreign key.
  *
  * Rows come back as the records themselves: columns are aliased to the records'
  * names, `bigint` read as numbers (epoch ms and sizes stay far below 2^53), `json`
@@ -52,7 +53,7 @@ const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
 const UNAVAILABLE_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error)/
 
 /** Whether an error of `pg` means the database could not be reached or went away. */
-export function isUnavailable(err: unknown): boolean {
+function isUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false
   const code = (err as { code?: unknown }).code
   if (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_ERRNO.has(code))) return true
@@ -60,8 +61,14 @@ export function isUnavailable(err: unknown): boolean {
   return UNAVAILABLE_MESSAGE.test(err.message)
 }
 
-const mapError = (err: unknown): unknown =>
-  isUnavailable(err) ? new ApiError('UNAVAILABLE', 'the state store is unavailable, try again shortly', { cause: err }) : err
+/** Text PostgreSQL cannot keep (NUL, which SQLite keeps): input to refuse, not an internal error. */
+const UNKEEPABLE_TEXT = new Set(['22021', '22P05'])
+
+const mapError = (err: unknown): unknown => {
+  if (isUnavailable(err)) return new ApiError('UNAVAILABLE', 'the state store is unavailable, try again shortly', { cause: err })
+  if (UNKEEPABLE_TEXT.has((err as { code?: unknown }).code as string)) return new ApiError('INVALID_INPUT', 'a text contains a character the state store cannot keep (NUL)', { cause: err })
+  return err
+}
 
 /** `host:port` of a postgres:// URL: what messages may name (never its user or password). */
 export function pgAddress(url: string): string {
@@ -350,6 +357,7 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
          RETURNING count, since_ms AS since`,
         [key, nowMs, nowMs + windowMs],
       ) as Promise<ThrottleCount>,
+    throttlePeek: (key, nowMs) => one<ThrottleCount>('SELECT count, since_ms AS since FROM login_throttles WHERE key = $1 AND until_ms > $2', [key, nowMs]),
     throttleRefund: (key) =>
       transaction(async (c) => {
         const left = await c.query<{ count: number }>('UPDATE login_throttles SET count = count - 1 WHERE key = $1 RETURNING count', [key])
@@ -407,6 +415,8 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
     async expiredTusUploads(beforeMs) {
       return (await all<{ id: string }>('SELECT id FROM tus_uploads WHERE created_ms < $1 ORDER BY created_ms, id', [beforeMs])).map((r) => r.id)
     },
+
+    connections: () => ({ open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
 
     async close() {
       if (!pool.ended && !pool.ending) await pool.end()

@@ -390,6 +390,7 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
          until_ms = CASE WHEN until_ms > @now THEN until_ms ELSE @until END
        RETURNING count, since_ms`,
     ),
+    throttlePeek: db.prepare<[string, number], { count: number; since_ms: number }>('SELECT count, since_ms FROM login_throttles WHERE key = ? AND until_ms > ?'),
     throttleDown: db.prepare('UPDATE login_throttles SET count = count - 1 WHERE key = ?'),
     throttleZero: db.prepare('DELETE FROM login_throttles WHERE key = ? AND count <= 0'),
     throttleForget: db.prepare('DELETE FROM login_throttles WHERE key = ?'),
@@ -649,6 +650,10 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     async throttleHit(key, windowMs, nowMs) {
       const r = q.throttleHit.get({ key, now: nowMs, until: nowMs + windowMs })!
       return { count: r.count, since: r.since_ms } satisfies ThrottleCount
+    },
+    async throttlePeek(key, nowMs) {
+      const r = q.throttlePeek.get(key, nowMs)
+      return r ? { count: r.count, since: r.since_ms } : null
     },
     async throttleRefund(key) {
       throttleRefund(key)

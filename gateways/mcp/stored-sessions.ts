@@ -4,9 +4,10 @@
  * session (docs/mcp-gateway.md, "Several nodes"). What is kept is what rebuilds the
  * session's server: the client's `initialize` params, with a hash of the session id and
  * a hash of the login (subject) it is bound to; no credential. A node that gets a
- * session it does not hold rebuilds it (restore.ts); every request records its use, and
- * finds out so when the session was ended elsewhere (DELETE, idle, evicted): then it is
- * 404 at every node.
+ * session it does not hold rebuilds it (restore.ts); every request looks the session up,
+ * and so finds out when it was ended elsewhere (DELETE, idle, evicted): then it is 404
+ * at every node. Its use is written at most every tenth of the idle time (a minute at
+ * most): a read per request, not a write.
  */
 import { createHash } from 'node:crypto'
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js'
@@ -25,11 +26,13 @@ const ownerHash = (subject: string) => sha256(`filegate mcp owner\0${subject}`)
 export class StoredSessions {
   readonly #state: StateStore
   readonly #idleMs: number
+  readonly #touchEveryMs: number
   #purged = 0
 
   constructor(state: StateStore, idleMs: number) {
     this.#state = state
     this.#idleMs = idleMs
+    this.#touchEveryMs = Math.min(idleMs / 10, 60_000)
   }
 
   /** Records a new session of `subject` (and purges the sessions idle everywhere, now and then). */
@@ -55,9 +58,12 @@ export class StoredSessions {
     return JSON.parse(r.init) as InitializeParams
   }
 
-  /** Records a use. @returns false when the session was ended (at any node) */
-  touch(id: string): Promise<boolean> {
-    return this.#state.touchMcpSession(idHash(id), Date.now())
+  /** A use: records it when the last record of one is getting old. @returns false when the session was ended (at any node) */
+  async touch(id: string): Promise<boolean> {
+    const now = Date.now()
+    const r = await this.#state.getMcpSession(idHash(id))
+    if (r === null) return false
+    return now - r.last_seen < this.#touchEveryMs || (await this.#state.touchMcpSession(r.hash, now))
   }
 
   /** Ends the session at every node. */

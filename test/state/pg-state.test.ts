@@ -143,3 +143,14 @@ t.test('a refresh token or code being used by another node is waited for, then s
   await commit()
   t.match(await code, { used: 42, family: 'theirs' }, 'the code: a replay, naming the family to revoke')
 })
+
+t.test('text PostgreSQL cannot keep (NUL) is refused as bad input, changing nothing', async (t) => {
+  const s = await openStore(t, freshDatabase(), 1)
+  const share = { id: 'sh', owner: 'o', path: '/a\u0000b', kind: 'file', can_read: true, can_upload: false, can_write: false, password_hash: null, expire: null, sealed: 'x', created: 1 } as const
+  const err = await s.putShare(share).catch((e: unknown) => e)
+  t.ok(isApiError(err) && err.code === 'INVALID_INPUT', `INVALID_INPUT, not an internal error (got ${String(err)})`)
+  t.equal(await s.getShare('sh'), null)
+  const user = { name: 'u\u0000', password_hash: null, keys: [], connection: 'tmp', root: '/', read_only: false, created: 1 }
+  t.match(await s.addGatewayUser(user).catch((e: unknown) => e), { code: 'INVALID_INPUT' }, 'in a transaction too')
+  t.same(await s.listGatewayUsers(), [])
+})

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { ConfigError } from '../../core/config.js'
 import { loadConfig } from '../../front/config-load.js'
+import { createLogger } from '../../front/log.js'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
 import { freePort } from '../servers/process.js'
 import { startPostgres } from '../servers/postgres.js'
@@ -60,7 +61,9 @@ t.test('PostgreSQL unreachable at start: filegate stops, naming host:port, never
 
 t.test('on PostgreSQL: records are kept there; 503 while it is away, then back to work', async (t) => {
   const pg = await startPostgres(t)
-  const fg = await startTestServer(t, { state_url: pg.url, state_pool_size: 2 })
+  const logged: string[] = []
+  const fg = await startTestServer(t, { state_url: pg.url, state_pool_size: 2, s3: { port: 0 } }, createLogger('debug', (line) => logged.push(line)))
+  t.match(logged.join('\n'), `"msg":"state store: PostgreSQL","at":"127.0.0.1:${pg.port}"`, 'start-up names where the state is')
   t.notOk(existsSync(join(fg.dataDir, 'state', 'state.db')), 'no SQLite file')
   const token = await tmpSession(fg.url)
   const call = api(fg.url, token)
@@ -79,6 +82,23 @@ t.test('on PostgreSQL: records are kept there; 503 while it is away, then back t
   t.ok(away.headers.get('retry-after'), 'with Retry-After')
   const share = await fetch(`${fg.url}/api/files/ls?path=/&share=${made.result.id}`)
   t.equal(share.status, 503, 'a share link too')
+  const oauth = await fetch(`${fg.url}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'refresh_token', client_id: 'fgc_any', refresh_token: 'x' }),
+  })
+  t.equal(oauth.status, 503, 'OAuth: 503, not a 400 telling the client its request is wrong')
+  t.match(await oauth.json(), { error: 'temporarily_unavailable' })
+  const amzDate = new Date().toISOString().replace(/[-:]|\.\d{3}/g, '')
+  const s3 = await fetch(`http://127.0.0.1:${fg.app.gateways.find((g) => g.name === 's3')!.port}/bucket/key`, {
+    headers: {
+      authorization: `AWS4-HMAC-SHA256 Credential=AKIAAAAAAAAAAAAAAAAA/${amzDate.slice(0, 8)}/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=${'0'.repeat(64)}`,
+      'x-amz-date': amzDate,
+      'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
+    },
+  })
+  t.equal(s3.status, 503, 'S3: 503')
+  t.match(await s3.text(), /<Code>ServiceUnavailable<\/Code>/)
 
   await pg.start()
   running = true
@@ -91,4 +111,28 @@ t.test('on PostgreSQL: records are kept there; 503 while it is away, then back t
   }
   t.equal(res.status, 200, 'back once PostgreSQL is')
   t.equal((await fetch(`${fg.url}/api/files/ls?path=/&share=${made.result.id}`)).status, 200, 'the share link too')
+  const metrics = await (await fetch(`${fg.url}/metrics`)).text()
+  const figure = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1])
+  t.ok(figure('filegate_state_connections') >= 1 && figure('filegate_state_connections') <= 2, 'the store\'s connections, within state_pool_size')
+  t.ok(figure('filegate_state_connections_idle') >= 0, 'idle ones')
+  t.equal(figure('filegate_state_waiting_queries'), 0, 'none waiting for a connection')
+  t.notOk([...logged, metrics].some((x) => x.includes(pg.password)), 'the password is in no log line (outage included) and not in /metrics')
+})
+
+t.test('names with control characters (PostgreSQL cannot keep NUL) are refused alike on both stores', async (t) => {
+  const pg = await startPostgres(t)
+  for (const [store, extra] of [['SQLite', {}], ['PostgreSQL', { state_url: pg.url }]] as const) {
+    const fg = await startTestServer(t, { admin_password: 'an admin password', ...extra })
+    const register = await fetch(`${fg.url}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'my\u0000app', redirect_uris: ['http://127.0.0.1:9/cb'] }),
+    })
+    t.equal(register.status, 400, `${store}: OAuth registration`)
+    t.match(await register.json(), { error: 'invalid_client_metadata', error_description: /control character/ })
+    const session = (await (await fetch(`${fg.url}/admin/api/session`, { method: 'POST', body: JSON.stringify({ password: 'an admin password' }) })).json()) as { result: { authorization: string } }
+    const key = await api(fg.url, session.result.authorization)('POST', '/admin/api/keys', {}, { body: JSON.stringify({ name: 'my\u0000key' }) })
+    t.equal(key.status, 400, `${store}: an API key's name`)
+    t.match(await key.json(), { code: 'INVALID_INPUT', message: /control character/ })
+  }
 })
