@@ -23,6 +23,9 @@ const { Client } = ssh2
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex')
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+// About 40 s alone; the ceiling leaves room for a loaded machine running other files at once.
+t.setTimeout(300_000)
+
 type Node = Cluster['nodes'][number]
 let cluster: Cluster
 let n1: Node, n2: Node, n3: Node
@@ -177,6 +180,8 @@ t.test('an MCP session through nginx is served by any node', async (t) => {
 const FILE_BYTES = 768 * 1024
 const CHUNK = 32 * 1024
 const FILES_PER_CLIENT = 4
+/** An upload not over by then counts as failed and is cut, as a client's own timeout would (a slow machine must not fail the test). */
+const ATTEMPT_MS = 30_000
 
 interface Tally {
   /** name → content hash of each upload that got its success answer. */
@@ -195,6 +200,7 @@ function httpUpload(url: string, token: string, path: string, body: Buffer): Pro
       res.once('error', () => resolve(0))
     })
     req.once('error', () => resolve(0))
+    req.setTimeout(ATTEMPT_MS, () => req.destroy())
     void (async () => {
       for (let at = 0; at < body.length && !req.destroyed; at += CHUNK) {
         req.write(body.subarray(at, at + CHUNK))
@@ -263,7 +269,9 @@ t.test('a node SIGKILLed during uploads (HTTP and S3 through nginx, SFTP through
       async (name, body) => {
         try {
           conn.session ??= await sftpLogin(cluster.sftpPort, GW_USER, GW_PASSWORD)
-          await sftpUpload(conn.session.sftp, name, body)
+          const { client, sftp } = conn.session
+          const timer = setTimeout(() => client.destroy(), ATTEMPT_MS)
+          await sftpUpload(sftp, name, body).finally(() => clearTimeout(timer))
           return true
         } catch {
           conn.session?.client.end()
@@ -289,7 +297,8 @@ t.test('a node SIGKILLed during uploads (HTTP and S3 through nginx, SFTP through
       objects,
       Array.from({ length: FILES_PER_CLIENT }, (_, i) => `/kill/s3-${c}-${i}.bin`),
       async (name, body) => {
-        await s3.send(new PutObjectCommand({ Bucket: 'kill', Key: name.slice('/kill/'.length), Body: trickle(body), ContentLength: body.length }))
+        const put = new PutObjectCommand({ Bucket: 'kill', Key: name.slice('/kill/'.length), Body: trickle(body), ContentLength: body.length })
+        await s3.send(put, { abortSignal: AbortSignal.timeout(ATTEMPT_MS) })
         return true
       },
     ),
