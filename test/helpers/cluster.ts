@@ -10,7 +10,10 @@
  * connection on one folder (`root`), standing for the shared storage a cluster serves.
  *
  * On one machine the nodes differ from the guide's only in their addresses: each
- * listens on 127.0.0.1 and ports of its own. Everything is stopped at `t`'s teardown.
+ * listens on 127.0.0.1 and ports of its own, and the balancers' address in their
+ * `trust_proxy` is 127.0.0.1 (so an SFTP client that goes to a node directly, without a
+ * PROXY header, connects from another loopback address). Everything is stopped at
+ * `t`'s teardown.
  */
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
