@@ -23,9 +23,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdir, readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { FileStore } from '@tus/file-store'
 import { Metadata, Server, type Upload } from '@tus/server'
 import { ApiError, toApiError } from '../../core/api-error.js'
+import { stagingError } from '../../core/errors.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
 import { parseClientPath } from '../../core/paths.js'
 import type { RequestContext } from '../../core/storage.js'
@@ -33,6 +33,7 @@ import { type Access, need } from '../access.js'
 import type { Logger } from '../log.js'
 import { HTTP_STATUS } from '../http/status.js'
 import { checkUploadTarget, ctxOf, flag, writeUpload } from '../routes/files.js'
+import { StagingStore } from './staging-store.js'
 import { fromWebResponse, toWebRequest } from './web.js'
 
 export const TUS_PATH = '/api/files/tus'
@@ -77,7 +78,7 @@ const NOT_FOUND = () => new ApiError('NOT_FOUND', 'no such upload')
 
 export class TusUploads {
   readonly #opts: TusOptions
-  readonly #store: FileStore
+  readonly #store: StagingStore
   readonly #server: Server
   readonly #calls = new WeakMap<Request, Call>()
   /** Uploads being stored into their target, by id: a second finisher waits for the first. */
@@ -94,7 +95,7 @@ export class TusUploads {
 
   private constructor(opts: TusOptions) {
     this.#opts = opts
-    this.#store = new FileStore({ directory: opts.dir, expirationPeriodInMilliseconds: opts.expiryMs })
+    this.#store = new StagingStore({ directory: opts.dir, expirationPeriodInMilliseconds: opts.expiryMs })
     this.#server = new Server({
       path: TUS_PATH,
       datastore: this.#store,
@@ -130,7 +131,7 @@ export class TusUploads {
       },
       onResponseError: (req, err) => {
         if (typeof (err as { status_code?: unknown }).status_code === 'number') return undefined // the protocol's own answer
-        this.#call(req).failure = err
+        this.#call(req).failure = stagingError(err)
         return { status_code: 500, body: 'internal error\n' }
       },
     })

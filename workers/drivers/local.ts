@@ -82,7 +82,7 @@ const MESSAGES: Partial<Record<FsErrorCode, string>> = {
 export function classify(err: unknown, path: string): FsError {
   if (isFsError(err)) return err
   const sys = (err as { code?: string }).code
-  if (sys === 'ENOSPC') return new FsError('EIO', `no space left on the storage (${path})`, { path, cause: err })
+  if (sys === 'ENOSPC') return new FsError('ENOSPC', `no space left on the storage (${path})`, { path, cause: err })
   if (sys === 'ABORT_ERR') return new FsError('ECANCELED', 'cancelled', { path, cause: err })
   const code = (sys !== undefined && CODES[sys]) || 'EIO'
   return new FsError(code, `${path}: ${MESSAGES[code] ?? 'storage error'}`, { path, cause: err })
