@@ -77,7 +77,8 @@ async function handle(id: number, msg: Request, transfer: Transferable[]): Promi
       return () => held.release()
     }
     try {
-      const value = await run(held.driver, msg, { signal: ac.signal, requestId: msg.requestId }, transfer, keep)
+      const temp = (path: string) => port!.postMessage({ t: 'temp', id, path } satisfies FromWorker)
+      const value = await run(held.driver, msg, { signal: ac.signal, requestId: msg.requestId, temp }, transfer, keep)
       return { ok: true, value }
     } finally {
       if (!kept) held.release()

@@ -23,6 +23,11 @@
  * Why not piscina (the first design's choice): it cannot tell which thread a task went
  * to, so it cannot place transfers, remember which thread knows which backend, or
  * cancel a task without killing its thread and every pooled session on it.
+ *
+ * Temporary files: a thread announces each one before its task creates it (an upload's
+ * hidden `.part`; `temp` messages). The driver removes it itself when the op fails; when
+ * the thread dies first, the pool removes what its unfinished tasks announced, on another
+ * thread, so a killed thread leaves no debris.
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -95,6 +100,8 @@ interface Pending {
   readonly lane: 'task' | 'transfer'
   readonly settle: (reply: Reply | null, thread: Thread | null, err?: unknown) => void
   thread: Thread | null
+  /** Temporary files the task announced (storage paths): removed if its thread dies under it. */
+  readonly temps: string[]
   readonly signal: AbortSignal | undefined
 }
 
@@ -204,6 +211,7 @@ export class WorkerPool {
         lane,
         transfer: opts.transfer ?? [],
         thread: null,
+        temps: [],
         signal,
         settle: (reply, thread, err) => {
           signal?.removeEventListener('abort', onAbort)
@@ -267,6 +275,10 @@ export class WorkerPool {
   }
 
   #onMessage(t: Thread, msg: FromWorker): void {
+    if (msg.t === 'temp') {
+      t.pending.get(msg.id)?.temps.push(msg.path)
+      return
+    }
     if (msg.t === 'needBackend') {
       // The thread parked a request for a key it does not know: any pending request for it has the spec.
       for (const p of t.pending.values()) {
@@ -324,6 +336,13 @@ export class WorkerPool {
     }
   }
 
+  /** Removes a temporary file a dead thread's task announced, on a live thread; gone already is fine. */
+  #removeTemp(p: Pending, path: string): void {
+    if (this.#closed) return
+    const req: Request = { v: p.req.v, requestId: p.req.requestId, key: p.req.key, op: 'remove', path, recursive: false, kind: 'file' }
+    this.run(req, p.spec).catch(() => {})
+  }
+
   #spawn(): void {
     const worker = new Worker(this.#script, {
       workerData: {
@@ -352,6 +371,7 @@ export class WorkerPool {
     for (const p of t.pending.values()) {
       this.#free(t, p)
       p.settle(null, null, err)
+      for (const path of p.temps) this.#removeTemp(p, path)
     }
     t.pending.clear()
     for (const l of t.leases) l.onLost(err)
