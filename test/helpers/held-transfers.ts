@@ -3,7 +3,6 @@
  * they run (kill a worker thread, send SIGTERM) and then see how each one ends: an
  * upload whose body the test sends chunk by chunk, a download the test reads when told.
  */
-import { createHash } from 'node:crypto'
 import { request } from 'node:http'
 import { SignatureV4 } from '@smithy/signature-v4'
 import type { SFTPWrapper } from 'ssh2'
@@ -66,9 +65,9 @@ export function httpUpload(url: string, token: string, path: string): HeldUpload
   }
 }
 
-/** GET /api/files/cat, its first bytes read; the rest when `finish` is called. */
-export async function httpDownload(url: string, token: string, path: string): Promise<HeldDownload> {
-  const res = await fetch(`${url}/api/files/cat?path=${encodeURIComponent(path)}`, { headers: { authorization: `Bearer ${token}` } })
+/** GET /api/files/cat (or `zip`), its first bytes read; the rest when `finish` is called. */
+export async function httpDownload(url: string, token: string, path: string, endpoint: 'cat' | 'zip' = 'cat'): Promise<HeldDownload> {
+  const res = await fetch(`${url}/api/files/${endpoint}?path=${encodeURIComponent(path)}`, { headers: { authorization: `Bearer ${token}` } })
   const reader = res.body!.getReader()
   const chunks: Uint8Array[] = []
   const first = await reader.read()
@@ -91,6 +90,8 @@ export function sftpUpload(sftp: SFTPWrapper, path: string): HeldUpload {
   const ended = new Promise<Ended>((resolve) => {
     ws.once('error', (err: Error) => resolve({ ok: false, error: err.message }))
     ws.once('close', () => resolve({ ok: true }))
+    // A server that goes away under a pending write: ssh2 tells only the session.
+    sftp.once('close', () => resolve({ ok: false, error: 'the SFTP session closed' }))
   })
   return {
     push: (chunk) => new Promise<void>((resolve) => (ws.write(chunk) ? resolve() : ws.once('drain', resolve).once('error', () => resolve()))),
@@ -109,6 +110,7 @@ export async function sftpDownload(sftp: SFTPWrapper, path: string): Promise<Hel
   const ended = new Promise<Ended>((resolve) => {
     rs.once('error', (err: Error) => resolve({ ok: false, error: err.message }))
     rs.once('end', () => resolve({ ok: true, body: Buffer.concat(chunks) }))
+    sftp.once('close', () => resolve({ ok: false, error: 'the SFTP session closed' }))
   })
   await new Promise<void>((resolve) => {
     rs.once('data', (c: Buffer) => {
@@ -165,5 +167,3 @@ export async function s3Put(endpoint: string, key: S3Key, path: string, length: 
     ended,
   }
 }
-
-export const md5 = (b: Uint8Array): string => createHash('md5').update(b).digest('hex')
