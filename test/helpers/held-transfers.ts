@@ -94,7 +94,7 @@ export function sftpUpload(sftp: SFTPWrapper, path: string): HeldUpload {
     sftp.once('close', () => resolve({ ok: false, error: 'the SFTP session closed' }))
   })
   return {
-    push: (chunk) => new Promise<void>((resolve) => (ws.write(chunk) ? resolve() : ws.once('drain', resolve).once('error', () => resolve()))),
+    push: (chunk) => Promise.race([new Promise<void>((resolve) => (ws.write(chunk) ? resolve() : ws.once('drain', resolve))), ended.then(() => {})]),
     end: async () => {
       ws.end()
       return ended
@@ -159,7 +159,7 @@ export async function s3Put(endpoint: string, key: S3Key, path: string, length: 
   })
   req.flushHeaders()
   return {
-    push: (chunk) => new Promise<void>((resolve) => (req.write(chunk) ? resolve() : req.once('drain', resolve).once('error', () => resolve()))),
+    push: (chunk) => Promise.race([new Promise<void>((resolve) => (req.write(chunk) ? resolve() : req.once('drain', resolve))), ended.then(() => {})]),
     end: async () => {
       req.end()
       return ended

@@ -13,10 +13,10 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, ListPartsCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { connect, textOf } from '../gateways/mcp/client.js'
 import { ssh2Sftp } from '../gateways/sftp/clients.js'
-import { type Ended, httpDownload, httpUpload, sftpDownload, sftpUpload } from '../helpers/held-transfers.js'
+import { type Ended, type S3Key, httpDownload, httpUpload, s3Put, sftpDownload, sftpUpload } from '../helpers/held-transfers.js'
 import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { tempUploads } from '../helpers/small-disk.js'
 import { type SpawnedFilegate, spawnFilegate } from '../helpers/spawn-filegate.js'
@@ -38,36 +38,44 @@ interface Running extends SpawnedFilegate {
   readonly s3: string
 }
 
-t.test('SIGTERM during transfers on every door', async (t) => {
+/** A root and a data folder, a config with a local connection, and a way to start filegate on them (SFTP and S3 on free ports). */
+function setup(t: Test, graceS: number) {
   const root = serverDir(t, 'shutdown-root')
   const dataDir = serverDir(t, 'shutdown-data')
-  mkdirSync(join(root, 'bkt', 'zipme'), { recursive: true })
-  const down = randomBytes(32 * MiB)
-  writeFileSync(join(root, 'bkt', 'down.bin'), down)
-  const small = randomBytes(4 * MiB) // ssh2's read stream asks for 64 KiB at a time: a smaller file for it
-  writeFileSync(join(root, 'bkt', 'small.bin'), small)
-  for (let i = 0; i < 4; i++) writeFileSync(join(root, 'bkt', 'zipme', `f${i}.bin`), randomBytes(8 * MiB))
-  const config = join(dataDir, '..', `shutdown-${process.pid}.json`)
-  writeFileSync(config, JSON.stringify({ admin_password: ADMIN_PASSWORD, shutdown_grace_seconds: GRACE_S, connections: [{ label: 'disk', type: 'local', path: root, public: true }] }))
+  mkdirSync(join(root, 'bkt'))
+  const config = join(dataDir, '..', `${dataDir.split('/').pop()}.json`)
+  writeFileSync(config, JSON.stringify({ admin_password: ADMIN_PASSWORD, shutdown_grace_seconds: graceS, connections: [{ label: 'disk', type: 'local', path: root, public: true }] }))
   t.teardown(() => execFileSync('rm', ['-f', config]))
-
   const start = async (): Promise<Running> => {
     const f = await spawnFilegate({ dataDir, workers: 2, args: ['--config', config], env: { FILEGATE_SFTP_PORT: '0', FILEGATE_S3_PORT: '0' } })
     t.teardown(() => void f.child.kill('SIGKILL'))
     const port = (gw: string) => Number(new RegExp(`"${gw} gateway listening".*?"address":"127\\.0\\.0\\.1:(\\d+)"`).exec(f.output())![1])
     return { ...f, sftpPort: port('sftp'), s3: `http://127.0.0.1:${port('s3')}` }
   }
-  const exited = (f: Running) => new Promise<{ code: number | null; ms: number }>((resolve) => {
-    const at = Date.now()
-    f.child.once('exit', (code) => resolve({ code, ms: Date.now() - at }))
-  })
+  const exited = (f: Running) => new Promise<{ code: number | null }>((resolve) => f.child.once('exit', (code) => resolve({ code })))
+  /** The gateway user alice (root: the whole connection) and her S3 key. */
+  const alice = async (f: Running): Promise<S3Key> => {
+    const adminAuth = { authorization: `Bearer ${await adminToken(f.url)}` }
+    t.equal((await fetch(`${f.url}/admin/api/users`, { method: 'POST', headers: adminAuth, body: JSON.stringify({ name: 'alice', password: 'alice-password-1', connection: 'disk', root: '/' }) })).status, 200, 'gateway user')
+    const k = ((await (await fetch(`${f.url}/admin/api/users/alice/s3-keys`, { method: 'POST', headers: adminAuth })).json()) as { result: { access_key_id: string; secret_access_key: string } }).result
+    return { accessKeyId: k.access_key_id, secretAccessKey: k.secret_access_key }
+  }
+  return { root, dataDir, start, exited, alice }
+}
+
+t.test('SIGTERM during transfers on every door', async (t) => {
+  const { root, dataDir, start, exited, alice } = setup(t, GRACE_S)
+  mkdirSync(join(root, 'bkt', 'zipme'))
+  const down = randomBytes(32 * MiB)
+  writeFileSync(join(root, 'bkt', 'down.bin'), down)
+  const small = randomBytes(4 * MiB) // ssh2's read stream asks for 64 KiB at a time: a smaller file for it
+  writeFileSync(join(root, 'bkt', 'small.bin'), small)
+  for (let i = 0; i < 4; i++) writeFileSync(join(root, 'bkt', 'zipme', `f${i}.bin`), randomBytes(8 * MiB))
 
   let fg = await start()
-  const adminAuth = { authorization: `Bearer ${await adminToken(fg.url)}` }
-  t.equal((await fetch(`${fg.url}/admin/api/users`, { method: 'POST', headers: adminAuth, body: JSON.stringify({ name: 'alice', password: 'alice-password-1', connection: 'disk', root: '/' }) })).status, 200)
-  const k = ((await (await fetch(`${fg.url}/admin/api/users/alice/s3-keys`, { method: 'POST', headers: adminAuth })).json()) as { result: { access_key_id: string; secret_access_key: string } }).result
+  const key = await alice(fg)
   const s3Client = (endpoint: string) => {
-    const c = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, maxAttempts: 1, credentials: { accessKeyId: k.access_key_id, secretAccessKey: k.secret_access_key }, requestChecksumCalculation: 'WHEN_REQUIRED' })
+    const c = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, maxAttempts: 1, credentials: key, requestChecksumCalculation: 'WHEN_REQUIRED' })
     t.teardown(() => c.destroy())
     return c
   }
@@ -141,12 +149,11 @@ t.test('SIGTERM during transfers on every door', async (t) => {
     trace('zip', zip.finish()),
     trace('sDown', sDown.finish()),
   ])
-  const [hStallEnd, sStallEnd, completed, mcpResult, tusStatus, { code, ms }] = await Promise.all([trace('hStall', hStall.ended), trace('sStall', sStall.ended), trace('complete', complete), trace('mcp', mcpWrite), trace('tus', tusPatch), trace('exit', exit)])
+  const [hStallEnd, sStallEnd, completed, mcpResult, tusStatus, { code }] = await Promise.all([trace('hStall', hStall.ended), trace('sStall', sStall.ended), trace('complete', complete), trace('mcp', mcpWrite), trace('tus', tusPatch), trace('exit', exit)])
   const total = Date.now() - signalled
 
   t.equal(code, 0, 'exit code 0')
   t.ok(total < GRACE_S * 1000 + 2000, `exited within the grace (${GRACE_S} s): ${total} ms after SIGTERM`)
-  void ms
   const finished = (what: string, e: Ended) => t.ok(e.ok, `${what} finishes: ${e.status ?? ''} ${e.error ?? ''}`)
   finished('HTTP upload', hGoEnd)
   t.ok(readFileSync(join(root, 'bkt', 'h-go')).equals(body.get('h-go')!), 'HTTP upload: byte-exact')
@@ -157,7 +164,7 @@ t.test('SIGTERM during transfers on every door', async (t) => {
   finished('SFTP download', sDownEnd)
   t.ok(sDownEnd.body?.equals(small), 'SFTP download: byte-exact')
   finished('zip', zipEnd)
-  const zipFile = join(dataDir, '..', `shutdown-${process.pid}.zip`)
+  const zipFile = join(dataDir, 'downloaded.zip')
   writeFileSync(zipFile, zipEnd.body ?? Buffer.alloc(0))
   t.doesNotThrow(() => execFileSync('unzip', ['-tq', zipFile], { stdio: 'pipe' }), 'zip: a whole archive (unzip -t)')
   execFileSync('rm', ['-f', zipFile])
@@ -199,4 +206,35 @@ t.test('SIGTERM during transfers on every door', async (t) => {
   const exit2 = exited(fg)
   fg.child.kill('SIGTERM')
   t.equal((await exit2).code, 0, 'an idle server stops at once, exit code 0')
+})
+
+t.test('SIGTERM with only gateway transfers under way: they get the grace, no more', async (t) => {
+  const grace = 3
+  const { root, start, exited, alice } = setup(t, grace)
+  const fg = await start()
+  const key = await alice(fg)
+  const { sftp } = await ssh2Sftp(t, { port: fg.sftpPort, user: 'alice', password: 'alice-password-1' })
+  const data = randomBytes(4 * MiB)
+  for (const name of ['s-go', 'o-stall']) writeFileSync(join(root, 'bkt', name), `old ${name}`)
+  const sGo = sftpUpload(sftp, '/bkt/s-go')
+  await sGo.push(data.subarray(0, 2 * MiB))
+  const oStall = await s3Put(fg.s3, key, '/bkt/o-stall', data.length)
+  await oStall.push(data.subarray(0, 2 * MiB))
+  await until('both uploads under way', () => tempUploads(root).length === 2)
+
+  const exit = exited(fg)
+  const signalled = Date.now()
+  fg.child.kill('SIGTERM')
+  await until('the server shuts down', () => fg.output().includes('"shutting down"'))
+  // Nothing in flight on the HTTP port: the SFTP upload still gets the grace to finish.
+  await sGo.push(data.subarray(2 * MiB))
+  const [sEnd, oEnd, { code }] = await Promise.all([sGo.end(), oStall.ended, exit])
+  const total = Date.now() - signalled
+  t.ok(sEnd.ok, `the SFTP upload finishes after the signal: ${sEnd.error ?? ''}`)
+  t.ok(readFileSync(join(root, 'bkt', 's-go')).equals(data), 'byte-exact')
+  t.notOk(oEnd.ok, 'the stalled S3 upload is cut')
+  t.equal(readFileSync(join(root, 'bkt', 'o-stall'), 'utf8'), 'old o-stall', 'its target keeps the old content')
+  t.strictSame(tempUploads(root), [], 'no temporary file')
+  t.equal(code, 0, 'exit code 0')
+  t.ok(total < grace * 1000 + 1500, `exited within the grace (${grace} s): ${total} ms after SIGTERM`)
 })
