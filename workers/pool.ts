@@ -38,6 +38,8 @@ import { FsError, fromWire } from '../core/errors.js'
 import type { FromWorker, Reply, Request, ToWorker } from '../core/messages.js'
 import type { PluginConfig } from '../core/plugin.js'
 import { ByteBudget } from '../core/port-stream.js'
+import { baseName } from '../core/paths.js'
+import { isTempUploadName } from './drivers/upload-names.js'
 import type { PoolWorkerData } from './transfers.js'
 
 export interface PoolOptions {
@@ -132,6 +134,8 @@ function threadScript(): string {
 
 /** Backend keys remembered per thread. */
 const MAX_KNOWN = 10_000
+/** Temporary files remembered per task (the latest). */
+const MAX_TEMPS = 64
 
 const lost = (cause?: unknown) => new FsError('EIO', 'the worker handling this request stopped', cause === undefined ? {} : { cause })
 
@@ -281,7 +285,11 @@ export class WorkerPool {
 
   #onMessage(t: Thread, msg: FromWorker): void {
     if (msg.t === 'temp') {
-      t.pending.get(msg.id)?.temps.push(msg.path)
+      const temps = t.pending.get(msg.id)?.temps
+      if (temps === undefined || !isTempUploadName(baseName(msg.path))) return
+      // A task's temporary files come one after another (a tree copied file by file): the last ones may be live.
+      if (temps.length >= MAX_TEMPS) temps.shift()
+      temps.push(msg.path)
       return
     }
     if (msg.t === 'needBackend') {

@@ -83,13 +83,19 @@ export function listenSsh(hostKey: string, host: string, port: number, opts: Lis
         close: (graceMs = 0) =>
           new Promise<void>((res) => {
             const deadline = Date.now() + graceMs
+            const ending = new Set<Socket>()
             let listening = true
             tcp.close(() => (listening = false))
             const sweep = () => {
               const late = Date.now() >= deadline
-              // Idle: closed once what was written is sent; late: dropped, its open files aborted (nothing committed).
-              for (const { socket, work } of sockets.values()) if (late) socket.destroy()
-              else if (work.busy === 0) socket.destroySoon()
+              for (const { socket, work } of sockets.values()) {
+                // Late: dropped, its open files aborted (nothing committed). Idle: closed once what was written is sent.
+                if (late) socket.destroy()
+                else if (work.busy === 0 && !ending.has(socket)) {
+                  ending.add(socket)
+                  socket.destroySoon()
+                }
+              }
               if (sockets.size === 0 && !listening) return res()
               setTimeout(sweep, late ? 5 : CLOSE_POLL_MS)
             }
