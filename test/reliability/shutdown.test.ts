@@ -238,3 +238,22 @@ t.test('SIGTERM with only gateway transfers under way: they get the grace, no mo
   t.equal(code, 0, 'exit code 0')
   t.ok(total < grace * 1000 + 1500, `exited within the grace (${grace} s): ${total} ms after SIGTERM`)
 })
+
+t.test('SIGTERM with MCP clients connected and idle: they do not hold the shutdown', async (t) => {
+  const grace = 6
+  const { start, exited } = setup(t, grace)
+  const fg = await start()
+  const token = ((await (await fetch(`${fg.url}/api/session`, { method: 'POST', body: JSON.stringify({ label: 'disk' }) })).json()) as { result: { authorization: string } }).result.authorization
+  // The SSE transport keeps its event stream open: an HTTP request in flight for the session's life.
+  const sse = await connect(t, fg.url, token, 'sse')
+  const streamable = await connect(t, fg.url, token, 'streamable')
+  t.match(await sse.text('ls', { path: '/' }), /bkt/, 'an MCP session over SSE')
+  t.match(await streamable.text('ls', { path: '/' }), /bkt/, 'an MCP session over Streamable HTTP')
+  const exit = exited(fg)
+  const signalled = Date.now()
+  fg.child.kill('SIGTERM')
+  const { code } = await exit
+  const total = Date.now() - signalled
+  t.equal(code, 0, 'exit code 0')
+  t.ok(total < (grace * 1000) / 2, `exited at once, not at the end of the ${grace} s grace: ${total} ms after SIGTERM`)
+})
