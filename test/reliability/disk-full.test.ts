@@ -16,6 +16,8 @@ import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { smallDisk, tempUploads } from '../helpers/small-disk.js'
 import { connect, textOf } from '../gateways/mcp/client.js'
 import { call, ssh2Sftp } from '../gateways/sftp/clients.js'
+import { asFsError } from '../../front/gateway-fs/errors.js'
+import { toStatus } from '../../gateways/sftp/errors.js'
 
 const MiB = 1024 * 1024
 
@@ -149,4 +151,15 @@ t.test('a full disk through every door', async (t) => {
     t.ok(readFileSync(join(root.dir, 'bkt', 'mp.bin')).equals(part), 'S3 multipart object byte-exact')
     t.strictSame(tempUploads(root.dir), [], 'no temporary file in the root')
   })
+})
+
+t.test("the SFTP gateway's own staging copies (data folder) report a full disk as such", async (t) => {
+  // Out-of-order writes to a storage that cannot write in place go to a staging copy in the
+  // data folder (front/gateway-fs/staging.ts); its Node errors pass through asFsError.
+  const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28 })
+  const e = asFsError(full)
+  t.equal(e.code, 'ENOSPC', 'ENOSPC')
+  t.match(e.message, /no space left/)
+  t.equal(toStatus(e).message, e.message, 'the SFTP status says it')
+  t.equal(asFsError(Object.assign(new Error('boom'), { code: 'EBADF' })).code, 'EIO', 'other Node errors stay EIO')
 })
