@@ -80,9 +80,10 @@ export function fromWire(w: WireError): FsError {
 }
 
 /**
- * A Node error of the server's own disk where filegate stages uploads (tus, S3 multipart
- * parts, in the data folder): no space left (or over a disk quota) becomes ENOSPC, so every
- * door answers it in its own shape; anything else is returned as it was.
+ * A Node error of the server's own disk where filegate stages uploads in its data folder
+ * (tus uploads, S3 multipart parts, the gateways' staging copies): no space left (or over
+ * a disk quota) becomes ENOSPC, so every door answers it in its own shape; anything else
+ * is returned as it was.
  */
 export function stagingError(err: unknown): unknown {
   const sys = (err as { code?: unknown } | null)?.code

@@ -66,12 +66,12 @@ export function flagsOf(pflags: number): OpenFlags {
   }
 }
 
-/** Serves SFTP on `channel` (an accepted `sftp` subsystem) until it ends. */
 /** What a connection has under way: requests in flight plus files open. */
 export interface Work {
   busy: number
 }
 
+/** Serves SFTP on `channel` (an accepted `sftp` subsystem) until it ends. */
 export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
   const { fs } = opts
   const life = new AbortController()
@@ -93,8 +93,8 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
   })
   const path = (raw: string): string => resolveProtocolPath('/', raw)
 
-  /** Runs one request: its answer, or its error as a status. */
   const work = opts.work ?? { busy: 0 }
+  /** Runs one request: its answer, or its error as a status. */
   const run = (reqid: number, op: string, fn: () => Promise<void> | void): void => {
     work.busy++
     void (async () => {
