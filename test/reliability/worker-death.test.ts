@@ -17,6 +17,7 @@ import { type Ended, type HeldDownload, type HeldUpload, httpDownload, httpUploa
 import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { tempUploads } from '../helpers/small-disk.js'
 import { serverDir } from '../servers/process.js'
+import { userStorage } from '../helpers/user-storage.js'
 
 const MiB = 1024 * 1024
 
@@ -126,20 +127,24 @@ t.test('a worker thread killed under live transfers on every door', async (t) =>
   t.ok((await (await httpDownload(url, token, '/bkt/down.bin')).finish()).body?.equals(big), 'HTTP download after, byte-exact')
 })
 
-t.test('the only thread killed mid-upload: its replacement removes the temporary file', async (t) => {
-  const root = serverDir(t, 'worker-death')
-  mkdirSync(join(root, 'd', 'sub'), { recursive: true })
-  const { app, url } = await startTestServer(t, { workers: 1, connections: [{ label: 'disk', type: 'local', path: root }] })
-  const token = ((await (await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify({ label: 'disk' }) })).json()) as { result: { authorization: string } }).result.authorization
-  const up = httpUpload(url, token, '/d/sub/x.bin')
-  await up.push(randomBytes(MiB))
-  await until('the upload live', () => app.pool.stats.transfers === 1 && tempUploads(root).length === 1)
-  await app.pool.threads[0]!.terminate()
-  t.notOk((await up.end()).ok, 'the upload fails')
-  await until('no temporary file left', () => tempUploads(root).length === 0).then(
-    () => t.pass('no temporary file left'),
-    () => t.fail(`temporary files left: ${tempUploads(root).join(', ')}`),
-  )
-  await until('a new thread', () => app.pool.threads.length === 1)
-  t.equal((await api(url, token)('POST', '/api/files/cat', { path: '/d/sub/y.txt' }, { body: 'y' })).status, 200, 'the next upload works')
-})
+for (const backend of ['local', 'sftp'] as const) {
+  t.test(`the only thread killed mid-upload (${backend} storage): its replacement removes the temporary file`, async (t) => {
+    const storage = await userStorage(t, serverDir(t, 'worker-death'), backend)
+    const { app, url } = await startTestServer(t, { workers: 1, connections: [storage.connection] })
+    storage.mkdir('d')
+    const token = ((await (await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify({ label: storage.connection.label }) })).json()) as { result: { authorization: string } }).result.authorization
+    const dir = `${storage.userRoot === '/' ? '' : storage.userRoot}/d`
+    const up = httpUpload(url, token, `${dir}/x.bin`)
+    await up.push(randomBytes(MiB))
+    await until('the upload live', () => app.pool.stats.transfers === 1 && tempUploads(storage.root).length === 1)
+    await app.pool.threads[0]!.terminate()
+    t.notOk((await up.end()).ok, 'the upload fails')
+    await until('no temporary file left', () => tempUploads(storage.root).length === 0).then(
+      () => t.pass('no temporary file left'),
+      () => t.fail(`temporary files left: ${tempUploads(storage.root).join(', ')}`),
+    )
+    await until('a new thread', () => app.pool.threads.length === 1)
+    t.equal((await api(url, token)('POST', '/api/files/cat', { path: `${dir}/y.txt` }, { body: 'y' })).status, 200, 'the next upload works')
+    t.equal(readFileSync(join(storage.root, 'd', 'y.txt'), 'utf8'), 'y')
+  })
+}
