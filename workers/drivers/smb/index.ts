@@ -180,7 +180,7 @@ class SmbDriver implements Driver {
   async write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}): Promise<Entry> {
     if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
     const target = this.#smb(path)
-    const temp = this.#smb(joinPath(parentOf(path), tempUploadName()))
+    const temp = this.#smb(joinPath(parentOf(path), tempUploadName(ctx, path)))
     const replace = opts.overwrite !== false
     return this.#use(ctx, path, async (s) => {
       const f = await s.create(temp, {
