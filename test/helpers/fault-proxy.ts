@@ -19,6 +19,15 @@ export interface FaultProxy {
   mode: FaultMode
   /** Client connections open now. */
   open(): number
+  /**
+   * Resolves once `bytes` more bytes went through in direction `dir` (`down`: server to
+   * client, `up`: client to server), switching to `blackhole` at that instant, so a
+   * fault lands mid-stream wherever the transfer is: the test then stops the server,
+   * cuts, or lets the blackhole stand.
+   */
+  trip(dir: 'up' | 'down', bytes: number): Promise<void>
+  /** Forgets the trips not reached (their promises never resolve). */
+  cancelTrips(): void
   /** Resolves once `open()` satisfies `ok`, rejects after `timeoutMs` with the count. */
   waitOpen(ok: (n: number) => boolean, timeoutMs?: number): Promise<number>
 }
@@ -36,9 +45,20 @@ export async function startFaultProxy(t: Test, target: number): Promise<FaultPro
     p.upstream?.destroy()
   }
   /** Bytes go through only while passing (with back-pressure); a blackhole swallows them mid-stream. */
-  const relay = (from: Socket, to: Socket): void => {
+  const trips: { dir: 'up' | 'down'; left: number; done: () => void }[] = []
+  const count = (dir: 'up' | 'down', n: number): void => {
+    for (const tr of [...trips]) {
+      if (tr.dir !== dir || (tr.left -= n) > 0) continue
+      trips.splice(trips.indexOf(tr), 1)
+      mode = 'blackhole'
+      tr.done()
+    }
+  }
+  const relay = (from: Socket, to: Socket, dir: 'up' | 'down'): void => {
     from.on('data', (b: Buffer) => {
-      if (mode !== 'pass' || to.write(b)) return
+      if (mode !== 'pass') return
+      count(dir, b.length)
+      if (to.write(b)) return
       from.pause()
       to.once('drain', () => from.resume())
     })
@@ -57,8 +77,8 @@ export async function startFaultProxy(t: Test, target: number): Promise<FaultPro
     p.upstream = up
     up.on('error', () => client.destroy())
     up.once('close', () => client.destroy())
-    relay(client, up)
-    relay(up, client)
+    relay(client, up, 'up')
+    relay(up, client, 'down')
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(
@@ -79,6 +99,8 @@ export async function startFaultProxy(t: Test, target: number): Promise<FaultPro
       if (m === 'cut') for (const p of pairs) drop(p)
     },
     open,
+    trip: (dir, bytes) => new Promise<void>((done) => void trips.push({ dir, left: bytes, done })),
+    cancelTrips: () => void trips.splice(0),
     async waitOpen(ok, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs
       while (!ok(open())) {
