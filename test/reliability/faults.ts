@@ -137,8 +137,14 @@ async function waitFor(what: () => Promise<boolean>, timeoutMs = 15_000): Promis
 
 /** What one case does to its door, and how the fault lands. */
 interface Plan {
-  /** The operation under fault; null when the door has none (zip: HTTP only). */
-  op(d: Door): (() => Promise<Outcome>) | null
+  /** The operation under fault, reporting its client's bytes to `progress`; null when the door has none (zip: HTTP only). */
+  op(d: Door, progress: (bytes: number) => void): (() => Promise<Outcome>) | null
+  /**
+   * The fault lands as well once the client has moved this many bytes: for transfers
+   * that bypass the proxy (FTP's data connections) and gateways that take the whole
+   * body before writing it.
+   */
+  readonly clientBytes?: number
   /** Brings the fault; resolves once it landed. */
   inject(s: Setup): Promise<void>
   /** What follows the fault once it landed (the server going down), awaited before the checks. */
@@ -160,8 +166,9 @@ const restart = async (s: Setup): Promise<void> => {
 const pass = async (s: Setup): Promise<void> => void (s.proxy.mode = 'pass')
 
 /** The proxy freezes the stream after `bytes` in `dir`, then the server goes down with its connections. */
-const killAfter = (dir: 'up' | 'down', bytes: number, op: Plan['op'], target?: string): Plan => ({
+const killAfter = (dir: 'up' | 'down', bytes: number, op: Plan['op'], clientBytes?: number, target?: string): Plan => ({
   op,
+  ...(clientBytes ? { clientBytes } : {}),
   midway: true,
   inject: (s) => s.proxy.trip(dir, bytes),
   async follow(s) {
@@ -173,9 +180,9 @@ const killAfter = (dir: 'up' | 'down', bytes: number, op: Plan['op'], target?: s
 })
 
 const PLANS: Record<Fault, Plan> = {
-  'killed mid-download': killAfter('down', 256 * 1024, (d) => () => d.get('/b/big.bin')),
-  'killed mid-upload': killAfter('up', 512 * 1024, (d) => () => d.put('/b/old.txt', 8 * MiB), 'b/old.txt'),
-  'killed mid-zip': killAfter('down', 256 * 1024, (d) => (d.zip ? () => d.zip!('/b/') : null)),
+  'killed mid-download': killAfter('down', 256 * 1024, (d, p) => () => d.get('/b/big.bin', p), MiB),
+  'killed mid-upload': killAfter('up', 512 * 1024, (d, p) => () => d.put('/b/old.txt', 8 * MiB, p), 2 * MiB, 'b/old.txt'),
+  'killed mid-zip': killAfter('down', 256 * 1024, (d, p) => (d.zip ? () => d.zip!('/b/', p) : null), MiB),
   'killed mid-listing': killAfter('down', 8 * 1024, (d) => () => d.ls('/b/many/')),
   'stopped (refused)': { op: (d) => () => d.ls('/b/'), midway: false, inject: (s) => s.backend.stop(), heal: restart },
   // The server went down and came back between two requests: the pooled sessions are dead, the request works.
@@ -215,7 +222,8 @@ export async function runFaultMatrix(t: Test, makeBackend: (t: Test) => Promise<
   for (const fault of FAULTS) {
     const plan = PLANS[fault]
     for (const door of s.doors) {
-      const op = plan.op(door)
+      let moved = (_bytes: number): void => {}
+      const op = plan.op(door, (n) => moved(n))
       if (op === null) continue
       const name = `${s.backend.name} × ${door.name} × ${fault}`
       if (only && !only.test(name)) continue
@@ -223,23 +231,26 @@ export async function runFaultMatrix(t: Test, makeBackend: (t: Test) => Promise<
         t.comment(`${s.backend.name} × ${door.name} × ${fault}: left out (${skips[fault]!.why})`)
         continue
       }
-      const before = t.counts.total
       await t.test(name, async (t) => {
         tally.cases++
-        await runCase(t, s, door, plan, op, Math.max(baseline, MAX_SESSIONS))
-      }).then(() => void (tally.assertions += t.counts.total - before))
+        const clientLanded = new Promise<void>((resolve) => {
+          moved = (n) => void (plan.clientBytes !== undefined && n >= plan.clientBytes && resolve())
+        })
+        tally.assertions += await runCase(t, s, door, plan, op, clientLanded, Math.max(baseline, MAX_SESSIONS))
+      })
     }
   }
   t.comment(`${s.backend.name}: ${tally.cases} fault cases, ${tally.assertions} assertions`)
   return tally
 }
 
-async function runCase(t: Test, s: Setup, door: Door, plan: Plan, op: () => Promise<Outcome>, maxOpen: number): Promise<void> {
-  const injected = plan.inject(s).then(() => true)
+/** One case; answers how many checks it made. */
+async function runCase(t: Test, s: Setup, door: Door, plan: Plan, op: () => Promise<Outcome>, clientLanded: Promise<void>, maxOpen: number): Promise<number> {
+  const injected = Promise.race([plan.inject(s), clientLanded]).then(() => true)
   if (!plan.midway) await injected
   const result = bounded(op())
   const landed = plan.midway ? await Promise.race([injected, result.then(() => false)]) : true
-  if (!landed) s.proxy.cancelTrips()
+  s.proxy.cancelTrips()
   const followed = landed ? plan.follow?.(s) : undefined
   // While this request fails, another on the healthy connection goes through.
   const other = await bounded(s.okRequest())
@@ -260,4 +271,5 @@ async function runCase(t: Test, s: Setup, door: Door, plan: Plan, op: () => Prom
   let left: string[] = []
   t.ok(await waitFor(async () => (left = await s.backend.temps()).length === 0), `no temporary object left on the server (${left.join(', ') || 'none'})`)
   t.ok(await waitFor(async () => s.proxy.open() <= maxOpen), `backend sessions within the pool's size (${s.proxy.open()} open, at most ${maxOpen})`)
+  return t.counts.total
 }

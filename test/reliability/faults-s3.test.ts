@@ -1,0 +1,9 @@
+/**
+ * The backend fault matrix (test/reliability/faults.ts) on a real s3rver, through
+ * the HTTP API and the SFTP, S3 and MCP gateways.
+ */
+import t from 'tap'
+import { s3Backend } from './backends.js'
+import { runFaultMatrix } from './faults.js'
+
+await runFaultMatrix(t, s3Backend)
