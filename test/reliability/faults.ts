@@ -246,6 +246,11 @@ export async function runFaultMatrix(t: Test, makeBackend: (t: Test) => Promise<
 
 /** One case; answers how many checks it made. */
 async function runCase(t: Test, s: Setup, door: Door, plan: Plan, op: () => Promise<Outcome>, clientLanded: Promise<void>, maxOpen: number): Promise<number> {
+  let checks = 0
+  const check = (ok: boolean, what: string): void => {
+    checks++
+    t.ok(ok, what)
+  }
   const injected = Promise.race([plan.inject(s), clientLanded]).then(() => true)
   if (!plan.midway) await injected
   const result = bounded(op())
@@ -256,20 +261,23 @@ async function runCase(t: Test, s: Setup, door: Door, plan: Plan, op: () => Prom
   const other = await bounded(s.okRequest())
   const out = await result
   await followed
-  t.ok(landed, `the fault lands while the request runs${landed ? '' : ` (the request ended first: ${out.error ?? `ok, ${out.count}`})`}`)
-  if (plan.expectOk) t.ok(out.ok, `the request works (${out.error ?? 'ok'}, ${out.ms} ms)`)
+  check(landed, `the fault lands while the request runs${landed ? '' : ` (the request ended first: ${out.error ?? `ok, ${out.count}`})`}`)
+  if (plan.expectOk) check(out.ok, `the request works (${out.error ?? 'ok'}, ${out.ms} ms)`)
   else {
-    t.notOk(out.ok, `the request fails (${out.ms} ms${out.ok ? `, ok with ${out.count}` : ''})`)
-    t.ok(out.shaped, `in the door's own shape: ${out.error}`)
+    check(!out.ok, `the request fails (${out.ms} ms${out.ok ? `, ok with ${out.count}` : ''})`)
+    check(out.shaped === true, `in the door's own shape: ${out.error}`)
   }
-  t.ok(out.ms < BOUND_MS, `it ends within ${BOUND_MS} ms (${out.ms} ms)`)
-  t.ok(other.ok, `a concurrent request on another connection succeeds (${other.error ?? 'ok'})`)
+  check(out.ms < BOUND_MS, `it ends within ${BOUND_MS} ms (${out.ms} ms)`)
+  check(other.ok, `a concurrent request on another connection succeeds (${other.error ?? 'ok'})`)
   await plan.heal(s)
-  if (plan.target) t.equal(String(await s.backend.read(plan.target)), OLD, 'the target keeps its old content, on the server')
+  if (plan.target) {
+    const now = await s.backend.read(plan.target)
+    check(now !== null && now.toString() === OLD, `the target keeps its old content, on the server (${now === null ? 'absent' : `${now.length} bytes`})`)
+  }
   const next = await bounded(door.ls('/b/'))
-  t.ok(next.ok, `the next request through the same door works (${next.error ?? 'ok'})`)
+  check(next.ok, `the next request through the same door works (${next.error ?? 'ok'})`)
   let left: string[] = []
-  t.ok(await waitFor(async () => (left = await s.backend.temps()).length === 0), `no temporary object left on the server (${left.join(', ') || 'none'})`)
-  t.ok(await waitFor(async () => s.proxy.open() <= maxOpen), `backend sessions within the pool's size (${s.proxy.open()} open, at most ${maxOpen})`)
-  return t.counts.total
+  check(await waitFor(async () => (left = await s.backend.temps()).length === 0), `no temporary object left on the server (${left.join(', ') || 'none'})`)
+  check(await waitFor(async () => s.proxy.open() <= maxOpen), `backend sessions within the pool's size (${s.proxy.open()} open, at most ${maxOpen})`)
+  return checks
 }
