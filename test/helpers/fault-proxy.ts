@@ -72,7 +72,9 @@ export async function startFaultProxy(t: Test, target: number): Promise<FaultPro
     })
     client.on('error', () => {})
     if (mode === 'cut') return drop(p)
-    if (mode === 'blackhole') return // accepted, never answered: no upstream at all
+    // Accepted, never answered: no upstream at all. Its bytes are read and dropped, so
+    // that the client closing it is seen (a paused socket never sees the end).
+    if (mode === 'blackhole') return void client.resume()
     const up = connect(target, '127.0.0.1')
     p.upstream = up
     up.on('error', () => client.destroy())

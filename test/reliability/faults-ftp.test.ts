@@ -11,6 +11,9 @@ import t from 'tap'
 import { ftpBackend } from './backends.js'
 import { runFaultMatrix } from './faults.js'
 
+// Each kill restarts the server; under a loaded CI the file may take longer than tap's default.
+t.setTimeout(300_000)
+
 const DATA = 'FTP data connections bypass the fault proxy'
 await runFaultMatrix(t, ftpBackend, {
   // One MCP call moves its bytes at once: no client progress to time the kill by.

@@ -6,4 +6,7 @@ import t from 'tap'
 import { sftpBackend } from './backends.js'
 import { runFaultMatrix } from './faults.js'
 
+// Each kill restarts the server; under a loaded CI the file may take longer than tap's default.
+t.setTimeout(300_000)
+
 await runFaultMatrix(t, sftpBackend)

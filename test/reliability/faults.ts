@@ -34,7 +34,7 @@ const BOUND_MS = 30_000
 const MAX_SESSIONS = 4
 const OLD = 'old content'
 const BIG = 512 * MiB
-const MANY = 1500
+const MANY = 600
 
 export type Fault =
   | 'killed mid-download'
