@@ -26,6 +26,8 @@ export interface FaultProxy {
    * cuts, or lets the blackhole stand.
    */
   trip(dir: 'up' | 'down', bytes: number): Promise<void>
+  /** Destroys every open connection now (the mode stays). */
+  dropAll(): void
   /** Forgets the trips not reached (their promises never resolve). */
   cancelTrips(): void
   /** Resolves once `open()` satisfies `ok`, rejects after `timeoutMs` with the count. */
@@ -103,6 +105,7 @@ export async function startFaultProxy(t: Test, target: number): Promise<FaultPro
     open,
     trip: (dir, bytes) => new Promise<void>((done) => void trips.push({ dir, left: bytes, done })),
     cancelTrips: () => void trips.splice(0),
+    dropAll: () => pairs.forEach(drop),
     async waitOpen(ok, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs
       while (!ok(open())) {

@@ -58,14 +58,20 @@ interface Setup {
   okRequest(): Promise<Outcome>
 }
 
-/** The backend with `start` doing nothing while it runs: a case whose fault never landed heals as well. */
-function once(b: FaultBackend): FaultBackend {
+/**
+ * The backend with `start` doing nothing while it runs (a case whose fault never landed
+ * heals as well), and `stop` dropping every connection at the proxy too: a connection
+ * the server forked in the instant it was killed would survive it, which a machine
+ * going down never lets happen.
+ */
+function once(b: FaultBackend, proxy: FaultProxy): FaultBackend {
   let running = true
   return {
     ...b,
     async stop() {
       running = false
       await b.stop()
+      proxy.dropAll()
     },
     async start() {
       if (running) return
@@ -76,8 +82,8 @@ function once(b: FaultBackend): FaultBackend {
 }
 
 async function setup(t: Test, server: FaultBackend): Promise<Setup> {
-  const backend = once(server)
-  const proxy = await startFaultProxy(t, backend.port)
+  const proxy = await startFaultProxy(t, server.port)
+  const backend = once(server, proxy)
   const disk = serverDir(t, 'faults-ok')
   const { app, url } = await startTestServer(t, {
     sftp: { port: 0 },
