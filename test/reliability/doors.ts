@@ -39,7 +39,7 @@ export interface Door {
   zip?(path: string, progress?: (bytes: number) => void): Promise<Outcome>
 }
 
-const MiB = 1024 * 1024
+export const MiB = 1024 * 1024
 const failed = (error: string, shaped: boolean): Outcome => ({ ok: false, error, shaped })
 
 /** A body of `size` bytes in 256 KiB chunks, reporting what went out. */
@@ -243,4 +243,3 @@ export async function mcpDoor(t: Test, url: string, token: string): Promise<Door
   }
 }
 
-export { MiB }

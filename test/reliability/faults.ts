@@ -30,7 +30,11 @@ import { type Door, type DoorName, MiB, type Outcome, httpDoor, mcpDoor, s3Door,
 const TIMEOUT_S = 2
 /** No request may take longer than this, whatever the fault. */
 const BOUND_MS = 30_000
-/** Sessions per driver (the pool's default) and drivers on this backend: the most backend connections that may stay open. */
+/**
+ * The most connections to the server that may stay open: one driver serves all four
+ * doors (same connection, same root) on the one worker thread, with 4 pooled sessions
+ * (S3: keep-alive sockets, which must not pile up either).
+ */
 const MAX_SESSIONS = 4
 const OLD = 'old content'
 const BIG = 512 * MiB
