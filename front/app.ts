@@ -83,6 +83,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     transfersPerWorker: config.transfers_per_worker,
     bufferBytes: config.transfer_buffer_bytes,
     plugins: plugins.enabled,
+    ...(config.backend_timeout_seconds === null ? {} : { backendTimeoutMs: config.backend_timeout_seconds * 1000 }),
   })
   const limits = new TransferLimits({ perAddress: config.transfers_per_address, perCredential: config.transfers_per_credential })
   const storageFor = (spec: BackendSpec, key?: string): Storage => limits.wrap(new PoolStorage(pool, spec, key))

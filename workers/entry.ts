@@ -26,8 +26,9 @@ type Run = Extract<ToWorker, { t: 'run' }>
 
 const port = parentPort
 if (!port) throw new Error('workers/entry.ts runs in a pool thread')
-const drivers = new DriverCache()
-const budget = uploadBudget(workerData as PoolWorkerData | undefined)
+const data = workerData as PoolWorkerData | undefined
+const drivers = new DriverCache(undefined, data?.backendTimeoutMs === undefined ? {} : { timeoutMs: data.backendTimeoutMs })
+const budget = uploadBudget(data)
 /** Running tasks' controllers, by task id. */
 const running = new Map<number, AbortController>()
 /** Tasks waiting for their backend's spec, by key. */

@@ -57,6 +57,8 @@ export interface PoolOptions {
   readonly bufferBytes?: number
   /** Enabled plugins: every thread loads them (workers/plugins.ts). */
   readonly plugins?: readonly PluginConfig[]
+  /** How long a remote backend may stay silent (absent: each driver's default). */
+  readonly backendTimeoutMs?: number
 }
 
 export interface PoolStats {
@@ -140,7 +142,7 @@ const MAX_TEMPS = 64
 const lost = (cause?: unknown) => new FsError('EIO', 'the worker handling this request stopped', cause === undefined ? {} : { cause })
 
 export class WorkerPool {
-  readonly #opts: Required<Omit<PoolOptions, 'plugins'>> & { plugins: readonly PluginConfig[] }
+  readonly #opts: Required<Omit<PoolOptions, 'plugins' | 'backendTimeoutMs'>> & Pick<PoolOptions, 'backendTimeoutMs'> & { plugins: readonly PluginConfig[] }
   readonly #threads: Thread[] = []
   readonly #queue: Pending[] = []
   readonly #script = threadScript()
@@ -361,6 +363,7 @@ export class WorkerPool {
       workerData: {
         plugins: this.#opts.plugins,
         uploadBufferBytes: Math.floor(this.#opts.bufferBytes / 2 / this.#opts.workers),
+        ...(this.#opts.backendTimeoutMs === undefined ? {} : { backendTimeoutMs: this.#opts.backendTimeoutMs }),
       } satisfies PoolWorkerData,
     })
     const t: Thread = { worker, pending: new Map(), known: new Set(), leases: new Set(), tasks: 0, transfers: 0, dead: false, started: performance.now() }

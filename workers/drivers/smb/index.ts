@@ -65,6 +65,8 @@ function openPool(cfg: SmbConfig): SessionPool<SmbSession> {
   const timeoutMs = cfg.timeoutMs ?? 20_000
   const login = { hostname: cfg.hostname, port: cfg.port, share: cfg.share, domain: cfg.domain, username: cfg.username, password: cfg.password, timeoutMs }
   return new SessionPool<SmbSession>({
+    // A connection the server dropped while the session was idle is not handed out again.
+    isBroken: (s) => s.dead !== null,
     open: async (signal) => {
       try {
         return await SmbSession.open(login, signal)
