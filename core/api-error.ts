@@ -22,6 +22,7 @@ export const API_CODES = [
   'BACKEND_UNREACHABLE',
   'UNAVAILABLE',
   'BACKEND_TIMEOUT',
+  'INSUFFICIENT_STORAGE',
 ] as const
 
 export type ApiCode = (typeof API_CODES)[number]
@@ -53,6 +54,7 @@ export const API_CODE_OF_FS: Readonly<Record<FsErrorCode, ApiCode>> = {
   EUNAVAILABLE: 'BACKEND_UNREACHABLE',
   EAUTH: 'NOT_AUTHENTICATED',
   EFBIG: 'TOO_LARGE',
+  ENOSPC: 'INSUFFICIENT_STORAGE',
   EMEDIA: 'UNSUPPORTED_MEDIA',
   EIO: 'INTERNAL',
 }

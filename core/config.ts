@@ -51,6 +51,11 @@ export interface Config {
   /** Seconds transfers in flight get to finish after SIGTERM. */
   readonly shutdown_grace_seconds: number
   /**
+   * Seconds a remote backend (sftp, ftp, smb, s3) may stay silent, connecting or in a
+   * request, before the request fails as a timeout; null: each driver's own (20 s, S3 30 s).
+   */
+  readonly backend_timeout_seconds: number | null
+  /**
    * The HTTP engine: "auto" (uWebSockets.js when a native build loads, else node:http
    * with a warning), "uws" or "node" to force one.
    */
@@ -162,6 +167,7 @@ export const DEFAULTS: Config = {
   session: { ttl_seconds: 7 * 24 * 3600 },
   max_upload_bytes: null,
   shutdown_grace_seconds: 30,
+  backend_timeout_seconds: null,
   http_engine: 'auto',
   log: { level: 'info', requests: true },
   plugins: [],
@@ -261,6 +267,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     session: { ttl_seconds: int(session.ttl_seconds, 'session.ttl_seconds', 1) },
     max_upload_bytes: m.max_upload_bytes === null ? null : int(m.max_upload_bytes, 'max_upload_bytes', 0),
     shutdown_grace_seconds: int(m.shutdown_grace_seconds, 'shutdown_grace_seconds', 0, 86400),
+    backend_timeout_seconds: m.backend_timeout_seconds === null ? null : int(m.backend_timeout_seconds, 'backend_timeout_seconds', 1, 3600),
     http_engine: oneOf(m.http_engine, 'http_engine', ['auto', 'uws', 'node'] as const),
     log: { level: log.level as Config['log']['level'], requests: bool(log.requests, 'log.requests') },
     plugins,

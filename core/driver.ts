@@ -16,6 +16,11 @@ export interface OpContext {
   /** Aborted when the caller goes away: the driver stops and releases its session. */
   readonly signal: AbortSignal
   readonly requestId: string
+  /**
+   * Told the storage path of each temporary file the op is about to create (an upload's
+   * hidden `.part`), before it exists: the pool removes it if the thread dies mid-op.
+   */
+  readonly temp?: (path: string) => void
 }
 
 export type EntryKind = 'file' | 'dir'

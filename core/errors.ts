@@ -21,6 +21,7 @@ export const FS_ERROR_CODES = [
   'EUNAVAILABLE', // the backend refused or dropped the connection
   'EAUTH', // the backend refused the credentials
   'EFBIG', // over a size limit (the configured upload limit, a backend quota, a plugin's input cap)
+  'ENOSPC', // the storage (or the server's data folder) has no room left
   'EMEDIA', // a plugin cannot transform this file (e.g. ASCII art of a file that is not an image)
   'EIO', // anything else: a bug or an unexpected backend failure
 ] as const
@@ -76,4 +77,15 @@ export function fromWire(w: WireError): FsError {
     retryable: Boolean(w.retryable),
     ...(typeof w.path === 'string' ? { path: w.path } : {}),
   })
+}
+
+/**
+ * A Node error of the server's own disk where filegate stages uploads in its data folder
+ * (tus uploads, S3 multipart parts, the gateways' staging copies): no space left (or over
+ * a disk quota) becomes ENOSPC, so every door answers it in its own shape; anything else
+ * is returned as it was.
+ */
+export function stagingError(err: unknown): unknown {
+  const sys = (err as { code?: unknown } | null)?.code
+  return sys === 'ENOSPC' || sys === 'EDQUOT' ? new FsError('ENOSPC', "no space left on the server's disk for staged uploads", { cause: err }) : err
 }

@@ -170,6 +170,10 @@ export interface Gateway {
   start(ctx: GatewayContext): Promise<void>
   /** The port its own listener is bound to, once started (0 or absent: none). */
   readonly port?: number
-  /** Closes the listener and ends every session (open handles are aborted, nothing half written). */
-  stop(): Promise<void>
+  /**
+   * Closes the listener at once, lets work in flight finish for up to `graceMs` (a
+   * shutdown's grace; absent: the gateway's own default), then ends every session (open
+   * handles are aborted, nothing half written).
+   */
+  stop(graceMs?: number): Promise<void>
 }

@@ -145,6 +145,8 @@ export type FromWorker =
   | { readonly t: 'reply'; readonly id: number; readonly reply: Reply }
   /** This worker holds requests for a backend key it does not know (it evicted it): send its spec (`backend`). */
   | { readonly t: 'needBackend'; readonly key: string }
+  /** Task `id` is about to create a temporary file at `path` (a storage path): the pool removes it if this thread dies first. */
+  | { readonly t: 'temp'; readonly id: number; readonly path: string }
 
 /** What a protocol view may offer over a backend, and whether it writes in place (`writeAt`). */
 export interface BackendAbilities extends FsAbilities {

@@ -84,6 +84,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     transfersPerWorker: config.transfers_per_worker,
     bufferBytes: config.transfer_buffer_bytes,
     plugins: plugins.enabled,
+    ...(config.backend_timeout_seconds === null ? {} : { backendTimeoutMs: config.backend_timeout_seconds * 1000 }),
   })
   const limits = new TransferLimits({ perAddress: config.transfers_per_address, perCredential: config.transfers_per_credential })
   const storageFor = (spec: BackendSpec, key?: string): Storage => limits.wrap(new PoolStorage(pool, spec, key))
@@ -256,15 +257,18 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     gateways,
     close(graceMs = config.shutdown_grace_seconds * 1000) {
       closing ??= (async () => {
+        // The grace's last part (up to 1 s) is kept for what is cut off: cancelled in the
+        // worker threads, whose drivers remove their temporary files.
+        const settleMs = Math.min(1000, graceMs / 4)
         srv.stopListening()
-        await srv.drain(graceMs)
+        // Every door at once, to the same deadline: the API's requests and each gateway's own work.
+        await Promise.all([srv.drain(graceMs - settleMs), ...gateways.map((g) => g.stop(graceMs - settleMs).catch(() => {}))])
         if (srv.inFlight > 0) logger.log('warn', 'shutdown deadline reached: cutting transfers off', { in_flight: srv.inFlight })
-        for (const g of gateways) await g.stop().catch(() => {})
         gatewayLogin.close()
         bearerViews.close()
         srv.close()
         tus.close()
-        await pool.close()
+        await pool.close(settleMs)
         await state.close()
       })()
       return closing

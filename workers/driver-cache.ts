@@ -9,6 +9,7 @@
 import type { BackendSpec } from '../core/backend.js'
 import type { Driver } from '../core/driver.js'
 import { createDriver } from './drivers/index.js'
+import type { PoolKnobs } from './sessions.js'
 
 interface Slot {
   readonly driver: Promise<Driver>
@@ -26,9 +27,12 @@ export class DriverCache {
   readonly #specs = new Map<string, BackendSpec>()
   readonly #slots = new Map<string, Slot>()
   readonly #idleMs: number
+  readonly #knobs: PoolKnobs
 
-  constructor(idleMs = 10 * 60_000) {
+  /** `knobs`: what every remote driver's session pool gets (the backend timeout). */
+  constructor(idleMs = 10 * 60_000, knobs: PoolKnobs = {}) {
     this.#idleMs = idleMs
+    this.#knobs = knobs
   }
 
   register(key: string, spec: BackendSpec): void {
@@ -45,7 +49,7 @@ export class DriverCache {
     if (!slot) {
       const spec = this.#specs.get(key)
       if (!spec) throw new Error(`backend ${key} is not registered in this thread`)
-      slot = { driver: createDriver(spec), users: 0, timer: null }
+      slot = { driver: createDriver(spec, this.#knobs), users: 0, timer: null }
       this.#slots.set(key, slot)
       // A failed open is not cached: the next request tries again.
       slot.driver.catch(() => this.#slots.get(key) === slot && this.#slots.delete(key))

@@ -26,8 +26,9 @@ type Run = Extract<ToWorker, { t: 'run' }>
 
 const port = parentPort
 if (!port) throw new Error('workers/entry.ts runs in a pool thread')
-const drivers = new DriverCache()
-const budget = uploadBudget(workerData as PoolWorkerData | undefined)
+const data = workerData as PoolWorkerData | undefined
+const drivers = new DriverCache(undefined, data?.backendTimeoutMs === undefined ? {} : { timeoutMs: data.backendTimeoutMs })
+const budget = uploadBudget(data)
 /** Running tasks' controllers, by task id. */
 const running = new Map<number, AbortController>()
 /** Tasks waiting for their backend's spec, by key. */
@@ -77,7 +78,8 @@ async function handle(id: number, msg: Request, transfer: Transferable[]): Promi
       return () => held.release()
     }
     try {
-      const value = await run(held.driver, msg, { signal: ac.signal, requestId: msg.requestId }, transfer, keep)
+      const temp = (path: string) => port!.postMessage({ t: 'temp', id, path } satisfies FromWorker)
+      const value = await run(held.driver, msg, { signal: ac.signal, requestId: msg.requestId, temp }, transfer, keep)
       return { ok: true, value }
     } finally {
       if (!kept) held.release()
@@ -187,6 +189,9 @@ async function run(d: Driver, msg: Request, ctx: OpContext, transfer: Transferab
 
 async function write(d: Driver, msg: Extract<Request, { op: 'write' }>, p: MessagePort, ctx: OpContext): Promise<unknown> {
   const body = new PortReader(p, { budget })
+  // Cancelled (the pool closing, the caller gone): a write waiting for bytes stops too, and the driver removes its temporary file.
+  const onAbort = () => body.fail(new FsError('ECANCELED', 'the upload was cancelled'))
+  ctx.signal.addEventListener('abort', onAbort, { once: true })
   const { overwrite, size, mtimeMs, metadata } = msg
   const opts = { overwrite, ...(size === undefined ? {} : { size }), ...(mtimeMs === undefined ? {} : { mtimeMs }), ...(metadata === undefined ? {} : { metadata }) }
   const hashed = msg.digest === undefined ? null : hashing(body, createHash(msg.digest))
@@ -195,6 +200,7 @@ async function write(d: Driver, msg: Extract<Request, { op: 'write' }>, p: Messa
     const entry = await (msg.parents ? writeFile(ctx, d, msg.path, source, opts) : d.write(ctx, msg.path, source, opts))
     return hashed === null ? entry : { ...entry, digest: await hashed.digest() }
   } finally {
+    ctx.signal.removeEventListener('abort', onAbort)
     body.cancel() // no-op after a complete read; stops the sender when the write failed early
   }
 }

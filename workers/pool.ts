@@ -23,6 +23,11 @@
  * Why not piscina (the first design's choice): it cannot tell which thread a task went
  * to, so it cannot place transfers, remember which thread knows which backend, or
  * cancel a task without killing its thread and every pooled session on it.
+ *
+ * Temporary files: a thread announces each one before its task creates it (an upload's
+ * hidden `.part`; `temp` messages). The driver removes it itself when the op fails; when
+ * the thread dies first, the pool removes what its unfinished tasks announced, on another
+ * thread, so a killed thread leaves no debris.
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -33,6 +38,8 @@ import { FsError, fromWire } from '../core/errors.js'
 import type { FromWorker, Reply, Request, ToWorker } from '../core/messages.js'
 import type { PluginConfig } from '../core/plugin.js'
 import { ByteBudget } from '../core/port-stream.js'
+import { baseName } from '../core/paths.js'
+import { isTempUploadName } from './drivers/upload-names.js'
 import type { PoolWorkerData } from './transfers.js'
 
 export interface PoolOptions {
@@ -50,6 +57,8 @@ export interface PoolOptions {
   readonly bufferBytes?: number
   /** Enabled plugins: every thread loads them (workers/plugins.ts). */
   readonly plugins?: readonly PluginConfig[]
+  /** How long a remote backend may stay silent (absent: each driver's default). */
+  readonly backendTimeoutMs?: number
 }
 
 export interface PoolStats {
@@ -95,6 +104,8 @@ interface Pending {
   readonly lane: 'task' | 'transfer'
   readonly settle: (reply: Reply | null, thread: Thread | null, err?: unknown) => void
   thread: Thread | null
+  /** Temporary files the task announced (storage paths): removed if its thread dies under it. */
+  readonly temps: string[]
   readonly signal: AbortSignal | undefined
 }
 
@@ -125,11 +136,13 @@ function threadScript(): string {
 
 /** Backend keys remembered per thread. */
 const MAX_KNOWN = 10_000
+/** Temporary files remembered per task (the latest). */
+const MAX_TEMPS = 64
 
 const lost = (cause?: unknown) => new FsError('EIO', 'the worker handling this request stopped', cause === undefined ? {} : { cause })
 
 export class WorkerPool {
-  readonly #opts: Required<Omit<PoolOptions, 'plugins'>> & { plugins: readonly PluginConfig[] }
+  readonly #opts: Required<Omit<PoolOptions, 'plugins' | 'backendTimeoutMs'>> & Pick<PoolOptions, 'backendTimeoutMs'> & { plugins: readonly PluginConfig[] }
   readonly #threads: Thread[] = []
   readonly #queue: Pending[] = []
   readonly #script = threadScript()
@@ -181,12 +194,17 @@ export class WorkerPool {
   }
 
   /**
-   * Stops every thread. Callers wait for their transfers first (front/main.ts drains
-   * HTTP requests up to the shutdown deadline); what still runs then is cut off.
+   * Stops every thread. Callers wait for their transfers first (front/app.ts drains every
+   * door up to the shutdown deadline); what still runs then is cancelled, so that drivers
+   * remove their temporary files as they stop, and the threads end once their tasks have
+   * answered, or after `settleMs`.
    */
-  async close(): Promise<void> {
+  async close(settleMs = 0): Promise<void> {
     this.#closed = true
     for (const p of this.#queue.splice(0)) p.settle(null, null, new ApiError('UNAVAILABLE', 'the server is shutting down'))
+    for (const t of this.#threads) for (const id of t.pending.keys()) t.worker.postMessage({ t: 'cancel', id } satisfies ToWorker)
+    const deadline = performance.now() + settleMs
+    while (this.#threads.some((t) => t.pending.size > 0) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10))
     await Promise.all(this.#threads.map((t) => t.worker.terminate()))
   }
 
@@ -204,6 +222,7 @@ export class WorkerPool {
         lane,
         transfer: opts.transfer ?? [],
         thread: null,
+        temps: [],
         signal,
         settle: (reply, thread, err) => {
           signal?.removeEventListener('abort', onAbort)
@@ -267,6 +286,14 @@ export class WorkerPool {
   }
 
   #onMessage(t: Thread, msg: FromWorker): void {
+    if (msg.t === 'temp') {
+      const temps = t.pending.get(msg.id)?.temps
+      if (temps === undefined || !isTempUploadName(baseName(msg.path))) return
+      // A task's temporary files come one after another (a tree copied file by file): the last ones may be live.
+      if (temps.length >= MAX_TEMPS) temps.shift()
+      temps.push(msg.path)
+      return
+    }
     if (msg.t === 'needBackend') {
       // The thread parked a request for a key it does not know: any pending request for it has the spec.
       for (const p of t.pending.values()) {
@@ -324,11 +351,19 @@ export class WorkerPool {
     }
   }
 
+  /** Removes a temporary file a dead thread's task announced, on a live thread; gone already is fine. */
+  #removeTemp(p: Pending, path: string): void {
+    if (this.#closed) return
+    const req: Request = { v: p.req.v, requestId: p.req.requestId, key: p.req.key, op: 'remove', path, recursive: false, kind: 'file' }
+    this.run(req, p.spec).catch(() => {})
+  }
+
   #spawn(): void {
     const worker = new Worker(this.#script, {
       workerData: {
         plugins: this.#opts.plugins,
         uploadBufferBytes: Math.floor(this.#opts.bufferBytes / 2 / this.#opts.workers),
+        ...(this.#opts.backendTimeoutMs === undefined ? {} : { backendTimeoutMs: this.#opts.backendTimeoutMs }),
       } satisfies PoolWorkerData,
     })
     const t: Thread = { worker, pending: new Map(), known: new Set(), leases: new Set(), tasks: 0, transfers: 0, dead: false, started: performance.now() }
@@ -352,6 +387,7 @@ export class WorkerPool {
     for (const p of t.pending.values()) {
       this.#free(t, p)
       p.settle(null, null, err)
+      for (const path of p.temps) this.#removeTemp(p, path)
     }
     t.pending.clear()
     for (const l of t.leases) l.onLost(err)

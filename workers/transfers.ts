@@ -19,6 +19,8 @@ import type { PluginWorkerData } from './plugins.js'
 export interface PoolWorkerData extends PluginWorkerData {
   /** Bytes this thread may buffer for incoming (upload) streams. */
   readonly uploadBufferBytes: number
+  /** How long a remote backend may stay silent (config `backend_timeout_seconds`); absent: each driver's default. */
+  readonly backendTimeoutMs?: number
 }
 
 /** A stream ready to go: its head (in the task's reply) and its bytes. */

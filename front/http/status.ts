@@ -23,6 +23,7 @@ export const HTTP_STATUS: Readonly<Record<ApiCode, number>> = {
   BACKEND_UNREACHABLE: 502,
   UNAVAILABLE: 503,
   BACKEND_TIMEOUT: 504,
+  INSUFFICIENT_STORAGE: 507,
 }
 
 export const JSON_TYPE = 'application/json; charset=utf-8'

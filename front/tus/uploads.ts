@@ -26,9 +26,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { FileStore } from '@tus/file-store'
 import { Metadata, Server, type Upload } from '@tus/server'
 import { ApiError, toApiError } from '../../core/api-error.js'
+import { stagingError } from '../../core/errors.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
 import type { StateStore } from '../../core/state.js'
 import { parseClientPath } from '../../core/paths.js'
@@ -38,6 +38,7 @@ import type { Logger } from '../log.js'
 import { HTTP_STATUS } from '../http/status.js'
 import { checkUploadTarget, ctxOf, flag, writeUpload } from '../routes/files.js'
 import { StoreConfigstore } from './records.js'
+import { StagingStore } from './staging-store.js'
 import { fromWebResponse, toWebRequest } from './web.js'
 
 export const TUS_PATH = '/api/files/tus'
@@ -84,7 +85,7 @@ const NOT_FOUND = () => new ApiError('NOT_FOUND', 'no such upload')
 
 export class TusUploads {
   readonly #opts: TusOptions
-  readonly #store: FileStore
+  readonly #store: StagingStore
   readonly #records: StoreConfigstore
   readonly #server: Server
   readonly #calls = new WeakMap<Request, Call>()
@@ -103,7 +104,7 @@ export class TusUploads {
   private constructor(opts: TusOptions) {
     this.#opts = opts
     this.#records = new StoreConfigstore(opts.state)
-    this.#store = new FileStore({ directory: opts.dir, configstore: this.#records, expirationPeriodInMilliseconds: opts.expiryMs })
+    this.#store = new StagingStore({ directory: opts.dir, configstore: this.#records, expirationPeriodInMilliseconds: opts.expiryMs })
     this.#server = new Server({
       path: TUS_PATH,
       datastore: this.#store,
@@ -139,7 +140,7 @@ export class TusUploads {
       },
       onResponseError: (req, err) => {
         if (typeof (err as { status_code?: unknown }).status_code === 'number') return undefined // the protocol's own answer
-        this.#call(req).failure = err
+        this.#call(req).failure = stagingError(err)
         return { status_code: 500, body: 'internal error\n' }
       },
     })

@@ -57,10 +57,12 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   const corsOrigins = new Set(opts.corsOrigins)
   const resource = () => `${opts.publicUrl()}/mcp`
 
+  const calls = { running: 0 }
   const newServer = () =>
     createMcpServer({
       version: opts.version,
       limits,
+      calls,
       publicUrl: opts.publicUrl,
       log: (level, msg, fields) => ctx?.log(level, msg, fields),
     })
@@ -291,8 +293,11 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       ctx = c
       stored = new StoredSessions(c.state, opts.idleSeconds * 1000)
     },
-    async stop() {
+    async stop(graceMs = 0) {
+      // New requests are refused at once; tool calls under way get the grace to answer.
       ctx = null
+      const deadline = Date.now() + graceMs
+      while (calls.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
       await sessions.closeAll()
     },
   }

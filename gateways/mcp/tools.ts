@@ -41,6 +41,8 @@ export interface ToolDeps {
   /** The HTTP API's address as clients reach it (share links). */
   readonly publicUrl: () => string
   readonly log: (level: 'warn' | 'error', msg: string, fields: Record<string, unknown>) => void
+  /** Tool calls under way, all sessions together: a shutdown lets them finish first. */
+  readonly calls?: { running: number }
 }
 
 /** A path argument: absolute, or relative to the root; `..` above the root is refused. */
@@ -77,12 +79,15 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       const g = grantOf(extra.authInfo)
       if (writes && g.fs.readOnly) return READ_ONLY
       const ctx: RequestContext = { requestId: g.requestId, signal: extra.signal }
+      if (deps.calls) deps.calls.running++
       try {
         return await fn(args, g, ctx)
       } catch (err) {
         const { result, bug } = toolFailure(err)
         if (bug !== undefined) deps.log('error', 'mcp tool failed', { requestId: g.requestId, err: bug instanceof Error ? (bug.stack ?? bug.message) : String(bug) })
         return result
+      } finally {
+        if (deps.calls) deps.calls.running--
       }
     }
   const { limits } = deps

@@ -42,6 +42,7 @@ const TABLE: Readonly<Record<FsErrorCode, readonly [code: string, status: number
   EUNAVAILABLE: ['ServiceUnavailable', 503],
   EAUTH: ['AccessDenied', 403],
   EFBIG: ['EntityTooLarge', 400],
+  ENOSPC: ['InsufficientStorage', 507], // no AWS code for it: WebDAV's 507, not retried by SDKs as a 503 would be
   EMEDIA: ['InvalidRequest', 400],
   EIO: ['InternalError', 500],
 }
@@ -54,6 +55,7 @@ const MESSAGES: Partial<Record<FsErrorCode, string>> = {
   EISDIR: 'This key names a folder on this storage (it holds other keys).',
   ETIMEDOUT: 'The storage behind this endpoint did not answer in time. Please retry.',
   EUNAVAILABLE: 'The storage behind this endpoint cannot be reached now. Please retry.',
+  ENOSPC: 'The storage behind this endpoint has no space left for this object.',
   EIO: 'We encountered an internal error. Please try again.',
 }
 

@@ -20,7 +20,7 @@ export interface S3GatewayOptions {
   readonly baseDomain: string | null
   /** Multipart uploads not completed within this many hours of their creation are removed (default 24). */
   readonly multipartExpiryHours?: number
-  /** Time requests in flight get to finish at stop (default 5 s). */
+  /** Time requests in flight get to finish at a stop that does not say (default 5 s). */
   readonly graceMs?: number
 }
 
@@ -43,8 +43,8 @@ export function createS3Gateway(opts: S3GatewayOptions): Gateway {
       listener = await ctx.listenHttp({ host: opts.host, port: opts.port, handler, maxBodyBytes: null, errorReply: (err, req) => errorReply(req, err, ctx.log) })
       ctx.log('info', 's3 gateway listening', { address: `${opts.host}:${listener.port}`, region: opts.region, base_domain: opts.baseDomain })
     },
-    async stop() {
-      await listener?.close(opts.graceMs ?? 5000)
+    async stop(graceMs?: number) {
+      await listener?.close(graceMs ?? opts.graceMs ?? 5000)
       listener = null
       multipart?.stop()
       multipart = null

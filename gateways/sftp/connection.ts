@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto'
 import type { Connection, ClientInfo } from 'ssh2'
 import type { GatewayLogin } from '../../core/gateway.js'
 import { type LoggedIn, authenticate } from './auth.js'
-import { serveSftp } from './session.js'
+import { type Work, serveSftp } from './session.js'
 
 export const ONLY_SFTP = 'filegate: only the sftp subsystem is served\n'
 /** Session channels one connection may hold open at once (as OpenSSH's MaxSessions). */
@@ -21,6 +21,8 @@ export interface ConnectionOptions {
   readonly loggedIn: () => void
   /** The connection's TCP socket: corked while a session writes, so ssh2's packets leave together. */
   readonly socket?: { cork(): void; uncork(): void }
+  /** What the connection has under way (./session.ts): a shutdown waits until it is none. */
+  readonly work?: Work
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 }
 
@@ -48,7 +50,7 @@ export function onConnection(client: Connection, info: ClientInfo, opts: Connect
     // (./wire/), ssh2 the SSH beneath.
     session.on('subsystem', (acceptSub, reject, info) => {
       if (who === null || info.name !== 'sftp') return reject()
-      serveSftp(acceptSub(), { fs: who.fs, user: who.user, connId, address, log: opts.log, ...(opts.socket ? { socket: opts.socket } : {}) })
+      serveSftp(acceptSub(), { fs: who.fs, user: who.user, connId, address, log: opts.log, ...(opts.socket ? { socket: opts.socket } : {}), ...(opts.work ? { work: opts.work } : {}) })
     })
     const refuseCommand = (accept: () => { stderr: { write(s: string): void }; exit(code: number): void; end(): void }) => {
       const ch = accept()

@@ -37,8 +37,8 @@ export function createSftpGateway(opts: SftpGatewayOptions): Gateway {
       })
       ctx.log('info', 'sftp gateway listening', { address: `${opts.host}:${listener.port}`, host_key: key.fingerprint })
     },
-    async stop() {
-      await listener?.close()
+    async stop(graceMs?: number) {
+      await listener?.close(graceMs)
       listener = null
     },
   }

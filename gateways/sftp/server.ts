@@ -9,6 +9,7 @@ import { type Socket, createServer } from 'node:net'
 import type { Algorithms } from 'ssh2'
 import { type ConnectionOptions, onConnection } from './connection.js'
 import { readProxyHeader } from './proxy-header.js'
+import type { Work } from './session.js'
 import { Server } from './ssh2.js'
 
 export const ALGORITHMS: Algorithms = {
@@ -27,11 +28,17 @@ export const LOGIN_GRACE_MS = 120_000
 
 export interface SshListener {
   readonly port: number
-  /** Stops listening and drops every connection. */
-  close(): Promise<void>
+  /**
+   * Stops listening; each connection is closed once it has nothing under way (no request
+   * in flight, no file open), and whatever is left after `graceMs` (default 0) is dropped.
+   */
+  close(graceMs?: number): Promise<void>
 }
 
-export interface ListenOptions extends Omit<ConnectionOptions, 'loggedIn' | 'socket'> {
+/** How often a closing listener looks for connections that became idle. */
+const CLOSE_POLL_MS = 50
+
+export interface ListenOptions extends Omit<ConnectionOptions, 'loggedIn' | 'socket' | 'work'> {
   readonly graceMs?: number
   /** Whether a connection from this peer begins with a PROXY protocol header (./proxy-header.ts), naming the client. */
   readonly proxied?: (peer: string) => boolean
@@ -39,12 +46,12 @@ export interface ListenOptions extends Omit<ConnectionOptions, 'loggedIn' | 'soc
 
 /** Listens on host:port; a port in use rejects with an error naming `sftp.port`. */
 export function listenSsh(hostKey: string, host: string, port: number, opts: ListenOptions): Promise<SshListener> {
-  /** Open sockets, by remote address and port, with their grace timers and the client's address (a balancer's PROXY header). */
-  const sockets = new Map<string, { socket: Socket; grace: NodeJS.Timeout; client?: string }>()
+  /** Open sockets, by remote address and port, with their grace timers, their work under way and the client's address (a balancer's PROXY header). */
+  const sockets = new Map<string, { socket: Socket; grace: NodeJS.Timeout; work: Work; client?: string }>()
   const ssh = new Server({ hostKeys: [hostKey], algorithms: ALGORITHMS, ident: 'filegate' }, (client, info) => {
     const key = `${info.ip}:${info.port}`
     const open = sockets.get(key)
-    onConnection(client, open?.client ? { ...info, ip: open.client } : info, { ...opts, loggedIn: () => clearTimeout(sockets.get(key)?.grace), ...(open ? { socket: open.socket } : {}) })
+    onConnection(client, open?.client ? { ...info, ip: open.client } : info, { ...opts, loggedIn: () => clearTimeout(open?.grace), ...(open ? { socket: open.socket, work: open.work } : {}) })
   })
   const tcp = createServer((socket) => {
     const key = `${socket.remoteAddress}:${socket.remotePort}`
@@ -55,7 +62,7 @@ export function listenSsh(hostKey: string, host: string, port: number, opts: Lis
       opts.log('info', 'sftp login grace time over: connection closed', { address: socket.remoteAddress })
       socket.destroy()
     }, opts.graceMs ?? LOGIN_GRACE_MS)
-    const open: { socket: Socket; grace: NodeJS.Timeout; client?: string } = { socket, grace }
+    const open: { socket: Socket; grace: NodeJS.Timeout; work: Work; client?: string } = { socket, grace, work: { busy: 0 } }
     sockets.set(key, open)
     socket.once('close', () => {
       clearTimeout(grace)
@@ -86,10 +93,26 @@ export function listenSsh(hostKey: string, host: string, port: number, opts: Lis
       tcp.on('error', (err: Error) => opts.log('error', 'sftp listener error', { err: err.message }))
       resolve({
         port: (tcp.address() as { port: number }).port,
-        close: () =>
+        close: (graceMs = 0) =>
           new Promise<void>((res) => {
-            tcp.close(() => res())
-            for (const { socket } of sockets.values()) socket.destroy()
+            const deadline = Date.now() + graceMs
+            const ending = new Set<Socket>()
+            let listening = true
+            tcp.close(() => (listening = false))
+            const sweep = () => {
+              const late = Date.now() >= deadline
+              for (const { socket, work } of sockets.values()) {
+                // Late: dropped, its open files aborted (nothing committed). Idle: closed once what was written is sent.
+                if (late) socket.destroy()
+                else if (work.busy === 0 && !ending.has(socket)) {
+                  ending.add(socket)
+                  socket.destroySoon()
+                }
+              }
+              if (sockets.size === 0 && !listening) return res()
+              setTimeout(sweep, late ? 5 : CLOSE_POLL_MS)
+            }
+            sweep()
           }),
       })
     })

@@ -49,6 +49,8 @@ export interface SessionOptions {
   readonly address: string
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
   readonly socket?: { cork(): void; uncork(): void }
+  /** The connection's work: requests in flight and files open, all its sessions together (a shutdown waits for it). */
+  readonly work?: Work
 }
 
 export function flagsOf(pflags: number): OpenFlags {
@@ -62,6 +64,11 @@ export function flagsOf(pflags: number): OpenFlags {
     truncate: (pflags & OPEN_MODE.TRUNC) !== 0,
     exclusive: (pflags & OPEN_MODE.EXCL) !== 0,
   }
+}
+
+/** What a connection has under way: requests in flight plus files open. */
+export interface Work {
+  busy: number
 }
 
 /** Serves SFTP on `channel` (an accepted `sftp` subsystem) until it ends. */
@@ -86,8 +93,10 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
   })
   const path = (raw: string): string => resolveProtocolPath('/', raw)
 
+  const work = opts.work ?? { busy: 0 }
   /** Runs one request: its answer, or its error as a status. */
   const run = (reqid: number, op: string, fn: () => Promise<void> | void): void => {
+    work.busy++
     void (async () => {
       try {
         await fn()
@@ -95,6 +104,8 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
         const st = toStatus(err)
         if (st.bug) opts.log('error', 'sftp request failed', { op, connId: opts.connId, err: String((err as Error)?.stack ?? err) })
         sftp.status(reqid, st.code, st.message)
+      } finally {
+        work.busy--
       }
     })()
   }
@@ -102,7 +113,11 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
   const end = (): void => {
     if (life.signal.aborted) return
     life.abort()
-    for (const h of handles.drain()) if (h.kind === 'file') h.file.abort()
+    for (const h of handles.drain()) {
+      if (h.kind !== 'file') continue
+      work.busy--
+      h.file.abort()
+    }
   }
 
   const fileOf = (id: Buffer): FileState => {
@@ -120,6 +135,7 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
   const newHandle = (state: Open): Buffer => {
     const id = handles.add(state)
     if (id === null) throw new FsError('EINVAL', `too many open handles (at most ${MAX_HANDLES} per session)`)
+    if (state.kind === 'file') work.busy++
     return id
   }
 
@@ -181,6 +197,7 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
       const h = handles.take(id)
       if (h === undefined) throw new FsError('EINVAL', 'no such handle')
       if (h.kind === 'file') {
+        work.busy-- // this CLOSE request counts until its answer is sent
         await h.file.close()
         if (h.after !== undefined) await applySettable(h.file.path, h.after)
       }

@@ -14,7 +14,7 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import { freePort, requireBinary, run, startServer } from './process.js'
+import { freePort, killDescendants, requireBinary, run, startServer } from './process.js'
 import { retryingPasswdLock } from './users.js'
 
 export interface SambaServer {
@@ -95,6 +95,11 @@ export async function startSamba(t: Test, opts: SambaOptions = {}): Promise<Samb
   const args = ['--foreground', '--debug-stdout', '-s', conf]
   let server = await startServer(t, smbd, args, { port })
   const params = { hostname: '127.0.0.1', port, share, domain: 'WORKGROUP', username, password }
+  // With its per-connection children, as a machine going down drops its connections (test/servers/process.ts's Restartable).
+  const stop = async (): Promise<void> => {
+    if (server.child.pid !== undefined) killDescendants(server.child.pid)
+    await server.stop()
+  }
   return {
     hostname: '127.0.0.1',
     port,
@@ -105,9 +110,9 @@ export async function startSamba(t: Test, opts: SambaOptions = {}): Promise<Samb
     dir,
     conf,
     params,
-    stop: () => server.stop(),
+    stop,
     restart: async () => {
-      await server.stop()
+      await stop()
       server = await startServer(t, smbd, args, { port })
     },
   }

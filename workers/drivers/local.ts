@@ -82,7 +82,7 @@ const MESSAGES: Partial<Record<FsErrorCode, string>> = {
 export function classify(err: unknown, path: string): FsError {
   if (isFsError(err)) return err
   const sys = (err as { code?: string }).code
-  if (sys === 'ENOSPC') return new FsError('EIO', `no space left on the storage (${path})`, { path, cause: err })
+  if (sys === 'ENOSPC') return new FsError('ENOSPC', `no space left on the storage (${path})`, { path, cause: err })
   if (sys === 'ABORT_ERR') return new FsError('ECANCELED', 'cancelled', { path, cause: err })
   const code = (sys !== undefined && CODES[sys]) || 'EIO'
   return new FsError(code, `${path}: ${MESSAGES[code] ?? 'storage error'}`, { path, cause: err })
@@ -181,7 +181,7 @@ class LocalDriver implements Driver {
       const existing = await this.#target(dir, name, path)
       if (existing?.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
       if (existing && opts.overwrite === false) throw new FsError('EEXIST', `${path}: already exists`, { path })
-      const tmp = dir.child(tempUploadName())
+      const tmp = dir.child(tempUploadName(ctx, path))
       let fh: fs.FileHandle | null = null
       try {
         fh = await fs.open(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o644)
@@ -312,7 +312,7 @@ class LocalDriver implements Driver {
   }
 
   /** copy_file_range (or a reflink) into a hidden temporary file, committed like `write`. */
-  async copy(_ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<Entry> {
+  async copy(ctx: OpContext, from: string, to: string, opts: { overwrite: boolean }): Promise<Entry> {
     if (to === '/') throw new FsError('EISDIR', '/: is a directory', { path: to })
     return this.#pinned(from, {}, async (src) => {
       if ((await src.stat()).isDirectory()) throw new FsError('EISDIR', `${from}: is a directory`, { path: from })
@@ -320,7 +320,7 @@ class LocalDriver implements Driver {
         const existing = await this.#target(dir, name, to)
         if (existing?.isDirectory()) throw new FsError('EISDIR', `${to}: is a directory`, { path: to })
         if (existing && !opts.overwrite) throw new FsError('EEXIST', `${to}: already exists`, { path: to })
-        const tmp = dir.child(tempUploadName())
+        const tmp = dir.child(tempUploadName(ctx, to))
         try {
           await fs.copyFile(src.at, tmp, fsc.COPYFILE_EXCL | fsc.COPYFILE_FICLONE)
           if (!dir.inPlace()) throw new FsError('ENOENT', `${to}: the folder was moved or removed during the copy`, { path: to })

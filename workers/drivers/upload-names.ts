@@ -6,12 +6,20 @@
  * a half-written upload is never seen, whatever the backend.
  */
 import { randomBytes } from 'node:crypto'
+import type { OpContext } from '../../core/driver.js'
+import { joinPath, parentOf } from '../../core/paths.js'
 
 const TEMP_NAME = /^\.filegate-[A-Za-z0-9_-]+\.part$/
 
-/** A fresh temporary name (no folder). */
-export function tempUploadName(): string {
-  return `.filegate-${randomBytes(9).toString('base64url')}.part`
+/**
+ * A fresh temporary name (no folder) for an upload to `path`, announced (`ctx.temp`,
+ * as a storage path) before the driver creates it: a thread that dies mid-upload
+ * leaves it to the pool to remove (workers/pool.ts).
+ */
+export function tempUploadName(ctx: OpContext, path: string): string {
+  const name = `.filegate-${randomBytes(9).toString('base64url')}.part`
+  ctx.temp?.(joinPath(parentOf(path), name))
+  return name
 }
 
 /** True for the names of uploads in progress (or left by a crash): never listed. */

@@ -11,6 +11,7 @@ import { createReadStream } from 'node:fs'
 import * as fs from 'node:fs/promises'
 import { join } from 'node:path'
 import { md5While } from '../meta/md5.js'
+import { stagingError } from '../../../core/errors.js'
 
 /** An upload id: 32 hex digits (128 random bits); nothing else ever names a folder here. */
 export const UPLOAD_ID = /^[0-9a-f]{32}$/
@@ -59,7 +60,7 @@ export class PartStaging {
       fh = await fs.open(path, 'wx', 0o600)
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new UploadGone()
-      throw err
+      throw stagingError(err)
     }
     const hashed = md5While(body)
     try {
@@ -72,7 +73,7 @@ export class PartStaging {
     } catch (err) {
       await fh.close().catch(() => {})
       await fs.rm(path, { force: true })
-      throw err
+      throw stagingError(err)
     }
     return { file, size: hashed.bytes, md5: hashed.digest() }
   }

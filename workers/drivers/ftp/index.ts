@@ -208,7 +208,7 @@ class FtpDriver implements Driver {
   async write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}): Promise<Entry> {
     const s = await this.#pool.acquire(ctx.signal)
     const abs = remotePath(s.root, path)
-    const tmp = `${remoteParent(abs)}/${tempUploadName()}`
+    const tmp = `${remoteParent(abs)}/${tempUploadName(ctx, path)}`
     let failure: FsError | undefined
     let uploadStarted = false
     /** Between STOR and its final reply: a failure there leaves the control connection unusable. */

@@ -17,6 +17,8 @@ import type { S3Spec } from '../../../core/backend.js'
 export interface S3ClientOptions extends Omit<S3Spec, 'type' | 'root'> {
   /** Most HTTP connections at once (the keep-alive agent's maxSockets). */
   readonly maxSockets?: number
+  /** A socket silent this long fails its request (default 30 s); connecting gets at most 5 s of it. */
+  readonly timeoutMs?: number
 }
 
 /** Matches the worker pool's default tasks per worker: one connection per concurrent task. */
@@ -47,8 +49,8 @@ export function openClient(sdk: Sdk, cfg: S3ClientOptions): { client: S3.S3Clien
     requestHandler: {
       httpAgent: agents[0],
       httpsAgent: agents[1],
-      connectionTimeout: CONNECT_TIMEOUT_MS,
-      socketTimeout: SOCKET_TIMEOUT_MS,
+      connectionTimeout: Math.min(CONNECT_TIMEOUT_MS, cfg.timeoutMs ?? CONNECT_TIMEOUT_MS),
+      socketTimeout: cfg.timeoutMs ?? SOCKET_TIMEOUT_MS,
     },
   })
   return { client, agents }

@@ -190,7 +190,7 @@ class SftpDriver implements Driver {
       const existing = await statOrNull(s, abs)
       if (existing?.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
       if (existing && opts.overwrite === false) throw new FsError('EEXIST', `${path}: already exists`, { path })
-      const tmp = `${remoteParent(abs)}/${tempUploadName()}`
+      const tmp = `${remoteParent(abs)}/${tempUploadName(ctx, path)}`
       let handle: Buffer | null = null
       try {
         handle = await call<Buffer>((cb) => s.sftp.open(tmp, 'wx', { mode: 0o644 }, cb))

@@ -115,7 +115,8 @@ export function openSession(ssh2: Ssh2, cfg: SftpConfig, timeoutMs: number, sign
       port: cfg.port,
       username: cfg.username,
       readyTimeout: timeoutMs,
-      keepaliveInterval: KEEPALIVE_MS,
+      // A server that stops answering is given up after about `timeoutMs` (and never later than 45 s).
+      keepaliveInterval: Math.min(KEEPALIVE_MS, Math.ceil(timeoutMs / 3)),
       keepaliveCountMax: 3,
       tryKeyboard: false,
       ...(cfg.password === undefined ? {} : { password: cfg.password }),

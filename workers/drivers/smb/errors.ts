@@ -109,7 +109,7 @@ const CODES = new Map<number, [FsErrorCode, string]>([
   [STATUS.INVALID_PARAMETER, ['EINVAL', 'the SMB server refused a parameter']],
   [STATUS.NOT_SUPPORTED, ['ENOTSUP', 'the SMB server does not support this']],
   [STATUS.QUOTA_EXCEEDED, ['EFBIG', 'over the quota of the SMB share']],
-  [STATUS.DISK_FULL, ['EIO', 'no space left on the SMB share']],
+  [STATUS.DISK_FULL, ['ENOSPC', 'no space left on the SMB share']],
   [STATUS.IO_TIMEOUT, ['ETIMEDOUT', 'the SMB server timed out']],
   [STATUS.NETWORK_NAME_DELETED, ['EUNAVAILABLE', 'the SMB connection was lost']],
   [STATUS.FILE_CLOSED, ['EUNAVAILABLE', 'the SMB connection was lost']],

@@ -65,6 +65,8 @@ function openPool(cfg: SmbConfig): SessionPool<SmbSession> {
   const timeoutMs = cfg.timeoutMs ?? 20_000
   const login = { hostname: cfg.hostname, port: cfg.port, share: cfg.share, domain: cfg.domain, username: cfg.username, password: cfg.password, timeoutMs }
   return new SessionPool<SmbSession>({
+    // A connection the server dropped while the session was idle is not handed out again.
+    isBroken: (s) => s.dead !== null,
     open: async (signal) => {
       try {
         return await SmbSession.open(login, signal)
@@ -180,7 +182,7 @@ class SmbDriver implements Driver {
   async write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}): Promise<Entry> {
     if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
     const target = this.#smb(path)
-    const temp = this.#smb(joinPath(parentOf(path), tempUploadName()))
+    const temp = this.#smb(joinPath(parentOf(path), tempUploadName(ctx, path)))
     const replace = opts.overwrite !== false
     return this.#use(ctx, path, async (s) => {
       const f = await s.create(temp, {
