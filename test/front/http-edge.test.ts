@@ -183,6 +183,23 @@ t.test('a quick answer to a request without a body keeps the connection open', a
   }
 })
 
+t.test('a HEAD answer keeps the connection open, with its Content-Length', async (t) => {
+  const { port, token, call } = await setup(t)
+  t.equal((await call('POST', '/api/files/cat', { path: '/h.txt' }, { body: 'hello' })).status, 200)
+  const auth = `Host: x\r\nAuthorization: Bearer ${token}\r\n`
+  const next = `GET /api/files/cat?path=/h.txt HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`
+  for (const [what, path, status, length] of [
+    ['a file', '/api/files/cat?path=/h.txt', 200, '5'],
+    ['an error', '/api/files/cat?path=/missing.txt', 404, null],
+  ] as const) {
+    const r = await raw(port, [`HEAD ${path} HTTP/1.1\r\n${auth}\r\n`, next])
+    t.strictSame(r.statuses, [status, 200], `HEAD of ${what}, then another request on the same connection`)
+    const head = r.text.slice(0, r.text.indexOf('\r\n\r\n'))
+    if (length !== null) t.match(head, new RegExp(`^content-length: ${length}\r?$`, 'im'), 'HEAD announces the length of the body it leaves out')
+    t.match(r.text, /hello$/, 'the next answer is whole')
+  }
+})
+
 t.test('a Content-Length of 10^9 bytes and more is read', async (t) => {
   const { port, token } = await setup(t, { max_upload_bytes: 1_500_000_000 })
   const over = await raw(port, [upload(token, '/big.bin', 'Content-Length: 2000000000')])
