@@ -8,7 +8,8 @@
  * a password, an API key, a gateway user logging in over SFTP, its S3 key (signed
  * requests, a presigned URL), the OAuth dance (registration, code, access and refresh
  * tokens) and MCP calls; each with its failures (wrong passwords, wrong keys, a bad
- * signature, an expired presigned URL, a used code, a revoked token, a tampered one).
+ * signature, an expired presigned URL, a used code, a revoked, an expired and a tampered
+ * session token).
  * Then every secret, as sent and URL-encoded and in base64, is looked for in the log,
  * in GET /metrics, in every answer received (status, headers and body; SFTP error
  * messages) and in the admin API's listings: none may appear, except in the one answer
@@ -209,9 +210,23 @@ t.test('a full session through every door leaves its secrets in no log, metric, 
   await keep('revoked token', await fetch(`${url}/api/files/ls?path=/`, { headers: bearer(nas) }))
   await keep('tampered token', await fetch(`${url}/api/files/ls?path=/`, { headers: bearer(`${local.slice(0, -6)}AAAAAA`) }))
 
+  // An expired session token: a second filegate, logging to the same log, whose sessions last a second.
+  const short = await startTestServer(t, { data_dir: join(top, 'data-short'), session: { ttl_seconds: 1 } }, createLogger('debug', (line) => lines.push(line)))
+  const shortLived = secret('expired session token', result(await keep('short session', await fetch(`${short.url}/api/session`, { method: 'POST', body: JSON.stringify({ type: 'tmp', userID: 'carol' }) }), ['expired session token'])).authorization as string)
+  await new Promise((r) => setTimeout(r, 2100))
+  const stale = await fetch(`${short.url}/api/files/ls?path=/`, { headers: bearer(shortLived) })
+  t.equal(stale.status, 401, 'an expired session token is refused')
+  await keep('expired token', stale)
+
   // What the admin sees, and the metrics.
-  for (const path of ['keys', 'shares', 'users', 'users/gw/s3-keys', 'status']) await keep(`admin ${path}`, await fetch(`${url}/admin/api/${path}`, { headers: bearer(admin) }))
-  await keep('metrics', await fetch(`${url}/metrics`))
+  for (const path of ['keys', 'shares', 'users', 'users/gw/s3-keys', 'status']) {
+    const res = await fetch(`${url}/admin/api/${path}`, { headers: bearer(admin) })
+    t.equal(res.status, 200, `the admin lists ${path}`)
+    await keep(`admin ${path}`, res)
+  }
+  const metrics = await fetch(`${url}/metrics`)
+  t.equal(metrics.status, 200, 'the metrics are scraped')
+  t.match(await keep('metrics', metrics), /filegate_http_requests_total/)
 
   // The request log line of a last request, made after all others, ends the log.
   await fetch(`${url}/healthz`, { headers: { 'x-request-id': 'last-request' } })
