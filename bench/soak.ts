@@ -122,6 +122,7 @@ runBenchmark('soak', async () => {
   const t0 = performance.now()
   const samples: Sample[] = [await sample(server.pid, server.url, 0, 0)]
   let finished = false
+  let shown = 0
   void run.done.finally(() => (finished = true))
   while (!finished) {
     const next = t0 + samples.length * SAMPLE_S * 1000
@@ -130,6 +131,8 @@ runBenchmark('soak', async () => {
     const s = await sample(server.pid, server.url, (performance.now() - t0) / 1000, run.tally.ops)
     samples.push(s)
     progress(`soak ${fmt(s.t)} s: ${run.tally.ops} ops (${run.tally.errors} errors), RSS ${fmt(s.rssMiB)} MiB, ${s.fds} fds, event-loop p99 ${fmt(s.lagP99Ms)} ms`)
+    for (const e of run.tally.firstErrors.slice(shown)) progress(`  error: ${e}`)
+    shown = run.tally.firstErrors.length
   }
   const result = await run.done
   samples.push(await sample(server.pid, server.url, result.wallS, result.tally.ops))

@@ -24,6 +24,9 @@ import { statusLine } from './status.js'
 
 const require = createRequire(import.meta.url)
 
+/** The idle time announced in `Keep-Alive: timeout=`, below the shortest uWS keeps an idle connection. */
+const KEEP_ALIVE_HINT_S = 5
+
 let loaded: { uws: typeof UWS; version: string } | null = null
 
 /**
@@ -297,6 +300,9 @@ class UwsExchange extends Exchange {
   #writeHead(reply: HttpReply): void {
     const res = this.#res.writeStatus(statusLine(reply.status))
     for (const [k, v] of this.headerLines(reply)) res.writeHeader(k, v)
+    // uWS closes a connection idle for 8 to 12 s (10 s, checked every 4) and says nothing:
+    // a client reusing it at that moment gets a reset. Announced, clients retire it first.
+    if (!this.closeAfter) res.writeHeader('Keep-Alive', `timeout=${KEEP_ALIVE_HINT_S}`)
   }
 
   #corked(fn: () => void): void {

@@ -200,6 +200,29 @@ t.test('a HEAD answer keeps the connection open, with its Content-Length', async
   }
 })
 
+t.test('answers announce how long an idle connection is kept, and keep it that long', async (t) => {
+  const { port } = await setup(t)
+  const sock = connect(port, '127.0.0.1')
+  t.teardown(() => sock.destroy())
+  let text = ''
+  sock.setEncoding('latin1').on('data', (d: string) => (text += d))
+  const answered = async (n: number) => {
+    while ([...text.matchAll(/^HTTP\/1\.1 200 /gm)].length < n) {
+      if (sock.destroyed || sock.readableEnded) return false
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    return true
+  }
+  sock.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+  t.ok(await answered(1), 'the first answer')
+  const hint = /^keep-alive: timeout=(\d+)\r?$/im.exec(text)?.[1]
+  t.ok(hint, 'it says how long the connection may stay idle (Keep-Alive: timeout=N)')
+  // Clients retire an idle connection a second before the announced time (Node's agent, undici).
+  await new Promise((r) => setTimeout(r, (Number(hint ?? 1) - 1) * 1000))
+  sock.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+  t.ok(await answered(2), 'the connection, idle that long, still answers')
+})
+
 t.test('a Content-Length of 10^9 bytes and more is read', async (t) => {
   const { port, token } = await setup(t, { max_upload_bytes: 1_500_000_000 })
   const over = await raw(port, [upload(token, '/big.bin', 'Content-Length: 2000000000')])
