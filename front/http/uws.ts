@@ -211,13 +211,13 @@ class UwsExchange extends Exchange {
     this.#corked(() => {
       this.#writeHead(reply)
       if (body !== null) this.#res.end(body, this.closeAfter)
+      // HEAD: given a length, endWithoutBody takes the reply for unfinished (none of its
+      // bytes were written) and closes the connection after it, which a client reusing
+      // the connection sees as a hang-up; so the length goes in a header of our own.
+      else if (reply.length !== undefined && this.closeAfter) this.#res.endWithoutBody(reply.length, true)
       else if (reply.length !== undefined) {
-        // HEAD: the length is announced by our own header. Given a length, endWithoutBody
-        // takes the reply for unfinished (none of its bytes were written) and closes the
-        // connection after it, which a client reusing the connection sees as a hang-up.
         this.#res.writeHeader('Content-Length', String(reply.length))
-        if (this.closeAfter) this.#res.endWithoutBody(0, true)
-        else this.#res.endWithoutBody()
+        this.#res.endWithoutBody()
       }
       // 204, 304, or HEAD of a body whose length is unknown (a transformed download):
       // announce no length at all. Only a call without arguments does that: any
