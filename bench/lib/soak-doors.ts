@@ -64,14 +64,18 @@ interface Answer {
 /** One request on `agent`; the whole answer in memory (the mix moves 1 MiB at most). */
 function call(agent: Agent, url: string, method: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> {
   return new Promise((resolve, reject) => {
+    const t0 = performance.now()
+    // A failure says whether the connection was a reused one, and after how long: a reset
+    // on a reused connection at once is the server closing it while it was idle.
+    const fail = (err: Error) => reject(new Error(`${err.message} (${req.reusedSocket ? 'reused' : 'new'} connection, after ${Math.round(performance.now() - t0)} ms)`))
     const req = request(url, { method, agent, headers: body ? { ...headers, 'content-length': String(body.length) } : headers, timeout: 60_000 }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))
-      res.once('error', reject)
+      res.once('error', fail)
       res.once('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
     })
     req.once('timeout', () => req.destroy(new Error(`${method} ${url}: no answer within 60 s`)))
-    req.once('error', reject)
+    req.once('error', fail)
     req.end(body)
   })
 }
