@@ -13,6 +13,7 @@
  * Every operation checks its answer (bytes of downloads, sizes of uploads on disk). The
  * file descriptors are counted with every client disconnected, after the peak (the
  * baseline: everything lazily opened is open by then) and after the soak.
+ * BENCH_SOAK_ENGINE=node runs filegate on its node:http engine instead of uWS.
  * Fails (exit 1) on any error and on descriptors left open; never on speed or memory
  * (RSS is reported: at start, after the warm-up, at the end, and its slope after warm-up).
  */
@@ -40,6 +41,8 @@ function seconds(name: string, dflt: number): number {
 const SOAK_S = seconds('BENCH_SOAK_SECONDS', env.quick ? 15 : 600)
 const PEAK_S = seconds('BENCH_SOAK_PEAK_SECONDS', env.quick ? 4 : 30)
 const SAMPLE_S = env.quick ? 2 : 10
+/** filegate's HTTP engine (its `http_engine`): BENCH_SOAK_ENGINE=node runs the soak on node:http. */
+const ENGINE = process.env.BENCH_SOAK_ENGINE === 'node' ? 'node' : 'auto'
 const LOAD = 0.8
 const PEAK_CLIENTS = 16
 const SFTP_SESSIONS = 4
@@ -72,7 +75,7 @@ runBenchmark('soak', async () => {
   writeFileSync(config, JSON.stringify({ admin_password: adminPassword, connections: [{ label: 'soak', type: 'local', path: folder, password: localPassword }] }), { mode: 0o600 })
   const sftpPort = await freePort()
   const s3Port = await freePort()
-  const server = await startFilegate(tempDir('soak-data'), env.workers, 'auto', { config, env: { FILEGATE_SFTP_PORT: String(sftpPort), FILEGATE_S3_PORT: String(s3Port) } })
+  const server = await startFilegate(tempDir('soak-data'), env.workers, ENGINE, { config, env: { FILEGATE_SFTP_PORT: String(sftpPort), FILEGATE_S3_PORT: String(s3Port) } })
   await waitForPort(sftpPort, null, 'filegate SFTP gateway')
   await waitForPort(s3Port, null, 'filegate S3 gateway')
   const admin = async (path: string, body: unknown, token?: string): Promise<Record<string, unknown>> => {
@@ -184,7 +187,7 @@ runBenchmark('soak', async () => {
   await server.stop()
   publish({
     name: 'soak',
-    settings: { soakSeconds: SOAK_S, peakSeconds: PEAK_S, load: LOAD, peakClients: PEAK_CLIENTS, sftpSessions: SFTP_SESSIONS, workers: env.workers, sampleSeconds: SAMPLE_S, warmupSeconds: WARMUP_S, mix: mix.map((o) => o.name) },
+    settings: { engine: ENGINE, soakSeconds: SOAK_S, peakSeconds: PEAK_S, load: LOAD, peakClients: PEAK_CLIENTS, sftpSessions: SFTP_SESSIONS, workers: env.workers, sampleSeconds: SAMPLE_S, warmupSeconds: WARMUP_S, mix: mix.map((o) => o.name) },
     figures,
     ratios: {},
     runs: samples,
