@@ -113,7 +113,13 @@ const sftpCall = <T>(fn: (cb: (err: Error | null | undefined, v: T) => void) => 
 /** The three doors' clients; `close()` ends every connection they hold. */
 export class Doors {
   readonly #cfg: DoorConfig
-  readonly #agent = new Agent({ keepAlive: true, maxSockets: 64 })
+  /**
+   * Node's agent follows the server's `Keep-Alive: timeout=N` (retiring an idle
+   * connection a second before) only when it has a timeout of its own: without one it
+   * keeps idle connections until the server closes them, and a request sent on one at
+   * that moment is reset.
+   */
+  readonly #agent = new Agent({ keepAlive: true, maxSockets: 64, timeout: 60_000 })
   readonly #signer: SignatureV4
   #sessions: { client: ssh2.Client; sftp: Sftp }[] = []
   #next = 0
