@@ -62,10 +62,10 @@ export interface Paced {
 
 /**
  * Starts `mix[i % mix.length]` at `rate` per second for `seconds`, at most `maxInFlight`
- * at once; `started()` and `tally` can be read while it runs. `done` resolves once the
- * last operation ended.
+ * at once; `tally` can be read while it runs. `done` resolves once the last operation
+ * ended.
  */
-export function paced(mix: readonly Op[], rate: number, seconds: number, maxInFlight: number): { done: Promise<Paced>; started: () => number; tally: Tally } {
+export function paced(mix: readonly Op[], rate: number, seconds: number, maxInFlight: number): { done: Promise<Paced>; tally: Tally } {
   const tally = newTally()
   let i = 0
   const done = (async (): Promise<Paced> => {
@@ -89,5 +89,5 @@ export function paced(mix: readonly Op[], rate: number, seconds: number, maxInFl
     await Promise.all(inFlight)
     return { tally, wallS: (performance.now() - t0) / 1000, maxLagS }
   })()
-  return { done, started: () => i, tally }
+  return { done, tally }
 }
