@@ -74,6 +74,8 @@ function call(agent: Agent, url: string, method: string, headers: Record<string,
       res.once('error', fail)
       res.once('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
     })
+    // A reused connection keeps the agent's idle timeout (Node's agent does not reset it): set ours.
+    req.once('socket', (socket) => socket.setTimeout(60_000))
     req.once('timeout', () => req.destroy(new Error(`${method} ${url}: no answer within 60 s`)))
     req.once('error', fail)
     req.end(body)
