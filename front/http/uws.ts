@@ -24,6 +24,9 @@ import { statusLine } from './status.js'
 
 const require = createRequire(import.meta.url)
 
+/** The idle time announced in `Keep-Alive: timeout=`, below the shortest uWS keeps an idle connection. */
+const KEEP_ALIVE_HINT_S = 5
+
 let loaded: { uws: typeof UWS; version: string } | null = null
 
 /**
@@ -208,7 +211,14 @@ class UwsExchange extends Exchange {
     this.#corked(() => {
       this.#writeHead(reply)
       if (body !== null) this.#res.end(body, this.closeAfter)
-      else if (reply.length !== undefined) this.#res.endWithoutBody(reply.length, this.closeAfter)
+      // HEAD: given a length, endWithoutBody takes the reply for unfinished (none of its
+      // bytes were written) and closes the connection after it, which a client reusing
+      // the connection sees as a hang-up; so the length goes in a header of our own.
+      else if (reply.length !== undefined && this.closeAfter) this.#res.endWithoutBody(reply.length, true)
+      else if (reply.length !== undefined) {
+        this.#res.writeHeader('Content-Length', String(reply.length))
+        this.#res.endWithoutBody()
+      }
       // 204, 304, or HEAD of a body whose length is unknown (a transformed download):
       // announce no length at all. Only a call without arguments does that: any
       // argument makes uWS announce one (`undefined` a huge one), so closing costs a 0.
@@ -290,6 +300,9 @@ class UwsExchange extends Exchange {
   #writeHead(reply: HttpReply): void {
     const res = this.#res.writeStatus(statusLine(reply.status))
     for (const [k, v] of this.headerLines(reply)) res.writeHeader(k, v)
+    // uWS closes a connection idle for 8 to 12 s (10 s, checked every 4) and says nothing:
+    // a client reusing it at that moment gets a reset. Announced, clients retire it first.
+    if (!this.closeAfter) res.writeHeader('Keep-Alive', `timeout=${KEEP_ALIVE_HINT_S}`)
   }
 
   #corked(fn: () => void): void {

@@ -183,6 +183,46 @@ t.test('a quick answer to a request without a body keeps the connection open', a
   }
 })
 
+t.test('a HEAD answer keeps the connection open, with its Content-Length', async (t) => {
+  const { port, token, call } = await setup(t)
+  t.equal((await call('POST', '/api/files/cat', { path: '/h.txt' }, { body: 'hello' })).status, 200)
+  const auth = `Host: x\r\nAuthorization: Bearer ${token}\r\n`
+  const next = `GET /api/files/cat?path=/h.txt HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`
+  for (const [what, path, status, length] of [
+    ['a file', '/api/files/cat?path=/h.txt', 200, '5'],
+    ['an error', '/api/files/cat?path=/missing.txt', 404, null],
+  ] as const) {
+    const r = await raw(port, [`HEAD ${path} HTTP/1.1\r\n${auth}\r\n`, next])
+    t.strictSame(r.statuses, [status, 200], `HEAD of ${what}, then another request on the same connection`)
+    const head = r.text.slice(0, r.text.indexOf('\r\n\r\n'))
+    if (length !== null) t.match(head, new RegExp(`^content-length: ${length}\r?$`, 'im'), 'HEAD announces the length of the body it leaves out')
+    t.match(r.text, /hello$/, 'the next answer is whole')
+  }
+})
+
+t.test('answers announce how long an idle connection is kept, and keep it that long', async (t) => {
+  const { port } = await setup(t)
+  const sock = connect(port, '127.0.0.1')
+  t.teardown(() => sock.destroy())
+  let text = ''
+  sock.setEncoding('latin1').on('data', (d: string) => (text += d))
+  const answered = async (n: number) => {
+    while ([...text.matchAll(/^HTTP\/1\.1 200 /gm)].length < n) {
+      if (sock.destroyed || sock.readableEnded) return false
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    return true
+  }
+  sock.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+  t.ok(await answered(1), 'the first answer')
+  const hint = /^keep-alive: timeout=(\d+)\r?$/im.exec(text)?.[1]
+  t.ok(hint, 'it says how long the connection may stay idle (Keep-Alive: timeout=N)')
+  // Clients retire an idle connection a second before the announced time (Node's agent, undici).
+  await new Promise((r) => setTimeout(r, (Number(hint ?? 1) - 1) * 1000))
+  sock.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+  t.ok(await answered(2), 'the connection, idle that long, still answers')
+})
+
 t.test('a Content-Length of 10^9 bytes and more is read', async (t) => {
   const { port, token } = await setup(t, { max_upload_bytes: 1_500_000_000 })
   const over = await raw(port, [upload(token, '/big.bin', 'Content-Length: 2000000000')])
