@@ -1,0 +1,28 @@
+/**
+ * What every door's properties share: a named fast-check property (with its share of
+ * the cases in a long run) and the frame of one case: the planted links restored
+ * first, the outside checked unchanged after.
+ */
+import type fc from 'fast-check'
+import { expect, outsideChanged, outsideState } from './invariants.js'
+import type { World } from './world.js'
+
+export interface Property {
+  readonly name: string
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly property: fc.IAsyncProperty<any>
+  /** Its share of the cases in `npm run fuzz` (relative to the door's other properties). */
+  readonly weight: number
+}
+
+const baselines = new WeakMap<World, string>()
+
+/** Runs one case: replants the links, runs it, then checks that nothing outside the root changed. */
+export async function checkCase(w: World, run: () => Promise<void>): Promise<void> {
+  let before = baselines.get(w)
+  if (before === undefined) baselines.set(w, (before = outsideState(w)))
+  w.replant()
+  await run()
+  const changed = outsideChanged(w, before)
+  expect(changed === null, changed!)
+}
