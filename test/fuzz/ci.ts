@@ -28,7 +28,7 @@ export async function fuzzInTap(t: Test, open: (w: World) => Promise<Door>, runs
   })
   for (const p of door.properties) {
     await t.test(p.name, async (t) => {
-      const details = await fc.check(p.property, { seed: CI_SEED, numRuns: runsPerProperty })
+      const details = await fc.check(p.property, { seed: CI_SEED, numRuns: p.ciRuns ?? runsPerProperty })
       t.notOk(details.failed, details.failed ? report(details) : `${details.numRuns} cases`)
       await alive(w)
       t.pass('alive after the batch')

@@ -82,6 +82,7 @@ export function httpProblem(method: string, path: string, status: number, header
 
 /** Why an S3 answer is not S3's: a 5xx but 503 (and 501 NotImplemented), an error without its XML `<Error>` with Code and RequestId. */
 export function s3Problem(method: string, status: number, headers: Headers, body: string): string | null {
+  if (status === 431) return null // the HTTP engine's own refusal of a head over 16 KiB, as on the API (httpProblem)
   if (status >= 500 && status !== 503 && status !== 501) return `S3 ${method} → ${status}: a server error (${body.slice(0, 300)})`
   if (status < 300 || status === 304) return null
   if (!headers.get('x-amz-request-id')) return `S3 ${method} → ${status} without x-amz-request-id`

@@ -18,14 +18,15 @@ const agent = new Agent({ keepAlive: false })
 const MAX_HEAD = 16 * 1024
 
 /** Gives up after `timeoutMs` of silence: a request that never ends is a stuck request, which is a failure. */
-export function raw(base: string, method: string, pathAndQuery: string, headers: OutgoingHttpHeaders = {}, body?: Uint8Array, timeoutMs = 60_000): Promise<Answer | null> {
+export function raw(base: string, method: string, pathAndQuery: string, headers: OutgoingHttpHeaders = {}, body?: Uint8Array, opts: { timeoutMs?: number; from?: string } = {}): Promise<Answer | null> {
+  const timeoutMs = opts.timeoutMs ?? 60_000
   const u = new URL(base)
   return new Promise((resolve, reject) => {
     let req
     try {
       // Node sends a DELETE's or OPTIONS's body with neither Content-Length nor chunked framing unless told: say its length.
       const framed = body === undefined || Object.keys(headers).some((k) => k.toLowerCase() === 'content-length' || k.toLowerCase() === 'transfer-encoding') ? headers : { ...headers, 'content-length': body.length }
-      req = request({ agent, host: u.hostname, port: Number(u.port), method, path: pathAndQuery, headers: framed, timeout: timeoutMs }, (res) => {
+      req = request({ agent, ...(opts.from ? { localAddress: opts.from } : {}), host: u.hostname, port: Number(u.port), method, path: pathAndQuery, headers: framed, timeout: timeoutMs }, (res) => {
         const chunks: Buffer[] = []
         res.on('data', (c: Buffer) => chunks.push(c))
         res.on('end', () => {
