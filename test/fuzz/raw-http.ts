@@ -4,7 +4,7 @@
  * the client itself cannot send (a header Node refuses) is `null`. One connection per
  * request, so that a failure belongs to the case that caused it.
  */
-import { Agent, type OutgoingHttpHeaders, request } from 'node:http'
+import { Agent, type ClientRequest, type OutgoingHttpHeaders, request } from 'node:http'
 
 export interface Answer {
   readonly status: number
@@ -22,16 +22,21 @@ export function raw(base: string, method: string, pathAndQuery: string, headers:
   const timeoutMs = opts.timeoutMs ?? 60_000
   const u = new URL(base)
   return new Promise((resolve, reject) => {
-    let req
+    let req: ClientRequest
     try {
       // Node sends a DELETE's or OPTIONS's body with neither Content-Length nor chunked framing unless told: say its length.
       const framed = body === undefined || Object.keys(headers).some((k) => k.toLowerCase() === 'content-length' || k.toLowerCase() === 'transfer-encoding') ? headers : { ...headers, 'content-length': body.length }
       req = request({ agent, ...(opts.from ? { localAddress: opts.from } : {}), host: u.hostname, port: Number(u.port), method, path: pathAndQuery, headers: framed, timeout: timeoutMs }, (res) => {
+        const h = new Headers()
+        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v)
+        if (res.statusCode === 200 && h.get('content-type')?.startsWith('text/event-stream')) {
+          // An event stream stays open by design: its head is the answer.
+          req.destroy()
+          return resolve({ status: 200, headers: h, body: Buffer.alloc(0) })
+        }
         const chunks: Buffer[] = []
         res.on('data', (c: Buffer) => chunks.push(c))
         res.on('end', () => {
-          const h = new Headers()
-          for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v)
           resolve({ status: res.statusCode ?? 0, headers: h, body: Buffer.concat(chunks) })
         })
         res.on('error', reject)
