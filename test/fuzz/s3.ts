@@ -174,7 +174,7 @@ export async function s3Door(w: World): Promise<Door> {
   return {
     properties: [
       { name: 'operations', property: operations, weight: 4 },
-      { name: 'credentials', property: credentials, weight: 1, ciRuns: 25 }, // each waits 300 ms, as every refused login
+      { name: 'credentials', property: credentials, weight: 0.1, ciRuns: 25 }, // each waits 300 ms, as every refused login
     ],
   }
 }
