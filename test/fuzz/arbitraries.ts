@@ -39,14 +39,31 @@ export const segment: fc.Arbitrary<string> = fc.oneof(
 /** A huge value: a 64 KiB name, a path 2,000 folders deep, or 5,000 `../`. */
 export const huge: fc.Arbitrary<string> = fc.constantFrom('a'.repeat(65536), 'd/'.repeat(2000) + 'f', '../'.repeat(5000) + 'x', '%2e%2e/'.repeat(3000), '\u00e9'.repeat(3000))
 
-/** A path as a client might write it: segments and separators, optionally leading and trailing ones; rarely huge. */
-export const path: fc.Arbitrary<string> = fc.oneof(
+/** A path as a hostile client might write it: segments and separators, optionally leading and trailing ones; rarely huge. */
+export const hostilePath: fc.Arbitrary<string> = fc.oneof(
   { weight: 40, arbitrary: fc.tuple(fc.constantFrom('/', '/', '', '\\', '//', './'), fc.array(fc.tuple(segment, fc.constantFrom(...SEPARATORS)), { minLength: 0, maxLength: 5 }), segment, fc.constantFrom('', '', '/', '\\', '%2f')).map(([lead, parts, last, trail]) => lead + parts.map(([s, sep]) => s + sep).join('') + last + trail) },
   { weight: 1, arbitrary: huge },
 )
 
 /** A path inside the world that normalises to something real (for targets and sources that should work). */
-export const plainPath: fc.Arbitrary<string> = fc.array(fc.oneof(fc.stringMatching(/^[a-z]{1,6}$/), fc.constantFrom('inner', 'in-dir', 'swap', 'out-abs', 'out-rel', 'out-top')), { minLength: 1, maxLength: 3 }).map((p) => `/${p.join('/')}`)
+export const plainPath: fc.Arbitrary<string> = fc
+  .tuple(fc.array(fc.oneof(fc.stringMatching(/^[a-z]{1,6}$/), fc.constantFrom('inner', 'in-dir', 'swap', 'out-abs', 'out-rel', 'out-top', 'out-file', 'rootside', 'sub', 'secret.txt', 'deep.txt', 'file.txt', '..')), { minLength: 1, maxLength: 3 }), fc.constantFrom('', '', '/'))
+  .map(([p, trail]) => `/${p.join('/')}${trail}`)
+
+/** Well-formed paths through the planted links to what lies outside the root (which must stay out of reach). */
+export const escapePath: fc.Arbitrary<string> = fc
+  .tuple(
+    fc.constantFrom('/out-abs', '/out-rel', '/out-top/rootside', '/swap', '/in-dir/../out-abs', '/inner/../out-rel', '/out-top/root/out-abs', '/loop-a', '/dangling'),
+    fc.constantFrom('', '/', '/secret.txt', '/sub', '/sub/', '/sub/deep.txt', '/new.txt', '/sub/new', '/missing/new.txt'),
+  )
+  .map(([a, b]) => a + b)
+
+/** Any of them: hostile paths, well-formed ones, and ones through the planted links often enough to reach what lies behind them. */
+export const path: fc.Arbitrary<string> = fc.oneof(
+  { weight: 3, arbitrary: hostilePath },
+  { weight: 1, arbitrary: plainPath },
+  { weight: 2, arbitrary: fc.oneof(escapePath, fc.constantFrom('/out-file', '/out-file-rel', '/in-file', '/in-dir/file.txt')) },
+)
 
 /** How a path rides in a URL: encoded as a value (decoded once by the server), or written as is (percent sequences left for the server). */
 export type Encoding = 'component' | 'raw'

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto'
 import { SignatureV4 } from '@smithy/signature-v4'
 import fc from 'fast-check'
 import { Sha256 } from '../../gateways/s3/auth/sigv4.js'
-import { TRAVERSALS, type Encoding, encoding, headerValue, inUrl, path, segment, wrongCredential } from './arbitraries.js'
+import { TRAVERSALS, type Encoding, encoding, escapePath, headerValue, inUrl, path, segment, wrongCredential } from './arbitraries.js'
 import type { Door } from './ci.js'
 import { checkCase, tally } from './door.js'
 import { expect, leak, s3Problem } from './invariants.js'
@@ -65,12 +65,15 @@ function check(w: World, method: string, what: string, a: Answer | null): void {
 
 const bucket = fc.oneof({ weight: 3, arbitrary: fc.constantFrom('inner', 'in-dir', 'swap', 'out-abs', 'out-rel', 'out-top', 'out-file', 'dangling', 'loop-a', 'fuzzbucket', 'rootside') }, { weight: 1, arbitrary: segment })
 
-/** A URL path `/<bucket>/<key>`, each part in either encoding. */
-const target = fc.tuple(bucket, fc.option(path, { nil: undefined }), encoding, encoding).map(([b, k, hb, hk]) => `/${inUrl(b, hb)}${k === undefined ? '' : `/${inUrl(k.replace(/^\/+/, ''), hk)}`}`)
+/** A URL path `/<bucket>/<key>`, each part in either encoding, or a well-formed one through a planted link. */
+const target = fc.oneof(
+  { weight: 3, arbitrary: fc.tuple(bucket, fc.option(path, { nil: undefined }), encoding, encoding).map(([b, k, hb, hk]) => `/${inUrl(b, hb)}${k === undefined ? '' : `/${inUrl(k.replace(/^\/+/, ''), hk)}`}`) },
+  { weight: 2, arbitrary: escapePath },
+)
 
 /** Subresources and parameters of the operations. */
 const query = fc.oneof(
-  fc.constant({}),
+  { weight: 6, arbitrary: fc.constant({}) },
   fc.record({ 'list-type': fc.constant('2'), prefix: path, delimiter: fc.constantFrom('/', '', 'x', '\\'), 'start-after': path, 'max-keys': fc.constantFrom('0', '1', '1000', '-1', 'x', '99999999999') }, { requiredKeys: ['list-type'] }),
   fc.record({ prefix: path, marker: path, delimiter: fc.constantFrom('/', '%2f'), 'encoding-type': fc.constantFrom('url', 'x') }, { requiredKeys: [] }),
   fc.record({ 'list-type': fc.constant('2'), 'continuation-token': fc.oneof(headerValue, path.map((p) => Buffer.from(p).toString('base64'))) }),
