@@ -28,7 +28,14 @@ const SHARES = { http: 0.35, sftp: 0.25, s3: 0.25, mcp: 0.15 } as const
 
 console.log(`filegate fuzz: ${total} cases, FUZZ_SEED=${seed} (node ${process.version}, ${hostname()})`)
 const started = Date.now()
+let done = 0
 const w = await startWorld()
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.log(`\n${signal}: stopping after ${done} cases`)
+    void w.close().finally(() => process.exit(130))
+  })
+}
 const doors: Record<keyof typeof SHARES, Door> = {
   http: { properties: httpProperties(w) },
   sftp: await sftpDoor(w),
@@ -53,7 +60,6 @@ for (const [door, share] of Object.entries(SHARES) as [keyof typeof SHARES, numb
 }
 
 const counterexamples: string[] = []
-let done = 0
 while (plans.some((x) => x.cases < x.planned)) {
   for (const x of plans) {
     const n = Math.min(BATCH, x.planned - x.cases)
