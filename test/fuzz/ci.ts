@@ -12,6 +12,8 @@ import { type World, startWorld } from './world.js'
 
 export interface Door {
   readonly properties: readonly Property[]
+  /** Throws unless the door still serves: a fresh login, a request that must succeed. */
+  alive?(): Promise<void>
   close?(): Promise<void>
 }
 
@@ -31,6 +33,7 @@ export async function fuzzInTap(t: Test, open: (w: World) => Promise<Door>, runs
       const details = await fc.check(p.property, { seed: CI_SEED, numRuns: p.ciRuns ?? runsPerProperty })
       t.notOk(details.failed, details.failed ? report(details) : `${details.numRuns} cases`)
       await alive(w)
+      await door.alive?.()
       t.pass('alive after the batch')
     })
   }

@@ -132,6 +132,15 @@ export async function mcpDoor(w: World): Promise<Door> {
       { name: 'resources', property: resources, weight: 1 },
       { name: 'transports', property: transports, weight: 2 },
     ],
+    async alive() {
+      const fresh = await connect(w) // a new session works
+      try {
+        const r = await fresh.client.callTool({ name: 'ls', arguments: { path: '/' } })
+        expect(!r.isError, `MCP ls / after a batch: ${JSON.stringify(r).slice(0, 300)}`)
+      } finally {
+        await fresh.client.close()
+      }
+    },
     async close() {
       await s.client.close()
     },

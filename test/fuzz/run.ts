@@ -75,6 +75,7 @@ while (plans.some((x) => x.cases < x.planned)) {
     }
     try {
       await alive(w)
+      await doors[x.door as keyof typeof SHARES].alive?.()
     } catch (e) {
       x.failures++
       counterexamples.push(`${x.door} / ${x.p.name}: the service is not alive after a batch: ${(e as Error).message}`)

@@ -175,6 +175,10 @@ export async function s3Door(w: World): Promise<Door> {
   )
 
   return {
+    async alive() {
+      const a = await signed(w, w.s3Key, 'GET', '/', {}, {}, new Uint8Array(0), { from: '127.0.0.1' })
+      expect(a?.status === 200 && a.body.includes('<ListAllMyBucketsResult'), `S3 ListBuckets after a batch: ${a?.status} ${a?.body.toString().slice(0, 300)}`)
+    },
     properties: [
       { name: 'operations', property: operations, weight: 4 },
       { name: 'credentials', property: credentials, weight: 0.1, ciRuns: 25 }, // each waits 300 ms, as every refused login

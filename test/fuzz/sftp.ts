@@ -149,6 +149,15 @@ export async function sftpDoor(w: World): Promise<Door> {
 
   return {
     properties: [{ name: 'operations', property: operations, weight: 1 }],
+    async alive() {
+      const fresh = await connect(w) // a new login works
+      try {
+        const r = await new Promise<string>((resolve, reject) => fresh.sftp.realpath('.', (err, p) => (err ? reject(err) : resolve(p))))
+        expect(r === '/', `SFTP realpath . after a batch: ${r}`)
+      } finally {
+        fresh.end()
+      }
+    },
     async close() {
       s.end()
     },
