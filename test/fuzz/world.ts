@@ -11,7 +11,7 @@
  * (test/fuzz/run.ts) start the same world.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { validateConfig } from '../../core/config.js'
@@ -83,8 +83,13 @@ export async function startWorld(): Promise<World> {
   const links = plantedLinks(top)
 
   const replant = (): void => {
-    mkdirSync(join(root, 'inner'), { recursive: true })
-    writeFileSync(join(root, 'inner', 'file.txt'), 'inside\n')
+    const inner = join(root, 'inner')
+    if (!lstatSync(inner, { throwIfNoEntry: false })?.isDirectory()) {
+      rmSync(inner, { recursive: true, force: true }) // a case may have put a file or a link in its place
+      mkdirSync(inner)
+    }
+    rmSync(join(inner, 'file.txt'), { recursive: true, force: true })
+    writeFileSync(join(inner, 'file.txt'), 'inside\n')
     for (const [name, target] of Object.entries(links)) {
       const at = join(root, name)
       let now: string | null = null
