@@ -5,17 +5,10 @@
  */
 import fc from 'fast-check'
 import type { Test } from 'tap'
-import type { Property } from './door.js'
+import type { Door } from './door.js'
 import { alive, report } from './invariants.js'
 import { closeConnections } from './raw-http.js'
 import { type World, startWorld } from './world.js'
-
-export interface Door {
-  readonly properties: readonly Property[]
-  /** Throws unless the door still serves: a fresh login, a request that must succeed. */
-  alive?(): Promise<void>
-  close?(): Promise<void>
-}
 
 /** The seed of the CI subset: fixed, so a failure is the same on every run. */
 export const CI_SEED = 20261125

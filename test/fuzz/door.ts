@@ -1,6 +1,6 @@
 /**
  * What every door's properties share: a named fast-check property (with its share of
- * the cases in a long run) and the frame of one case: the planted links restored
+ * the cases in a long run), the door holding them, and the frame of one case: the planted links restored
  * first, the outside checked unchanged after.
  */
 import type fc from 'fast-check'
@@ -15,6 +15,14 @@ export interface Property {
   readonly weight: number
   /** Fewer cases in the CI subset than the door's default (a property whose cases wait, as refused logins do). */
   readonly ciRuns?: number
+}
+
+/** A door's properties, on its clients (logged in once, reused by every case). */
+export interface Door {
+  readonly properties: readonly Property[]
+  /** Throws unless the door still serves: a fresh login, a request that must succeed. */
+  alive?(): Promise<void>
+  close?(): Promise<void>
 }
 
 const baselines = new WeakMap<World, string>()

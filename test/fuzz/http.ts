@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check'
 import { type Encoding, body, encoding, headerValue, inUrl, jsonObject, path, plainPath, wrongCredential } from './arbitraries.js'
-import { type Property, checkCase } from './door.js'
+import { type Door, checkCase } from './door.js'
 import { expect, httpProblem, leak } from './invariants.js'
 import { type Answer, raw } from './raw-http.js'
 import type { World } from './world.js'
@@ -40,7 +40,7 @@ const queryExtra = fc.array(
 
 const headerNames = fc.constantFrom('range', 'if-none-match', 'if-modified-since', 'if-range', 'content-type', 'x-request-id', 'origin', 'x-share-password', 'accept-encoding', 'expect', 'x-forwarded-for', 'cookie', 'content-encoding')
 
-export function httpProperties(w: World): Property[] {
+export async function httpDoor(w: World): Promise<Door> {
   const auth = { authorization: `Bearer ${w.token}` }
   const admin = { authorization: `Bearer ${w.adminToken}` }
 
@@ -170,12 +170,14 @@ export function httpProperties(w: World): Property[] {
     },
   )
 
-  return [
-    { name: 'files', property: files, weight: 6 },
-    { name: 'credentials', property: credentials, weight: 2 },
-    { name: 'json bodies', property: jsonBodies, weight: 2 },
-    { name: 'tus', property: tus, weight: 2 },
-    { name: 'routes', property: routes, weight: 1 },
-    { name: 'oauth', property: oauth, weight: 1 },
-  ]
+  return {
+    properties: [
+      { name: 'files', property: files, weight: 6 },
+      { name: 'credentials', property: credentials, weight: 2 },
+      { name: 'json bodies', property: jsonBodies, weight: 2 },
+      { name: 'tus', property: tus, weight: 2 },
+      { name: 'routes', property: routes, weight: 1 },
+      { name: 'oauth', property: oauth, weight: 1 },
+    ],
+  }
 }

@@ -9,10 +9,8 @@
  */
 import { hostname } from 'node:os'
 import fc from 'fast-check'
-import type { Door } from './ci.js'
-import type { Property } from './door.js'
-import { outcomes } from './door.js'
-import { httpProperties } from './http.js'
+import { type Door, type Property, outcomes } from './door.js'
+import { httpDoor } from './http.js'
 import { alive, report } from './invariants.js'
 import { mcpDoor } from './mcp.js'
 import { closeConnections } from './raw-http.js'
@@ -37,7 +35,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 const doors: Record<keyof typeof SHARES, Door> = {
-  http: { properties: httpProperties(w) },
+  http: await httpDoor(w),
   sftp: await sftpDoor(w),
   s3: await s3Door(w),
   mcp: await mcpDoor(w),

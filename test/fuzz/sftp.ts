@@ -10,8 +10,7 @@
 import fc from 'fast-check'
 import ssh2, { type SFTPWrapper } from 'ssh2'
 import { path } from './arbitraries.js'
-import type { Door } from './ci.js'
-import { checkCase } from './door.js'
+import { type Door, checkCase } from './door.js'
 import { expect, leak, sftpProblem } from './invariants.js'
 import { USER, USER_PASSWORD, type World } from './world.js'
 
