@@ -70,8 +70,6 @@ export function leak(w: World, answer: string | Uint8Array): string | null {
 
 /** Why an HTTP answer breaks the API's rules (a 5xx but 503, not as docs/openapi.json says), or null. */
 export function httpProblem(method: string, path: string, status: number, headers: Headers, body: string | null): string | null {
-  // A request head over 16 KiB is refused by the HTTP engine itself (uWS's own 431 page), before filegate sees it (front/http/exchange.ts).
-  if (status === 431) return null
   // "Every path also answers a CORS preflight" (docs/api.md), known or not.
   if (method === 'OPTIONS' && status === 204) return null
   // HEAD where only GET is documented: "a method the endpoint does not have answers 400" (docs/api.md), a HEAD answer without a body.
@@ -87,7 +85,6 @@ export function httpProblem(method: string, path: string, status: number, header
 
 /** Why an S3 answer is not S3's: a 5xx but 503 (and 501 NotImplemented), an error without its XML `<Error>` with Code and RequestId. */
 export function s3Problem(method: string, status: number, headers: Headers, body: string): string | null {
-  if (status === 431) return null // the HTTP engine's own refusal of a head over 16 KiB, as on the API (httpProblem)
   if (status >= 500 && status !== 503 && status !== 501) return `S3 ${method} → ${status}: a server error (${body.slice(0, 300)})`
   if (status < 300 || status === 304) return null
   if (!headers.get('x-amz-request-id')) return `S3 ${method} → ${status} without x-amz-request-id`
