@@ -45,6 +45,18 @@ async function connect(w: World): Promise<Session> {
 
 export async function mcpDoor(w: World): Promise<Door> {
   let s = await connect(w)
+  /**
+   * A fresh client every 1000 calls: the SDK's client transport leaves an abort listener
+   * per request on its one AbortSignal (undici's, in this process; node warns past 1500).
+   */
+  let calls = 0
+  const session = async (): Promise<Session> => {
+    if (s.broken || ++calls % 1000 === 0) {
+      if (!s.broken) await s.client.close()
+      s = await connect(w)
+    }
+    return s
+  }
 
   const checkLeak = (what: string, result: unknown): void => {
     const leaked = leak(w, JSON.stringify(result))
@@ -52,7 +64,7 @@ export async function mcpDoor(w: World): Promise<Door> {
   }
 
   const tools = fc.asyncProperty(args, async ([tool, a]) => {
-    if (s.broken) s = await connect(w)
+    const s = await session()
     await checkCase(w, async () => {
       const what = `MCP ${tool} ${JSON.stringify(a).slice(0, 400)}`
       const r = await s.client.callTool({ name: tool, arguments: a as Record<string, unknown> }, undefined, { timeout: 60_000 }).catch((e: unknown) => e)
@@ -73,7 +85,7 @@ export async function mcpDoor(w: World): Promise<Door> {
 
   /** Resources: filegate:///path, fuzzed. */
   const resources = fc.asyncProperty(path, fc.constantFrom('filegate://', 'filegate:///', 'file:///', 'filegate://host/', ''), async (p, scheme) => {
-    if (s.broken) s = await connect(w)
+    const s = await session()
     await checkCase(w, async () => {
       const uri = `${scheme}${encodeURI(p.toWellFormed())}`
       const r = await s.client.readResource({ uri }, { timeout: 60_000 }).catch((e: unknown) => e)
