@@ -23,6 +23,11 @@ const IDLE_TIMEOUT_MS = 60_000
 export async function listenNode(host: string, port: number, opts: ServerOptions): Promise<HttpServer> {
   const inFlight = new InFlight()
   let draining = false
+  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const exchange = new NodeExchange(req, res, opts)
+    inFlight.track(exchange.done)
+    exchange.start(draining)
+  }
   const server = http.createServer(
     {
       maxHeaderSize: MAX_HEADER_BYTES,
@@ -31,12 +36,11 @@ export async function listenNode(host: string, port: number, opts: ServerOptions
       headersTimeout: HEAD_TIMEOUT_MS,
       keepAliveTimeout: HEAD_TIMEOUT_MS,
     },
-    (req, res) => {
-      const exchange = new NodeExchange(req, res, opts)
-      inFlight.track(exchange.done)
-      exchange.start(draining)
-    },
+    onRequest,
   )
+  // An Expect other than 100-continue is served as uWS serves it (RFC 9110 lets a server
+  // ignore it), not with node's bare 417 (no envelope, no request id).
+  server.on('checkExpectation', onRequest)
   // One more than the limit, so that a request over it is seen (and refused with 431).
   server.maxHeadersCount = MAX_HEADERS + 1
   server.setTimeout(IDLE_TIMEOUT_MS, (socket) => socket.destroy())

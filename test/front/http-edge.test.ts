@@ -152,6 +152,14 @@ t.test('two Authorization headers: 400, whatever they hold', async (t) => {
   }
 })
 
+t.test('an Expect other than 100-continue is served like any request (found by test/fuzz)', async (t) => {
+  const { port, token } = await setup(t)
+  const r = await raw(port, [`GET /api/files/ls?path=/ HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nExpect: bytes=0-\r\nConnection: close\r\n\r\n`])
+  t.strictSame(r.statuses, [200], 'the listing, not a bare 417')
+  t.match(r.text, /x-request-id: /i, 'with its request id')
+  t.match(r.text, /"status":"ok"/, 'and the JSON answer')
+})
+
 t.test('empty bodies end the response (download, transform output)', async (t) => {
   const plg = { name: 'plg_example', path: fileURLToPath(new URL('../fixtures/plugins/plg_example/index.js', import.meta.url)) }
   const { call } = await setup(t, { plugins: [plg] })
