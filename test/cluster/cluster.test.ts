@@ -11,13 +11,14 @@ import { request } from 'node:http'
 import { type Socket, connect as tcpConnect } from 'node:net'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
-import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
+import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3'
 import ssh2, { type SFTPWrapper } from 'ssh2'
 import t from 'tap'
 import { connect } from '../gateways/mcp/client.js'
 import { type Cluster, ADMIN_PASSWORD, GUARDED_PASSWORD, filesSession, startCluster } from '../helpers/cluster.js'
 import { api } from '../helpers/filegate.js'
 import { adminToken, createKey, createShare, viaShare } from '../helpers/share.js'
+import { s3Client } from '../helpers/s3-client.js'
 const { Client } = ssh2
 
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex')
@@ -123,18 +124,7 @@ t.test('an S3 key made on one node signs requests on every node and through ngin
   t.equal(made.status, 201, 'S3 key made on node1')
   const k = ((await made.json()) as { result: { access_key_id: string; secret_access_key: string } }).result
   s3Key = k
-  const client = (endpoint: string) => {
-    const c = new S3Client({
-      endpoint,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      credentials: { accessKeyId: k.access_key_id, secretAccessKey: k.secret_access_key },
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    })
-    t.teardown(() => c.destroy())
-    return c
-  }
+  const client = (endpoint: string) => s3Client(t, endpoint, { accessKeyId: k.access_key_id, secretAccessKey: k.secret_access_key })
   const endpoints = [...cluster.nodes.map((n) => ({ name: n.name, c: client(`http://127.0.0.1:${n.s3Port}`) })), { name: 'nginx', c: client(cluster.s3) }]
   await endpoints[1]!.c.send(new CreateBucketCommand({ Bucket: 'bucket' }))
   for (const e of endpoints) {
@@ -283,15 +273,7 @@ t.test('a node SIGKILLed during uploads (HTTP and S3 through nginx, SFTP through
     conn.session?.client.end()
   })
   // S3 PUTs through nginx into the bucket "kill" (the same folder), retried by the test, not the SDK.
-  const s3 = new S3Client({
-    endpoint: cluster.s3,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: s3Key.access_key_id, secretAccessKey: s3Key.secret_access_key },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    maxAttempts: 1,
-  })
-  t.teardown(() => s3.destroy())
+  const s3 = s3Client(t, cluster.s3, { accessKeyId: s3Key.access_key_id, secretAccessKey: s3Key.secret_access_key }, { maxAttempts: 1 })
   const s3Clients = Array.from({ length: 3 }, (_, c) =>
     uploader(
       objects,

@@ -14,6 +14,7 @@ import { api, startTestServer } from '../helpers/filegate.js'
 import { freePort } from '../servers/process.js'
 import { type S3rverServer, startS3rver } from '../servers/s3rver.js'
 import { bodyStoppingServer, readToEnd, zipEntryNames } from '../helpers/transfers.js'
+import { s3Client } from '../helpers/s3-client.js'
 
 t.setTimeout(300_000) // s3rver is a slow emulator (~100 MB/s, listings cost O(objects))
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
@@ -24,16 +25,7 @@ const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest(
 const s3 = await startS3rver(t)
 
 function sdk(t: Test, server: S3rverServer = s3): S3Client {
-  const c = new S3Client({
-    endpoint: server.endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  })
-  t.teardown(() => c.destroy())
-  return c
+  return s3Client(t, server.endpoint, { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey })
 }
 
 /** filegate with an s3 connection fixed to this endpoint. */

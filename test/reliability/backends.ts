@@ -7,13 +7,14 @@
 import { randomBytes } from 'node:crypto'
 import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3'
 import type { Test } from 'tap'
 import type { ConnectionConfig } from '../../core/config.js'
 import { startS3rver } from '../servers/s3rver.js'
 import { startSamba } from '../servers/samba.js'
 import { startSshd } from '../servers/sshd.js'
 import { startVsftpd } from '../servers/vsftpd.js'
+import { s3Client } from '../helpers/s3-client.js'
 
 /** Hidden upload names of the drivers (`.filegate-<id>.part`) and the gateways. */
 export const TEMP_NAME = /(^|\/)\.filegate-[^/]*$/
@@ -133,15 +134,7 @@ export async function smbBackend(t: Test): Promise<FaultBackend> {
 export async function s3Backend(t: Test): Promise<FaultBackend> {
   const s = await startS3rver(t)
   const bucket = await s.bucket()
-  const client = new S3Client({
-    endpoint: s.endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  })
-  t.teardown(() => client.destroy())
+  const client = s3Client(t, s.endpoint, { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey })
   const keys = async (): Promise<string[]> => {
     const out: string[] = []
     let token: string | undefined

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, ListPartsCommand, PutObjectCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3'
+import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, ListPartsCommand, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3'
 import t from 'tap'
 import { api, startTestServer } from '../helpers/filegate.js'
 import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
@@ -18,6 +18,7 @@ import { connect, textOf } from '../gateways/mcp/client.js'
 import { call, ssh2Sftp } from '../gateways/sftp/clients.js'
 import { asFsError } from '../../front/gateway-fs/errors.js'
 import { toStatus } from '../../gateways/sftp/errors.js'
+import { s3Client } from '../helpers/s3-client.js'
 
 const MiB = 1024 * 1024
 
@@ -37,15 +38,7 @@ t.test('a full disk through every door', async (t) => {
   t.equal(made.status, 200, 'gateway user')
   const keyRes = await admin('POST', '/admin/api/users/alice/s3-keys')
   const key = ((await keyRes.json()) as { result: { access_key_id: string; secret_access_key: string } }).result
-  const s3 = new S3Client({
-    endpoint: `http://127.0.0.1:${app.gateways.find((g) => g.name === 's3')!.port}`,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: key.access_key_id, secretAccessKey: key.secret_access_key },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    maxAttempts: 1,
-  })
-  t.teardown(() => s3.destroy())
+  const s3 = s3Client(t, `http://127.0.0.1:${app.gateways.find((g) => g.name === 's3')!.port}`, { accessKeyId: key.access_key_id, secretAccessKey: key.secret_access_key }, { maxAttempts: 1 })
   const session = (await (await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify({ label: 'disk' }) })).json()) as { result: { authorization: string } }
   const token = session.result.authorization
   const http = api(url, token)

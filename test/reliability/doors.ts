@@ -10,11 +10,12 @@
  * the bucket on the S3 door.
  */
 import { Readable } from 'node:stream'
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3'
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3'
 import type { SFTPWrapper } from 'ssh2'
 import type { Test } from 'tap'
 import { connect } from '../gateways/mcp/client.js'
 import { ssh2Sftp } from '../gateways/sftp/clients.js'
+import { s3Client } from '../helpers/s3-client.js'
 
 export interface Outcome {
   readonly ok: boolean
@@ -74,8 +75,23 @@ async function httpBody(res: Response, progress?: (bytes: number) => void): Prom
 }
 
 export function httpDoor(url: string, token: string): Door {
-  const call = (method: string, path: string, query: Record<string, string>, init: RequestInit = {}): Promise<Response> =>
-    fetch(`${url}${path}?${new URLSearchParams(query)}`, { ...init, method, headers: { authorization: `Bearer ${token}` } })
+  const once = (method: string, path: string, query: Record<string, string>, init: RequestInit): Promise<Response> =>
+    fetch(`${url}${path}?${new URLSearchParams(query)}`, { ...init, method, headers: { authorization: `Bearer ${token}` } }).catch((err: Error & { cause?: { code?: string; message?: string } }) => {
+      throw Object.assign(new Error(`${err.message} (${err.cause?.code ?? ''} ${err.cause?.message ?? ''}) ${method} ${path}`), { code: err.cause?.code })
+    })
+  // A GET sent on a kept-alive connection just as the server closes it for idleness is
+  // reset before any answer (fetch keeps no retry of its own); HTTP clients send such an
+  // idempotent request again on a new connection (RFC 9112, 9.3.1). Only that: a reset
+  // again, or any answer, is the outcome.
+  const call = async (method: string, path: string, query: Record<string, string>, init: RequestInit = {}): Promise<Response> => {
+    try {
+      return await once(method, path, query, init)
+    } catch (err) {
+      const code = (err as { code?: string }).code
+      if (method !== 'GET' || (code !== 'ECONNRESET' && code !== 'UND_ERR_SOCKET')) throw err
+      return once(method, path, query, init)
+    }
+  }
   return {
     name: 'http',
     get: async (path, progress) => httpBody(await call('GET', '/api/files/cat', { path }), progress),
@@ -167,16 +183,7 @@ function bucketKey(path: string): { Bucket: string; Key: string } {
 }
 
 export function s3Door(t: Test, endpoint: string, key: { accessKeyId: string; secretAccessKey: string }): Door {
-  const c = new S3Client({
-    endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: key,
-    maxAttempts: 1, // each fault is seen once, as it happened
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  })
-  t.teardown(() => c.destroy())
+  const c = s3Client(t, endpoint, key, { maxAttempts: 1 }) // each fault is seen once, as it happened
   return {
     name: 's3',
     async get(path, progress) {

@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, ListPartsCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3'
+import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, ListPartsCommand, UploadPartCommand } from '@aws-sdk/client-s3'
 import t, { type Test } from 'tap'
 import { connect, textOf } from '../gateways/mcp/client.js'
 import { ssh2Sftp } from '../gateways/sftp/clients.js'
@@ -21,6 +21,7 @@ import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { tempUploads } from '../helpers/small-disk.js'
 import { type SpawnedFilegate, spawnFilegate } from '../helpers/spawn-filegate.js'
 import { serverDir } from '../servers/process.js'
+import { s3Client } from '../helpers/s3-client.js'
 
 const MiB = 1024 * 1024
 const GRACE_S = 6
@@ -74,11 +75,7 @@ t.test('SIGTERM during transfers on every door', async (t) => {
 
   let fg = await start()
   const key = await alice(fg)
-  const s3Client = (endpoint: string) => {
-    const c = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, maxAttempts: 1, credentials: key, requestChecksumCalculation: 'WHEN_REQUIRED' })
-    t.teardown(() => c.destroy())
-    return c
-  }
+  const client = (endpoint: string) => s3Client(t, endpoint, key, { maxAttempts: 1 })
   const newToken = async (url: string) => ((await (await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify({ label: 'disk' }) })).json()) as { result: { authorization: string } }).result.authorization
   const token = await newToken(fg.url)
   const tusHeaders = () => ({ authorization: `Bearer ${token}`, 'tus-resumable': '1.0.0' })
@@ -105,7 +102,7 @@ t.test('SIGTERM during transfers on every door', async (t) => {
   const zip = await httpDownload(fg.url, token, '/bkt/zipme/', 'zip')
   const sDown = await sftpDownload(sftp, '/bkt/small.bin')
 
-  const s3 = s3Client(fg.s3)
+  const s3 = client(fg.s3)
   const part = (n: number) => Buffer.alloc(5 * MiB, n)
   // Between parts: part 1 in, part 2 after the restart.
   const between = await s3.send(new CreateMultipartUploadCommand({ Bucket: 'bkt', Key: 'mp-between' }))
@@ -193,7 +190,7 @@ t.test('SIGTERM during transfers on every door', async (t) => {
   t.equal(patch.status, 204, 'tus PATCH resumes')
   t.ok(readFileSync(join(root, 'bkt', 't.bin')).equals(tusBody), 'tus target byte-exact')
 
-  const s3b = s3Client(fg.s3)
+  const s3b = client(fg.s3)
   const listed = await s3b.send(new ListPartsCommand({ Bucket: 'bkt', Key: 'mp-between', UploadId: between.UploadId! }))
   t.strictSame(listed.Parts?.map((p) => p.PartNumber), [1], 'multipart between parts: part 1 listed after the restart')
   const p2 = await s3b.send(new UploadPartCommand({ Bucket: 'bkt', Key: 'mp-between', UploadId: between.UploadId!, PartNumber: 2, Body: part(2) }))

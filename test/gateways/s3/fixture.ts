@@ -16,6 +16,7 @@ import { api, startTestServer } from '../../helpers/filegate.js'
 import { ADMIN_PASSWORD, adminToken } from '../../helpers/share.js'
 import { serverDir } from '../../servers/process.js'
 import { userStorage } from '../../helpers/user-storage.js'
+import { s3Client } from '../../helpers/s3-client.js'
 
 export type Backend = 'local' | 'sftp'
 export const BACKENDS: readonly Backend[] = ['local', 'sftp']
@@ -91,15 +92,7 @@ export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S
     root,
     client: (o = {}) => {
       const k = o.key ?? key
-      const c = new S3Client({
-        endpoint,
-        region: 'us-east-1',
-        forcePathStyle: true,
-        credentials: { accessKeyId: k.accessKeyId, secretAccessKey: k.secretAccessKey },
-        ...(o.checksums === 'default' ? {} : { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' }),
-      })
-      t.teardown(() => c.destroy())
-      return c
+      return s3Client(t, endpoint, { accessKeyId: k.accessKeyId, secretAccessKey: k.secretAccessKey }, { checksums: o.checksums === 'default' ? 'default' : 'when-required' })
     },
     put: storage.put,
     mkdir: storage.mkdir,

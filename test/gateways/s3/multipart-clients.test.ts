@@ -20,7 +20,6 @@ import {
   ListMultipartUploadsCommand,
   PutObjectCommand,
   ListPartsCommand,
-  S3Client,
   S3ServiceException,
   UploadPartCommand,
 } from '@aws-sdk/client-s3'
@@ -28,6 +27,7 @@ import t from 'tap'
 import { startTestServer } from '../../helpers/filegate.js'
 import { requireBinary, serverDir } from '../../servers/process.js'
 import { runCommand } from '../sftp/clients.js'
+import { s3Client } from '../../helpers/s3-client.js'
 import { BACKENDS, type S3Gw, startS3Gateway } from './fixture.js'
 
 const AWS = requireBinary('/usr/bin/aws', 'awscli')
@@ -199,17 +199,9 @@ t.test('nodes sharing the store and staging_dir: parts sent to two nodes, comple
   const a = await startS3Gateway(t, { stagingDir: shared })
   const more = async () => {
     const { app } = await startTestServer(t, { s3: { port: 0 }, data_dir: a.app.config.data_dir, staging_dir: shared, connections: a.app.config.connections })
-    return new S3Client({
-      endpoint: `http://127.0.0.1:${app.gateways.find((g) => g.name === 's3')!.port}`,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      credentials: a.key,
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    })
+    return s3Client(t, `http://127.0.0.1:${app.gateways.find((g) => g.name === 's3')!.port}`, a.key)
   }
   const [b, c] = [await more(), await more()]
-  t.teardown(() => [b, c].forEach((s) => s.destroy()))
   const s3a = a.client()
   await s3a.send(new CreateBucketCommand({ Bucket: 'spread' }))
   const [one, two] = [randomBytes(5 * MiB), randomBytes(MiB)]
