@@ -96,28 +96,30 @@ function diskBackend(
   }
 }
 
+/** A fresh folder of the backend's user under `root` for one fault run. @returns its name */
+function faultsFolder(root: string, uid: number, gid: number): string {
+  const dir = `faults-${randomBytes(4).toString('hex')}`
+  mkdirSync(join(root, dir))
+  chownSync(join(root, dir), uid, gid)
+  return dir
+}
+
 export async function sftpBackend(t: Test): Promise<FaultBackend> {
   const s = await startSshd(t)
-  const dir = `faults-${randomBytes(4).toString('hex')}`
-  mkdirSync(join(s.root, dir))
-  chownSync(join(s.root, dir), s.uid, s.gid)
+  const dir = faultsFolder(s.root, s.uid, s.gid)
   return diskBackend('sftp', join(s.root, dir), s, s, (port) => ({ label: 'faulty', type: 'sftp', hostname: '127.0.0.1', port, username: s.username, password: s.password, path: dir }))
 }
 
 export async function ftpBackend(t: Test): Promise<FaultBackend> {
   const s = await startVsftpd(t)
-  const dir = `faults-${randomBytes(4).toString('hex')}`
-  mkdirSync(join(s.root, dir))
-  chownSync(join(s.root, dir), s.uid, s.gid)
+  const dir = faultsFolder(s.root, s.uid, s.gid)
   return diskBackend('ftp', join(s.root, dir), s, s, (port) => ({ label: 'faulty', type: 'ftp', hostname: '127.0.0.1', port, username: s.username, password: s.password, path: dir }))
 }
 
 export async function smbBackend(t: Test): Promise<FaultBackend> {
   const s = await startSamba(t)
-  const dir = `faults-${randomBytes(4).toString('hex')}`
   const { uid, gid } = statSync(s.dir)
-  mkdirSync(join(s.dir, dir))
-  chownSync(join(s.dir, dir), uid, gid)
+  const dir = faultsFolder(s.dir, uid, gid)
   return diskBackend('smb', join(s.dir, dir), { uid, gid }, { port: s.port, stop: () => s.stop(), start: () => s.restart() }, (port) => ({
     label: 'faulty',
     type: 'smb',
