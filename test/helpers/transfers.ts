@@ -42,15 +42,17 @@ export async function readToEnd(reader: ReadableStreamDefaultReader<Uint8Array>,
 
 /**
  * An upload body of random MiB chunks (up to `total`) that calls `stop` (e.g. stops the
- * backend server) once `stopAfter` bytes went out, and keeps coming.
+ * backend server) once `stopAfter` bytes went out, or once `stopAfter(sent)` says so
+ * (e.g. when the server holds part of the upload), and keeps coming.
  */
-export function bodyStoppingServer(stop: () => Promise<void>, stopAfter: number, total = 256 * MiB): ReadableStream<Uint8Array> {
+export function bodyStoppingServer(stop: () => Promise<void>, stopAfter: number | ((sent: number) => boolean), total = 256 * MiB): ReadableStream<Uint8Array> {
+  const due = typeof stopAfter === 'number' ? (sent: number) => sent >= stopAfter : stopAfter
   let sent = 0
   let stopped = false
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (sent >= total) return controller.close()
-      if (sent >= stopAfter && !stopped) {
+      if (!stopped && due(sent)) {
         stopped = true
         await stop()
       }

@@ -41,6 +41,8 @@ export interface S3rverServer {
   bucket(): Promise<string>
   /** Multipart uploads of `bucket` that were neither completed nor aborted. */
   pendingUploads(bucket: string): string[]
+  /** How many parts of those uploads the server stored (or is storing). */
+  storedParts(bucket: string): number
   /** Stops the server (SIGTERM, then SIGKILL). */
   stop(): Promise<void>
   /** Starts it again on the same port and data folder. */
@@ -164,6 +166,18 @@ export async function startS3rver(t: Test): Promise<S3rverServer> {
     pendingUploads(bucket) {
       const uploads = join(dir, bucket, '._S3rver_uploads')
       return existsSync(uploads) ? readdirSync(uploads) : []
+    },
+    storedParts(bucket) {
+      const uploads = join(dir, bucket, '._S3rver_uploads')
+      // Next to its parts (named by number), an upload folder holds "key" and "metadata".
+      const parts = (id: string): number => {
+        try {
+          return readdirSync(join(uploads, id)).filter((f) => /^\d+$/.test(f)).length
+        } catch {
+          return 0 // completed or aborted meanwhile
+        }
+      }
+      return this.pendingUploads(bucket).reduce((n, id) => n + parts(id), 0)
     },
     stop: async () => {
       await server?.stop()
