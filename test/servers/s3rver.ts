@@ -152,6 +152,10 @@ export async function startS3rver(t: Test): Promise<S3rverServer> {
   })
   t.teardown(() => client.destroy())
 
+  const pendingUploads = (bucket: string): string[] => {
+    const uploads = join(dir, bucket, '._S3rver_uploads')
+    return existsSync(uploads) ? readdirSync(uploads) : []
+  }
   return {
     endpoint,
     port,
@@ -163,10 +167,7 @@ export async function startS3rver(t: Test): Promise<S3rverServer> {
       await client.send(new CreateBucketCommand({ Bucket: name }))
       return name
     },
-    pendingUploads(bucket) {
-      const uploads = join(dir, bucket, '._S3rver_uploads')
-      return existsSync(uploads) ? readdirSync(uploads) : []
-    },
+    pendingUploads,
     storedParts(bucket) {
       const uploads = join(dir, bucket, '._S3rver_uploads')
       // Next to its parts (named by number), an upload folder holds "key" and "metadata".
@@ -177,7 +178,7 @@ export async function startS3rver(t: Test): Promise<S3rverServer> {
           return 0 // completed or aborted meanwhile
         }
       }
-      return this.pendingUploads(bucket).reduce((n, id) => n + parts(id), 0)
+      return pendingUploads(bucket).reduce((n, id) => n + parts(id), 0)
     },
     stop: async () => {
       await server?.stop()
