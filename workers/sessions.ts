@@ -266,7 +266,7 @@ export class SessionPool<S extends object> {
     }
     const onAbort = (): void => giveUp(canceledError())
     // Referenced: a caller waiting for a session is real pending work.
-    const t = timer(ms, () => giveUp(new FsError('ETIMEDOUT', `no session available within ${ms} ms (max ${this.#o.max})`)), true)
+    const t = timer(ms, () => giveUp(new FsError('ETIMEDOUT', `no session available within ${ms} ms (max ${this.#o.max}: ${this.#busy.size} busy, ${this.#openings.size} opening, ${this.#waiters.length} waiting)`)), true)
     signal?.addEventListener('abort', onAbort, { once: true })
     w.onSettle(() => {
       clearTimeout(t)

@@ -423,7 +423,13 @@ export class SmbSession {
   #send(command: number, name: string, charge: number, build: (id: number) => Uint8Array[]): Promise<Buffer> {
     if (this.#dead) return Promise.reject(this.#dead)
     return new Promise<Buffer>((resolve, reject) => {
+      // Bounded while it waits for credits too (as long as a request the server answered
+      // "pending" may take): a server that grants none ends the session.
+      let waiting: NodeJS.Timeout | undefined
+      let sent = false
       const send = (id: number): void => {
+        sent = true
+        clearTimeout(waiting)
         let parts: Uint8Array[]
         try {
           parts = build(id)
@@ -441,7 +447,12 @@ export class SmbSession {
         for (const p of parts) this.#socket.write(p)
         this.#socket.uncork()
       }
-      this.#enqueue({ charge, send, reject })
+      const fail = (err: Error): void => {
+        clearTimeout(waiting)
+        reject(err)
+      }
+      this.#enqueue({ charge, send, reject: fail })
+      if (!sent) waiting = setTimeout(() => this.kill(new SmbTransportError('ETIMEDOUT', `the SMB server granted no credits for ${name} within ${4 * this.#timeoutMs} ms`)), 4 * this.#timeoutMs)
     })
   }
 
