@@ -63,6 +63,20 @@ export async function startPostgres(t: Test): Promise<Postgres> {
       ...process.env,
       PGPASSWORD: superPassword,
     })
+  // The port opens before PostgreSQL takes queries ("the database system is starting up").
+  const ready = async (): Promise<void> => {
+    const deadline = Date.now() + 30_000
+    for (;;) {
+      try {
+        psql('SELECT 1')
+        return
+      } catch (err) {
+        if (Date.now() > deadline) throw err
+        await new Promise((r) => setTimeout(r, 100))
+      }
+    }
+  }
+  await ready()
   const user = `fg_${randomBytes(4).toString('hex')}`
   const password = randomBytes(18).toString('base64url')
   const database = `fg_${randomBytes(4).toString('hex')}`
@@ -76,7 +90,10 @@ export async function startPostgres(t: Test): Promise<Postgres> {
     database,
     url: `postgres://${user}:${password}@127.0.0.1:${port}/${database}`,
     stop: server.stop,
-    start: server.start,
+    start: async () => {
+      await server.start()
+      await ready()
+    },
     output: server.output,
     psql: (sql) => psql(sql, database),
   }
