@@ -44,6 +44,7 @@ export interface SambaOptions {
 export async function startSamba(t: Test, opts: SambaOptions = {}): Promise<SambaServer> {
   const smbd = requireBinary('/usr/sbin/smbd', 'samba')
   const smbpasswd = requireBinary('/usr/bin/smbpasswd', 'samba')
+  const smbclient = requireBinary('/usr/bin/smbclient', 'smbclient')
   const base = mkdtempSync(join(tmpdir(), 'fg-samba-'))
   chmodSync(base, 0o711) // the share's user must traverse it to reach the share
   const username = `fgsmb${randomBytes(4).toString('hex')}`
@@ -93,7 +94,23 @@ export async function startSamba(t: Test, opts: SambaOptions = {}): Promise<Samb
   run(smbpasswd, ['-c', conf, '-s', '-a', username], `${password}\n${password}\n`)
 
   const args = ['--foreground', '--debug-stdout', '-s', conf]
+  // The port opens before smbd serves every session well: right after a restart that
+  // follows killed connections, new ones may be closed or answered NO_MEMORY for a moment.
+  // Ready means smbclient logs in and lists the share.
+  const ready = async (): Promise<void> => {
+    const deadline = Date.now() + 15_000
+    for (;;) {
+      try {
+        run(smbclient, [`//127.0.0.1/${share}`, '-p', String(port), '-s', conf, '-U', username, '-c', 'ls'], undefined, { ...process.env, PASSWD: password })
+        return
+      } catch (err) {
+        if (Date.now() > deadline) throw err
+        await new Promise((r) => setTimeout(r, 100))
+      }
+    }
+  }
   let server = await startServer(t, smbd, args, { port })
+  await ready()
   const params = { hostname: '127.0.0.1', port, share, domain: 'WORKGROUP', username, password }
   // With its per-connection children, as a machine going down drops its connections (test/servers/process.ts's Restartable).
   const stop = async (): Promise<void> => {
@@ -114,6 +131,7 @@ export async function startSamba(t: Test, opts: SambaOptions = {}): Promise<Samb
     restart: async () => {
       await stop()
       server = await startServer(t, smbd, args, { port })
+      await ready()
     },
   }
 }

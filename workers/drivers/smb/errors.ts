@@ -31,6 +31,9 @@ export const STATUS = {
   SUCCESS: 0x00000000,
   PENDING: 0x00000103,
   MORE_PROCESSING_REQUIRED: 0xc0000016,
+  NO_MEMORY: 0xc0000017,
+  INSUFFICIENT_RESOURCES: 0xc000009a,
+  REQUEST_NOT_ACCEPTED: 0xc00000d0,
   NO_MORE_FILES: 0x80000006,
   END_OF_FILE: 0xc0000011,
   INVALID_PARAMETER: 0xc000000d,
@@ -117,6 +120,10 @@ const CODES = new Map<number, [FsErrorCode, string]>([
   [STATUS.USER_SESSION_DELETED, ['EUNAVAILABLE', 'the SMB session was closed by the server']],
   [STATUS.NETWORK_SESSION_EXPIRED, ['EUNAVAILABLE', 'the SMB session expired']],
   [STATUS.CONNECTION_DISCONNECTED, ['EUNAVAILABLE', 'the SMB connection was lost']],
+  // The server is short of something (seen from Samba right after a restart under load): try later.
+  [STATUS.NO_MEMORY, ['EUNAVAILABLE', 'the SMB server is out of resources']],
+  [STATUS.INSUFFICIENT_RESOURCES, ['EUNAVAILABLE', 'the SMB server is out of resources']],
+  [STATUS.REQUEST_NOT_ACCEPTED, ['EUNAVAILABLE', 'the SMB server accepts no more connections']],
 ])
 
 /** Anything an SMB operation threw → FsError. The message names the storage path, never the server's. */
