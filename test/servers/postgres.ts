@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto'
 import { chmodSync, chownSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import { freePort, requireBinary, run, serverDir, startRestartable } from './process.js'
+import { freePort, requireBinary, run, serverDir, startRestartable, untilServing } from './process.js'
 
 const BIN = '/usr/lib/postgresql/15/bin'
 
@@ -64,18 +64,7 @@ export async function startPostgres(t: Test): Promise<Postgres> {
       PGPASSWORD: superPassword,
     })
   // The port opens before PostgreSQL takes queries ("the database system is starting up").
-  const ready = async (): Promise<void> => {
-    const deadline = Date.now() + 30_000
-    for (;;) {
-      try {
-        psql('SELECT 1')
-        return
-      } catch (err) {
-        if (Date.now() > deadline) throw err
-        await new Promise((r) => setTimeout(r, 100))
-      }
-    }
-  }
+  const ready = (): Promise<void> => untilServing(() => psql('SELECT 1'), 30_000)
   await ready()
   const user = `fg_${randomBytes(4).toString('hex')}`
   const password = randomBytes(18).toString('base64url')

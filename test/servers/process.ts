@@ -42,6 +42,23 @@ export async function waitForPort(port: number, timeoutMs = 15_000, child?: Chil
   }
 }
 
+/**
+ * Calls `probe` (a client command against a started server) every 100 ms until it does
+ * not throw: a port opens before some servers serve. Throws the last error after `timeoutMs`.
+ */
+export async function untilServing(probe: () => unknown, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      probe()
+      return
+    } catch (err) {
+      if (Date.now() > deadline) throw err
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+}
+
 /** The absolute path of a server binary, or an error naming the Debian package. */
 export function requireBinary(path: string, debianPackage: string): string {
   if (existsSync(path)) return path

@@ -14,7 +14,7 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import { freePort, killDescendants, requireBinary, run, startServer } from './process.js'
+import { freePort, killDescendants, requireBinary, run, startServer, untilServing } from './process.js'
 import { retryingPasswdLock } from './users.js'
 
 export interface SambaServer {
@@ -97,18 +97,8 @@ export async function startSamba(t: Test, opts: SambaOptions = {}): Promise<Samb
   // The port opens before smbd serves every session well: right after a restart that
   // follows killed connections, new ones may be closed or answered NO_MEMORY for a moment.
   // Ready means smbclient logs in and lists the share.
-  const ready = async (): Promise<void> => {
-    const deadline = Date.now() + 15_000
-    for (;;) {
-      try {
-        run(smbclient, [`//127.0.0.1/${share}`, '-p', String(port), '-s', conf, '-U', username, '-c', 'ls'], undefined, { ...process.env, PASSWD: password })
-        return
-      } catch (err) {
-        if (Date.now() > deadline) throw err
-        await new Promise((r) => setTimeout(r, 100))
-      }
-    }
-  }
+  const ready = (): Promise<void> =>
+    untilServing(() => run(smbclient, [`//127.0.0.1/${share}`, '-p', String(port), '-s', conf, '-U', username, '-c', 'ls'], undefined, { ...process.env, PASSWD: password }))
   let server = await startServer(t, smbd, args, { port })
   await ready()
   const params = { hostname: '127.0.0.1', port, share, domain: 'WORKGROUP', username, password }
