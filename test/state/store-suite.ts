@@ -190,10 +190,13 @@ export function storeSuite(t: Test, open: OpenStores): void {
     const code = { hash: 'c1', client_id: 'fgc_a', redirect_uri: 'http://127.0.0.1/cb', redirect_given: true, challenge: 'ch', resource: 'http://x/mcp', grant: 'sealed', expires: 5000, used: null, family: null }
     await s.putOAuthCode(code)
     await s.putOAuthCode({ ...code, hash: 'c2', redirect_given: false, expires: 9000 })
+    // Two uses at once (on PostgreSQL on two connections): either may come first, exactly one does.
     const uses = await Promise.all([s.useOAuthCode('c1', 'fam1', 100), s.useOAuthCode('c1', 'fam2', 200)])
-    t.same(uses[0], code, 'the first use returns it unused')
-    t.same(uses[1], { ...code, used: 100, family: 'fam1' }, 'the second (a replay) sees the first use and the family to revoke')
-    t.same(await s.useOAuthCode('c1', 'fam3', 300), { ...code, used: 100, family: 'fam1' }, 'a replay does not change the family')
+    const first = uses[0]?.used === null ? 0 : 1
+    const won = first === 0 ? { used: 100, family: 'fam1' } : { used: 200, family: 'fam2' }
+    t.same(uses[first], code, 'one use returns it unused')
+    t.same(uses[1 - first], { ...code, ...won }, 'the other (a replay) sees the first use and the family to revoke')
+    t.same(await s.useOAuthCode('c1', 'fam3', 300), { ...code, ...won }, 'a replay does not change the family')
     t.equal(await s.useOAuthCode('nope', 'f', 1), null)
     t.equal(await s.purgeOAuthCodes(6000), 1, 'only the code expired before the cut-off')
     t.equal(await s.useOAuthCode('c1', 'f', 1), null)
