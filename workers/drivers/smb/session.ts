@@ -349,8 +349,7 @@ export class SmbSession {
     // A client GUID of its own for every connection, as Linux's cifs client does. With
     // one GUID for all (the library's default is zeros), Samba hands each new connection
     // over to the process that serves the first (SMB 2.1's client table): every session
-    // then queues in that one process, and after a server restart new connections are
-    // closed while the table still names the killed process.
+    // then queues in that one process, and opening one waits while that process is busy.
     const neg = await this.#request(CMD.NEGOTIATE, 'NEGOTIATE', { Capabilities: CAP_LARGE_MTU, ClientGuid: randomBytes(16) })
     if (neg.readUInt32LE(8) === STATUS.NOT_SUPPORTED) {
       throw new SmbTransportError('ENOTSUP', 'the SMB server accepts only SMB 3, and this SMB client speaks SMB 2.0.2 and 2.1 (Samba: "server min protocol" must allow SMB2_02 or SMB2_10)')
