@@ -152,10 +152,8 @@ export async function startS3rver(t: Test): Promise<S3rverServer> {
   })
   t.teardown(() => client.destroy())
 
-  const pendingUploads = (bucket: string): string[] => {
-    const uploads = join(dir, bucket, '._S3rver_uploads')
-    return existsSync(uploads) ? readdirSync(uploads) : []
-  }
+  const uploadsDir = (bucket: string): string => join(dir, bucket, '._S3rver_uploads')
+  const pendingUploads = (bucket: string): string[] => (existsSync(uploadsDir(bucket)) ? readdirSync(uploadsDir(bucket)) : [])
   return {
     endpoint,
     port,
@@ -169,7 +167,7 @@ export async function startS3rver(t: Test): Promise<S3rverServer> {
     },
     pendingUploads,
     storedParts(bucket) {
-      const uploads = join(dir, bucket, '._S3rver_uploads')
+      const uploads = uploadsDir(bucket)
       // Next to its parts (named by number), an upload folder holds "key" and "metadata".
       const parts = (id: string): number => {
         try {
