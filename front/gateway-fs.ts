@@ -280,6 +280,7 @@ class GatewayFs implements ProtocolFs {
         : null,
       fresh,
       commitStaging: (s) => s.commit(upload),
+      truncateNow: (size) => this.#ch.call(opCtx, { op: 'truncate', path, size }),
       statNow: () => this.#ch.call<Entry>(opCtx, { op: 'stat', path }),
       onEnd: () => {
         this.#handles.delete(handle)
