@@ -95,3 +95,12 @@ sftp = paramiko.SFTPClient.from_transport(t)
     timeoutMs: 120_000,
   })
 }
+
+/** OpenSSH `scp` (≥ 9: over SFTP) with a password login; `args` are scp's own (files, -p, -r). */
+export function scp(t: Test, l: Login, args: readonly string[]): Promise<Ran> {
+  const env = { ...process.env, SSH_ASKPASS: askpass(serverDir(t, 'askpass'), l.password), SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' }
+  return runCommand('/usr/bin/scp', [...SSH_OPTS, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'NumberOfPasswordPrompts=1', '-P', String(l.port), ...args], { env })
+}
+
+/** `user@127.0.0.1:path`, as scp names a remote file. */
+export const remote = (l: Login, path: string): string => `${l.user}@127.0.0.1:${path}`
