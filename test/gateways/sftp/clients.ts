@@ -29,6 +29,8 @@ export function runCommand(cmd: string, args: readonly string[], opts: { env?: N
   let stderr = ''
   child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()))
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
+  // A child that leaves before reading all its input (sshfs daemonizes) is no error of the run.
+  child.stdin!.on('error', () => {})
   child.stdin!.end(opts.input ?? '')
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000)
   const done = new Promise<Ran>((resolve) => {
