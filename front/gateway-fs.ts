@@ -140,29 +140,14 @@ class GatewayFs implements ProtocolFs {
     return { openHandles: this.#handles.size, readStreams: streams, liveReadStreams: live, uploadChunks: chunks, pendingBytes: this.#budget.bytes }
   }
 
+  // What the storage holds: a file being written is not there before its handle's
+  // `close` (a door shows its own session's files itself: gateways/sftp/own-writes.ts).
   stat(ctx: RequestContext, path: string): Promise<FsEntry> {
-    return this.#call([path], () => this.#statOf(ctx, path, 'stat'))
+    return this.#call([path], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'stat', path })))
   }
 
   lstat(ctx: RequestContext, path: string): Promise<FsEntry> {
-    return this.#call([path], () => this.#statOf(ctx, path, 'lstat'))
-  }
-
-  /**
-   * A file this view is creating (opened with `create`, not yet committed) is reported as
-   * its handle sees it: clients (sshfs) stat a file right after creating it.
-   */
-  async #statOf(ctx: RequestContext, path: string, op: 'stat' | 'lstat'): Promise<FsEntry> {
-    try {
-      return toFsEntry(await this.#ch.call<Entry>(ctx, { op, path }))
-    } catch (err) {
-      if ((err as FsError).code !== 'ENOENT') throw err
-      for (const h of this.#handles) {
-        const e = h.path === path ? h.written() : null
-        if (e) return e
-      }
-      throw err
-    }
+    return this.#call([path], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'lstat', path })))
   }
 
   list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly after?: string; readonly limit?: number } = {}): Promise<ListPage> {
