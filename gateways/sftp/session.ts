@@ -284,10 +284,15 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
   const nextNames = async (d: DirState): Promise<FsEntry[]> => {
     while (d.pending.length === 0 && !d.done) {
       const page = await fs.list(ctx(), d.path, { cursor: d.cursor, limit: LIST_PAGE })
-      d.pending = [...page.entries]
       d.cursor = page.cursor
       d.done = page.cursor === null
-      for (const e of d.pending) d.own.delete(e.name)
+      d.pending = []
+      for (const e of page.entries) {
+        // A file this session is writing shows as written so far (its new size).
+        const mine = d.own.get(e.name)
+        d.own.delete(e.name)
+        d.pending.push(mine && !mine.own?.over ? await mine.file.stat() : e)
+      }
       // Files this session is writing that the storage does not have yet.
       if (d.done) for (const h of d.own.values()) if (!h.own?.over) d.pending.push(await h.file.stat())
     }

@@ -83,6 +83,8 @@ for (const backend of BACKENDS) {
     const o = await call<Buffer>(mine.open.bind(mine), '/old.txt', 'w')
     await write(mine, o, 'new')
     t.equal((await call<{ size: number }>(mine.stat.bind(mine), '/old.txt')).size, 3, 'its own session sees the new size')
+    const relisted = await call<{ filename: string; attrs: { size: number } }[]>(mine.readdir.bind(mine), '/')
+    t.same(relisted.map((e) => [e.filename, e.attrs.size]).sort(), [['new.txt', 5], ['old.txt', 3]], 'and lists it so')
     t.equal((await call<{ size: number }>(elsewhere.stat.bind(elsewhere), '/old.txt')).size, 15, 'another connection the old one')
     const oh = await call<Buffer>(elsewhere.open.bind(elsewhere), '/old.txt', 'r')
     t.equal(await read(elsewhere, oh), 'the old content', 'and reads the old content')
