@@ -59,10 +59,10 @@ export function sftpBatch(t: Test, l: Login, batch: string, extra: readonly stri
   return runCommand('/usr/bin/sftp', [...extra, ...SSH_OPTS, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'NumberOfPasswordPrompts=1', '-P', String(l.port), '-b', '-', `${l.user}@127.0.0.1`], { env, input: batch })
 }
 
-/** `ssh ... command` with a password (for the refusal of exec/shell). */
-export function sshExec(t: Test, l: Login, command: string, extra: readonly string[] = []): Promise<Ran> {
+/** `ssh ... command` with a password (for the refusal of exec/shell; `-s` in `extra`: a subsystem), `input` on its stdin. */
+export function sshExec(t: Test, l: Login, command: string, extra: readonly string[] = [], input = ''): Promise<Ran> {
   const env = { ...process.env, SSH_ASKPASS: askpass(serverDir(t, 'askpass'), l.password), SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' }
-  return runCommand('/usr/bin/ssh', [...extra, ...SSH_OPTS, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'NumberOfPasswordPrompts=1', '-p', String(l.port), `${l.user}@127.0.0.1`, command], { env })
+  return runCommand('/usr/bin/ssh', [...extra, ...SSH_OPTS, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'NumberOfPasswordPrompts=1', '-p', String(l.port), `${l.user}@127.0.0.1`, command], { env, input })
 }
 
 /** ssh2's client, logged in, with its SFTP channel; closed at teardown. */

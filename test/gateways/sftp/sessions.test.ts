@@ -124,9 +124,13 @@ t.test('a size set on an open upload: the size written is taken, another is refu
   t.equal(readFileSync(join(root, 'up.txt'), 'utf8'), 'ab23', 'committed at its new size')
 })
 
-t.test('an sftp session ends with exit-status 0', async (t) => {
+t.test('an sftp session ends with an exit-status: 0 when the client ends it, 1 after a protocol error', async (t) => {
   const { login } = await startGateway(t)
   // The client ends the session at once (no input): ssh exits with the server's status.
   const r = await sshExec(t, login, 'sftp', ['-s'])
   t.equal(r.code, 0, `ssh -s sftp exits 0: ${r.stderr}`)
+  // INIT asking for SFTP version 2: the channel is closed.
+  const init2 = '\x00\x00\x00\x05\x01\x00\x00\x00\x02'
+  const bad = await sshExec(t, login, 'sftp', ['-s'], init2)
+  t.equal(bad.code, 1, `after a protocol error: exit 1 (${bad.stderr})`)
 })
