@@ -103,6 +103,8 @@ export class ReadAfterWrite implements FileHandle {
   readonly #open: () => Promise<FileHandle>
   readonly #waitMs: number
   #real: Promise<FileHandle> | null = null
+  /** The committed file's handle, once open. */
+  #handle: FileHandle | null = null
   #aborted = false
 
   constructor(path: string, flags: OpenFlags, writer: FileHandle, own: Ended, open: () => Promise<FileHandle>, waitMs = READ_WAIT_MS) {
@@ -132,9 +134,10 @@ export class ReadAfterWrite implements FileHandle {
   }
 
   async close(): Promise<CloseResult> {
-    if (this.#real === null) return {}
-    const h = await this.#real.catch(() => null)
-    return h ? h.close() : {}
+    if (this.#handle) return this.#handle.close()
+    // Not open yet (maybe waiting for the writer): a reader has nothing to commit.
+    this.abort()
+    return {}
   }
 
   abort(): void {
@@ -147,6 +150,7 @@ export class ReadAfterWrite implements FileHandle {
       await this.#writerEnd()
       const h = await this.#open()
       if (this.#aborted) h.abort()
+      else this.#handle = h
       return h
     })()
     return this.#real
