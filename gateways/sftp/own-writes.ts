@@ -129,7 +129,7 @@ export class ReadAfterWrite implements FileHandle {
   }
 
   async stat(): Promise<FsEntry> {
-    if (this.#real === null && !this.#own.over) return this.#writer.stat()
+    if (this.#handle === null && !this.#own.over) return this.#writer.stat()
     return (await this.#opened()).stat()
   }
 
