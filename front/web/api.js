@@ -86,10 +86,11 @@ export function client(cred) {
       return (await call(method, endpoint, query, init)).json()
     },
     ls: (path) => call('GET', '/api/files/ls', { path }).then((r) => r.json()),
-    mkdir: (path) => call('POST', '/api/files/mkdir', { path }),
-    touch: (path) => call('POST', '/api/files/touch', { path }),
-    rm: (path) => call('POST', '/api/files/rm', { path }),
-    mv: (from, to) => call('POST', '/api/files/mv', { from, to }),
+    // The answers are read to the end: a body left unread is cut when the page navigates.
+    mkdir: (path) => call('POST', '/api/files/mkdir', { path }).then((r) => r.json()),
+    touch: (path) => call('POST', '/api/files/touch', { path }).then((r) => r.json()),
+    rm: (path) => call('POST', '/api/files/rm', { path }).then((r) => r.json()),
+    mv: (from, to) => call('POST', '/api/files/mv', { from, to }).then((r) => r.json()),
   }
 }
 

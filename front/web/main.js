@@ -73,7 +73,7 @@ async function sessionPage() {
   if (!token) return loginPage()
   const api = client({ token })
   // A token that has expired or was revoked: back to the login, saying why.
-  const ok = await api.call('GET', '/api/session').then(
+  const ok = await api.json('GET', '/api/session').then(
     () => true,
     (err) => {
       if (err instanceof ApiFailure && err.status === 401) {
@@ -90,7 +90,7 @@ async function sessionPage() {
   where.textContent = sessionStorage.getItem(`${TOKEN}-name`) ?? ''
   logoutButton.hidden = false
   logoutButton.onclick = async () => {
-    await attempt(() => api.call('DELETE', '/api/session'))
+    await attempt(() => api.json('DELETE', '/api/session'))
     sessionStorage.removeItem(TOKEN)
     history.replaceState(null, '', '/')
     clearError()
@@ -161,9 +161,7 @@ function dropBox(api, id) {
   const pick = el('input', { type: 'file', multiple: true, id: 'dropbox-files', 'aria-label': 'Choose files to upload' })
   const run = async (items) => {
     clearError()
-    const before = panel.childElementCount
     const r = await uploadAll({ api, scope: `share:${id}`, dir: '/', items, panel, overwrite: false })
-    void before
     for (const { rel } of items) if (!r.failures.some((f) => f.rel === rel)) done.append(el('li', {}, `${rel} — uploaded`))
     if (r.failures.length) showError(new Error(`Not uploaded: ${r.failures.map((f) => `${f.rel} (${f.message})`).join('; ')}`))
   }
