@@ -35,7 +35,10 @@ async function fill(api, path, kind, body, ascii) {
   body.dataset.url = url
   if (kind === 'image') body.replaceChildren(el('img', { src: url, alt: baseName(path) }))
   else {
-    // The browser's own PDF viewer in a frame: the blob carries the file's type from the server's answer.
+    // The browser's own PDF viewer in a frame, over a blob: URL this page made from the
+    // server's answer (type application/pdf). Not a sandboxed frame: Chromium refuses to run
+    // its PDF viewer in one (any sandbox flag blocks it). The viewer runs apart from the page
+    // and a PDF's own scripts never reach it; the CSP allows frames of blob: URLs and nothing else.
     body.replaceChildren(el('iframe', { src: url, title: `PDF: ${baseName(path)}` }))
   }
 }
