@@ -39,7 +39,7 @@ async function seed(url: string, token: string) {
   await call('POST', '/api/files/cat', { path: '/pics/red.png' }, { body: png })
   await call('POST', '/api/files/cat', { path: '/notes.md' }, { body: '# Notes\nline two' })
   await call('POST', '/api/files/cat', { path: '/page.html' }, { body: '<script>document.title="ran"</script><b>bold</b>' })
-  await call('POST', '/api/files/cat', { path: '/doc.pdf' }, { body: tinyPdf() })
+  await call('POST', '/api/files/cat', { path: '/doc.pdf' }, { body: new Uint8Array(tinyPdf()) })
 }
 
 t.test('image, text and PDF previews, and ASCII art', { skip: noBrowser }, async (t) => {
