@@ -4,6 +4,7 @@
 import { baseName, join, parentOf } from './api.js'
 import { canPreview, preview } from './preview.js'
 import { createShare } from './share-dialog.js'
+import { showThumbnails } from './thumbs.js'
 import { pendingUploads, forgetUpload } from './tus.js'
 import { attempt, clearError, dialog, el, field, flash, formatSize, formatTime, icon, kindOf, saveBlob, showError } from './ui.js'
 import { droppedFiles, uploadAll } from './uploads.js'
@@ -194,6 +195,7 @@ export function mountBrowser(root, opts) {
     const head = el('thead', {}, el('tr', {}, el('th', { class: 'pick', scope: 'col' }, all), header('Name', 'name'), header('Size', 'size', 'num'), header('Modified', 'time', 'when')))
     const body = el('tbody')
     if (rows.length === 0) body.append(el('tr', {}, el('td', { colspan: '4', class: 'empty' }, state.loading ? 'Loading…' : p('can_upload') ? 'This folder is empty. Drop files here to upload them.' : 'This folder is empty.')))
+    const images = []
     for (const e of rows) {
       const kind = kindOf(e)
       const path = join(state.cwd, e.name)
@@ -214,7 +216,9 @@ export function mountBrowser(root, opts) {
         if (canPreview(e)) return preview(api, path, e, () => download(path)).catch(showError)
         return download(path)
       }
-      const name = el('button', { type: 'button', class: 'link', onclick: open, 'data-name': e.name, 'aria-label': `${e.name}, ${KIND_WORDS[kind]}` }, icon(kind), el('span', {}, e.name))
+      const sign = icon(kind)
+      if (kind === 'image' && p('can_read')) images.push({ path, entry: e, icon: sign })
+      const name = el('button', { type: 'button', class: 'link', onclick: open, 'data-name': e.name, 'aria-label': `${e.name}, ${KIND_WORDS[kind]}` }, sign, el('span', {}, e.name))
       body.append(
         el(
           'tr',
@@ -227,6 +231,7 @@ export function mountBrowser(root, opts) {
       )
     }
     table.replaceChildren(el('caption', { class: 'hint', hidden: true }, `Contents of ${state.cwd}`), head, body)
+    showThumbnails(api, images.slice(0, 200))
   }
 
   // ---------- actions ----------

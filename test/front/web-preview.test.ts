@@ -3,8 +3,9 @@
  * Previews in the web file manager: an image (shown from a blob: URL, the only images
  * the CSP allows besides the page's own), a text file (its text, never run as a page:
  * an .html file is shown as text), a PDF in the browser's own viewer in a frame, and
- * an image as ASCII art through the plg_image_ascii plugin; without the plugin, the
- * option says it is not enabled.
+ * an image as ASCII art through the plg_image_ascii plugin, and thumbnails in the listing
+ * through plg_image_thumbnail; without the plugins, the ASCII option says it is not
+ * enabled and the listing keeps its icons.
  */
 import t from 'tap'
 import sharp from 'sharp'
@@ -43,7 +44,7 @@ async function seed(url: string, token: string) {
 }
 
 t.test('image, text and PDF previews, and ASCII art', { skip: noBrowser }, async (t) => {
-  const { url } = await startTestServer(t, { plugins: ['plg_image_ascii'] })
+  const { url } = await startTestServer(t, { plugins: ['plg_image_ascii', 'plg_image_thumbnail'] })
   const { page, failed } = await launchBrowser(t)
   await webLogin(page, url, { userID: 'viewer' })
   const token = (await page.evaluate(() => sessionStorage.getItem('filegate-web-token')))!
@@ -75,6 +76,14 @@ t.test('image, text and PDF previews, and ASCII art', { skip: noBrowser }, async
 
   await page.click('#listing button[data-name="pics"]')
   await row(page, 'red.png')
+  // plg_image_thumbnail is on: the icon gives way to a thumbnail made by the server.
+  await page.waitForSelector('#listing button[data-name="red.png"] img.thumb')
+  const thumb = await page.$eval('#listing button[data-name="red.png"] img.thumb', async (img) => {
+    const i = img as HTMLImageElement
+    await i.decode()
+    return [i.naturalWidth, i.naturalHeight, i.src.slice(0, 5), i.alt]
+  })
+  t.same(thumb, [64, 48, 'blob:', ''], 'a 64-pixel thumbnail, decorative (the name is beside it)')
   await page.click('#listing button[data-name="red.png"]')
   await page.waitForSelector('dialog[open] .preview-body img')
   const size = await page.$eval('dialog[open] .preview-body img', async (img) => {
@@ -98,8 +107,11 @@ t.test('without the plugin, the ASCII option says so', { skip: noBrowser }, asyn
   await webLogin(page, url, { userID: 'viewer' })
   const token = (await page.evaluate(() => sessionStorage.getItem('filegate-web-token')))!
   await seed(url, token)
+  const probe = page.waitForResponse((r) => r.url().includes('thumbnail='))
   await page.goto(`${url}/#/pics/`)
   await row(page, 'red.png')
+  t.equal((await probe).status(), 206, 'the thumbnail probe gets one byte of the image: no plugin')
+  t.equal(await page.$('#listing img.thumb'), null, 'so the listing keeps its icons')
   await page.click('#listing button[data-name="red.png"]')
   await page.waitForSelector('dialog[open] .preview-body img')
   await page.check('#preview-ascii')
