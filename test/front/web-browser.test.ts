@@ -14,12 +14,14 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { launchBrowser, noBrowser } from '../helpers/browser.js'
+import { createLogger } from '../../front/log.js'
 import { api, startTestServer } from '../helpers/filegate.js'
 import { zipEntryNames } from '../helpers/transfers.js'
 import { answerName, downloaded, names, row, select, webLogin } from '../helpers/web.js'
 
 t.test('GET / and /s/<id> serve the page with a strict CSP; the admin console is still there', async (t) => {
-  const { url } = await startTestServer(t, { admin_password: 'admin password 123' })
+  const lines: string[] = []
+  const { url } = await startTestServer(t, { admin_password: 'admin password 123' }, createLogger('debug', (line) => lines.push(line)))
   for (const path of ['/', '/s/abcDEF_-123']) {
     const res = await fetch(`${url}${path}`)
     t.equal(res.status, 200, `${path} answers`)
@@ -45,6 +47,12 @@ t.test('GET / and /s/<id> serve the page with a strict CSP; the admin console is
   const admin = await fetch(`${url}/admin`)
   t.equal(admin.status, 200, 'the admin console is still served')
   t.match(await admin.text(), /admin console/)
+  // A share id is a credential: the request log names the route, never the id.
+  await fetch(`${url}/healthz`, { headers: { 'x-request-id': 'last-request' } }).then((r) => r.arrayBuffer())
+  while (!lines.some((l) => l.includes('"last-request"'))) await new Promise((r) => setTimeout(r, 20))
+  t.notOk(lines.join('\n').includes('abcDEF_-123'), 'the share id is not in the log')
+  const paths = lines.map((l) => JSON.parse(l) as { msg: string; path?: string }).filter((l) => l.msg === 'request').map((l) => l.path)
+  t.ok(paths.includes('/s/{id}') && paths.includes('/') && paths.includes('/web/{file}'), `routes logged: ${[...new Set(paths)].join(' ')}`)
 })
 
 t.test('a wrong login is shown in words', { skip: noBrowser }, async (t) => {
