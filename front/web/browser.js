@@ -219,19 +219,57 @@ export function mountBrowser(root, opts) {
       const sign = icon(kind)
       if (kind === 'image' && p('can_read')) images.push({ path, entry: e, icon: sign })
       const name = el('button', { type: 'button', class: 'link', onclick: open, 'data-name': e.name, 'aria-label': `${e.name}, ${KIND_WORDS[kind]}` }, sign, el('span', {}, e.name))
-      body.append(
-        el(
+      const tr = el(
           'tr',
-          { class: checked ? 'selected' : '', 'data-type': e.type },
+          { class: checked ? 'selected' : '', 'data-type': e.type, draggable: p('can_move') ? 'true' : null },
           el('td', { class: 'pick' }, pick),
           el('td', { class: 'name' }, name),
           el('td', { class: 'num' }, e.type === 'directory' ? '—' : formatSize(e.size)),
           el('td', { class: 'when' }, formatTime(e.time)),
-        ),
-      )
+        )
+      if (p('can_move')) dragMove(tr, e)
+      body.append(tr)
     }
     table.replaceChildren(el('caption', { class: 'hint', hidden: true }, `Contents of ${state.cwd}`), head, body)
     showThumbnails(api, images.slice(0, 200))
+  }
+
+  // ---------- moving by drag and drop onto a folder ----------
+
+  const DRAG_TYPE = 'application/x-filegate-names'
+
+  /** A row can be dragged (with the rest of the selection, if it is selected) onto a folder's row. */
+  function dragMove(tr, entry) {
+    tr.addEventListener('dragstart', (ev) => {
+      const names = state.selected.has(entry.name) ? [...state.selected] : [entry.name]
+      ev.dataTransfer.setData(DRAG_TYPE, JSON.stringify(names))
+      ev.dataTransfer.effectAllowed = 'move'
+    })
+    if (entry.type !== 'directory') return
+    const ours = (ev) => ev.dataTransfer.types.includes(DRAG_TYPE)
+    tr.addEventListener('dragover', (ev) => {
+      if (!ours(ev)) return
+      ev.preventDefault()
+      ev.stopPropagation()
+      tr.classList.add('target')
+    })
+    tr.addEventListener('dragleave', () => tr.classList.remove('target'))
+    tr.addEventListener('drop', async (ev) => {
+      if (!ours(ev)) return
+      ev.preventDefault()
+      ev.stopPropagation()
+      tr.classList.remove('target')
+      const names = JSON.parse(ev.dataTransfer.getData(DRAG_TYPE)).filter((n) => n !== entry.name)
+      if (!names.length) return
+      const target = `${join(state.cwd, entry.name)}/`
+      const ok = await attempt(async () => {
+        for (const n of names) await api.mv(join(state.cwd, n), join(target, n))
+        return true
+      })
+      if (ok) flash(`Moved to ${target}`)
+      state.selected.clear()
+      await load()
+    })
   }
 
   // ---------- actions ----------
@@ -252,8 +290,9 @@ export function mountBrowser(root, opts) {
     await load()
   }
 
+  const filesDragged = (e) => [...(e.dataTransfer?.types ?? [])].includes('Files')
   card.addEventListener('dragover', (e) => {
-    if (!p('can_upload')) return
+    if (!p('can_upload') || !filesDragged(e)) return
     e.preventDefault()
     card.classList.add('over')
   })
@@ -261,7 +300,7 @@ export function mountBrowser(root, opts) {
     if (e.target === card) card.classList.remove('over')
   })
   card.addEventListener('drop', async (e) => {
-    if (!p('can_upload')) return
+    if (!p('can_upload') || !filesDragged(e)) return
     e.preventDefault()
     card.classList.remove('over')
     await upload(await droppedFiles(e.dataTransfer))

@@ -5,8 +5,8 @@
  * a tmp space and once on a local connection with a password, each checked through the
  * API (what a user would find afterwards): breadcrumbs and sorting, upload by the picker,
  * a folder by the folder picker, a drop, new folder, new empty file, rename, move through
- * the dialog, delete after confirming, download of a file and a zip of a selection, search
- * by name. The page runs under its CSP with no error and no refused request.
+ * the dialog and by dragging a row onto a folder, delete after confirming, download of a
+ * file and a zip of a selection, search by name. The page runs under its CSP with no error and no refused request.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -199,6 +199,12 @@ async function walk(t: Test, page: Page, call: ReturnType<typeof api>) {
   await row(page, 'album', 'detached')
   t.equal(await exists('/a-big.bin'), 404, 'deleted')
   t.same(await ls('/'), ['empty.md', 'reports'], 'what is left')
+
+  // Move by dragging a row onto a folder's row.
+  await page.dragAndDrop('#listing tr:has(button[data-name="empty.md"])', '#listing tr:has(button[data-name="reports"])')
+  await row(page, 'empty.md', 'detached')
+  t.same(await ls('/'), ['reports'], 'dragged away')
+  t.same(await ls('/reports/'), ['dropped.txt', 'empty.md', 'notes.txt'], 'into the folder it was dropped on')
 }
 
 t.test('every action on a tmp space', { skip: noBrowser }, async (t) => {
