@@ -13,6 +13,7 @@
 import { mkdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
+import sharp from 'sharp'
 import t, { type Test } from 'tap'
 import type { Page } from 'playwright-core'
 import { launchBrowser, noBrowser } from '../helpers/browser.js'
@@ -53,6 +54,11 @@ async function shot(page: Page, name: string): Promise<void> {
 
 async function seed(url: string, token: string) {
   const call = api(url, token)
+  const photo = await sharp({ create: { width: 160, height: 120, channels: 3, background: { r: 240, g: 150, b: 40 } } })
+    .composite([{ input: Buffer.from('<svg width="160" height="120"><circle cx="80" cy="70" r="34" fill="#c0362c"/><rect y="90" width="160" height="30" fill="#1f5f8b"/></svg>') }])
+    .jpeg()
+    .toBuffer()
+  await call('POST', '/api/files/cat', { path: '/sunset.jpg' }, { body: new Uint8Array(photo) })
   for (const [path, body] of [
     ['/Projects/plan.md', '# Plan'],
     ['/Projects/budget.csv', 'a,b\n1,2'],
@@ -65,7 +71,7 @@ async function seed(url: string, token: string) {
 
 for (const scheme of ['light', 'dark'] as const) {
   t.test(`axe finds no serious violation (${scheme})`, { skip: noBrowser }, async (t) => {
-    const { url } = await startTestServer(t)
+    const { url } = await startTestServer(t, { plugins: ['plg_image_thumbnail'] })
     const { page, failed } = await launchBrowser(t)
     await page.emulateMedia({ colorScheme: scheme })
     await page.goto(`${url}/`)
@@ -76,8 +82,9 @@ for (const scheme of ['light', 'dark'] as const) {
     await seed(url, token)
     await page.reload()
     await row(page, 'notes.txt')
+    await page.waitForSelector('#listing img.thumb')
     await select(page, 'notes.txt')
-    await axe(t, page, 'the browser with a selection')
+    await axe(t, page, 'the browser with a selection and a thumbnail')
     await shot(page, `browser-${scheme}.png`)
     await page.click('#share')
     await page.waitForSelector('dialog[open]')

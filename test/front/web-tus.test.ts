@@ -9,7 +9,7 @@
  * (DevTools' network conditions) only so that "mid-way" is a moment the test can catch.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -85,11 +85,13 @@ t.test('a 50 MiB upload cut by a reload resumes from the stored offset', { skip:
   t.same(failed, [], 'no page errors')
 })
 
-t.test('a connection cut under a PATCH is retried from the server offset', { skip: noBrowser }, async (t) => {
-  const { url } = await startTestServer(t, { max_upload_bytes: 200 * MiB })
+t.test('a connection cut under a PATCH is retried from the server offset (a local connection)', { skip: noBrowser }, async (t) => {
+  const disk = mkdtempSync(join(tmpdir(), 'filegate-web-tus-disk-'))
+  t.teardown(() => rmSync(disk, { recursive: true, force: true }))
+  const { url } = await startTestServer(t, { max_upload_bytes: 200 * MiB, connections: [{ label: 'disk', type: 'local', path: disk, password: 'disk password' }] })
   const file = bigFile(t, 'cut.bin', 20 * MiB)
   const { page, failed } = await launchBrowser(t, { failedRequests: false })
-  await webLogin(page, url, { userID: 'cutter' })
+  await webLogin(page, url, { label: 'disk', password: 'disk password' })
   const token = (await page.evaluate(() => sessionStorage.getItem('filegate-web-token')))!
   const sent = patches(page)
   // The second PATCH's connection is reset before it reaches the server.
@@ -105,5 +107,6 @@ t.test('a connection cut under a PATCH is retried from the server offset', { ski
   t.ok(sent[1]! > 0, 'which is after the first chunk, not 0')
   const body = Buffer.from(await (await api(url, token)('GET', '/api/files/cat', { path: '/cut.bin' })).arrayBuffer())
   t.equal(sha(body), file.hash, 'the stored file is the file')
+  t.equal(sha(readFileSync(join(disk, 'cut.bin'))), file.hash, 'in the connection\'s folder')
   t.same(failed, [], 'no page errors')
 })
