@@ -216,7 +216,9 @@ export class TusUploads {
       await this.#commit(upload, access, req.requestId)
       return { status: 200, headers: headHeaders(upload) }
     }
-    return this.#delegate(req, { access, requestId: req.requestId })
+    const reply = await this.#delegate(req, { access, requestId: req.requestId })
+    if (req.method === 'DELETE' && reply.status === 204) this.#dropHold(id) // terminated: its bytes are gone
+    return reply
   }
 
   /**
