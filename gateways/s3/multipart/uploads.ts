@@ -352,7 +352,10 @@ export class MultipartUploads {
       this.#dropHold(id)
       throw noSuchUpload(id)
     }
-    if (prev !== null && !this.#completing.has(id)) hold?.shrink(await this.#staging.removePart(id, prev))
+    if (prev !== null && !this.#completing.has(id)) {
+      const freed = await this.#staging.removePart(id, prev)
+      hold?.shrink(freed)
+    }
     return part.md5
   }
 
