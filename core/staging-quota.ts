@@ -103,19 +103,20 @@ export class StagingQuota {
   async charge(dir: string, owner: StagingOwner, n: number, check: boolean): Promise<void> {
     if (check) {
       const dirs = [dir, ...this.#alsoWatch]
-      await Promise.all(dirs.map((d) => this.#measure(d)))
+      await Promise.all(dirs.map((d) => this.#measure(d, false)))
+      // A measure that says "full" is taken again before it refuses: space may be back.
+      const short = (d: string) => {
+        const disk = this.#disks.get(d)!
+        return disk.free - disk.since - n < this.#limits.reserve_bytes
+      }
+      await Promise.all(dirs.filter(short).map((d) => this.#measure(d, true)))
       // From here on synchronous: checked and charged as one step, whatever else runs.
-      const { per_login_bytes, per_share_bytes, total_bytes, reserve_bytes } = this.#limits
+      const { per_login_bytes, per_share_bytes, total_bytes } = this.#limits
       const u = this.usage(owner)
       if (owner.login !== null && u.login + n > per_login_bytes) throw overLogin(per_login_bytes)
       if (owner.share !== null && u.share + n > per_share_bytes) throw overShare(per_share_bytes)
       if (this.#total + n > total_bytes) throw new FsError('ENOSPC', `the server's room for staged uploads is full (${total_bytes} bytes): try again later`)
-      for (const d of dirs) {
-        const disk = this.#disks.get(d)!
-        if (disk.free - disk.since - n < reserve_bytes) {
-          throw new FsError('ENOSPC', "no space left on the server's disk for staged uploads (a reserve is kept for the service itself)")
-        }
-      }
+      if (dirs.some(short)) throw new FsError('ENOSPC', "no space left on the server's disk for staged uploads (a reserve is kept for the service itself)")
     }
     this.#add(owner, n)
     const disk = this.#disks.get(dir)
@@ -137,9 +138,9 @@ export class StagingQuota {
     }
   }
 
-  async #measure(dir: string): Promise<void> {
+  async #measure(dir: string, fresh: boolean): Promise<void> {
     const known = this.#disks.get(dir)
-    if (known && Date.now() - known.measured < DISK_MEASURE_MS) return
+    if (known && !fresh && Date.now() - known.measured < DISK_MEASURE_MS) return
     let free: number
     try {
       const s = await statfs(dir)
