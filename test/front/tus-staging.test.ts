@@ -134,3 +134,22 @@ t.test('a target behind a link that leads outside is refused at creation, before
   await tusUpload(Buffer.from('new'), { endpoint, headers: auth, metadata: { path: '/inside/sub/old.txt' } })
   t.equal(await readFile(join(root, 'inside', 'sub', 'old.txt'), 'utf8'), 'new', 'a target inside is still replaced')
 })
+
+t.test('uploads staged before a restart still count against their login', async (t) => {
+  const dataDir = t.testdir()
+  const limits = { per_login_bytes: 3 * MiB, reserve_bytes: 0 }
+  const first = await startTestServer(t, { data_dir: dataDir, staging_limits: limits })
+  const token = await tmpSession(first.url, 'alice')
+  const alice = { authorization: `Bearer ${token}` }
+  const staged = await leaveStaged(first.url, alice, '/a.bin', 2 * MiB)
+  t.equal(staged.status, 204, '2 MiB staged')
+  await first.app.close(0)
+
+  const second = await startTestServer(t, { data_dir: dataDir, staging_limits: limits })
+  const over = await leaveStaged(second.url, alice, '/b.bin', 2 * MiB)
+  t.equal(over.status, 413, 'after the restart, 2 MiB more is over the 3 MiB limit')
+  const path = new URL(staged.at!).pathname
+  const last = await fetch(`${second.url}${path}`, { method: 'PATCH', headers: { ...TUS, ...alice, 'upload-offset': String(2 * MiB - 1), 'content-type': 'application/offset+octet-stream' }, body: 'z' })
+  t.equal(last.status, 204, 'the staged upload is finished on the new process')
+  t.equal((await leaveStaged(second.url, alice, '/c.bin', 2 * MiB)).status, 204, 'and its room is given back')
+})
