@@ -84,8 +84,12 @@ export class Throttle {
       if (checking === undefined || Date.now() >= deadline) this.#refuse(since, now)
       // Others from this address are being checked: their outcome decides.
       await new Promise<void>((resolve) => {
-        checking.waiting.push(resolve)
-        setTimeout(resolve, Math.max(0, deadline - Date.now())).unref()
+        const timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))
+        timer.unref()
+        checking.waiting.push(() => {
+          clearTimeout(timer)
+          resolve()
+        })
       })
     }
   }

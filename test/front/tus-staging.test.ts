@@ -104,6 +104,13 @@ t.test("the disk's reserve: staging is refused with 507 before it could eat the 
   t.match(r.json, { status: 'error', code: 'INSUFFICIENT_STORAGE', message: /reserve is kept/ })
   const viaClient = await tusUpload(randomBytes(MiB), { endpoint: `${url}/api/files/tus`, headers: alice, metadata: { path: '/y.bin' } }).then(() => 0, (e) => answerOf(e).status)
   t.equal(viaClient, 507, 'tus-js-client gets 507 too')
+  const withBody = await fetch(`${url}/api/files/tus?path=/z.bin`, {
+    method: 'POST',
+    headers: { ...TUS, ...alice, 'upload-length': String(MiB), 'content-type': 'application/offset+octet-stream' },
+    body: randomBytes(MiB),
+  })
+  t.equal(withBody.status, 507, 'creation-with-upload: 507')
+  t.match(await withBody.json(), { code: 'INSUFFICIENT_STORAGE' })
   t.equal(await sizes(join(dataDir, 'tus')), 0, 'not a byte staged')
   t.ok((await tmpSession(url, 'bob')).length > 0, 'logins (state store writes) still work')
   const small = await api(url, await tmpSession(url, 'carol'))('POST', '/api/files/cat', { path: '/small.txt' }, { body: 'written directly' })
