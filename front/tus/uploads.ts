@@ -299,6 +299,10 @@ export class TusUploads {
     const now = Date.now()
     const { dir, expiryMs, state } = this.#opts
     for (const id of await state.expiredTusUploads(now - expiryMs)) if (!this.#commits.has(id)) await this.#discard(id)
+    // Uploads another node (sharing the staging folder) finished or terminated: no longer counted here.
+    for (const id of [...this.#holds.keys()]) {
+      if (!this.#reserved.has(id) && !this.#commits.has(id) && (await state.getTusUpload(id)) === null) this.#dropHold(id)
+    }
     for (const name of await readdir(dir)) {
       if (name.endsWith('.json') && UPLOAD_ID.test(name.slice(0, -'.json'.length))) {
         await this.#adopt(name.slice(0, -'.json'.length))

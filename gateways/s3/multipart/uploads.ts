@@ -291,6 +291,11 @@ export class MultipartUploads {
         if (!known.has(f) && (await this.#staging.idleFor(name, f)) >= PART_IDLE_MS) await this.#staging.removePart(name, f)
       }
     }
+    // Uploads another node (sharing the staging folder) completed or aborted: no longer counted here.
+    for (const id of [...this.#holds.keys()]) {
+      const up = await this.#o.state.getMultipartUpload(id)
+      if ((!up || up.completed_etag !== null) && !this.#completing.has(id)) this.#dropHold(id)
+    }
     if (removed > 0) this.#o.log?.('info', 's3 multipart uploads expired', { count: removed })
     return removed
   }
