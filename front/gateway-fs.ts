@@ -30,6 +30,7 @@ import { InPlaceWriter } from './gateway-fs/in-place.js'
 import { ListSnapshots } from './gateway-fs/list-pages.js'
 import { PendingBudget } from './gateway-fs/pending.js'
 import { ReadAhead } from './gateway-fs/read-ahead.js'
+import type { StagingQuota } from '../core/staging-quota.js'
 import { StagingFile } from './gateway-fs/staging.js'
 import { WriteCoalescer } from './gateway-fs/write-coalescer.js'
 
@@ -56,6 +57,8 @@ export interface GatewayFsOptions {
   readonly readOnly: boolean
   /** Private staging files (`<data_dir>/gateway-staging`); `sweepStaging` it once at start-up. */
   readonly stagingDir: string
+  /** The bounds on staged bytes (core/staging-quota.ts); the staging copies count against the client's login. */
+  readonly stagingQuota?: StagingQuota
   /**
    * Who uses the view. Not used yet: the HTTP API's fairness limits on concurrent
    * transfers (front/transfer-limits.ts) are not applied to gateways' handles.
@@ -261,7 +264,7 @@ class GatewayFs implements ProtocolFs {
       writer,
       stage: flags.write
         ? (withContent) =>
-            StagingFile.create(this.#opts.stagingDir, withContent ? this.#content(opCtx, path) : null)
+            StagingFile.create(this.#opts.stagingDir, withContent ? this.#content(opCtx, path) : null, this.#opts.stagingQuota?.hold(this.#opts.stagingDir, { login: this.#opts.client?.credential ?? null, share: null }))
         : null,
       fresh,
       commitStaging: (s) => s.commit(upload),
