@@ -33,8 +33,14 @@ export interface McpGatewayOptions {
   readonly corsOrigins: readonly string[]
   readonly idleSeconds: number
   readonly maxSessions: number
-  /** Sessions one subject may hold (default 32). */
+  /** Sessions one subject (login) may hold (default 32). */
   readonly sessionsPerSubject?: number
+  /** Sessions one client address may hold (default 100). */
+  readonly sessionsPerAddress?: number
+  /** Tool calls one subject may have running at once (default 8). */
+  readonly callsPerSubject?: number
+  /** Messages one JSON-RPC batch may hold (default 20). */
+  readonly maxBatch?: number
   readonly version: string
   readonly limits?: Partial<ToolLimits>
   /** SSE comment lines keep idle streams open through proxies and the engine's idle timeout (default 5 s). */
@@ -49,7 +55,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   const limits: ToolLimits = { ...DEFAULT_LIMITS, ...opts.limits }
   const keepAliveMs = opts.keepAliveMs ?? 5000
   let stored: StoredSessions | null = null
-  const sessions = new SessionTable({ idleMs: opts.idleSeconds * 1000, max: opts.maxSessions, perSubject: opts.sessionsPerSubject ?? 32 }, (s) => {
+  const sessions = new SessionTable({ idleMs: opts.idleSeconds * 1000, max: opts.maxSessions, perSubject: opts.sessionsPerSubject ?? 32, perAddress: opts.sessionsPerAddress ?? 100 }, (s) => {
     if (s.kind === 'streamable') stored?.remove(s.id).catch((err: unknown) => ctx?.log('warn', 'mcp: an evicted session stays in the store', { error: String(err) }))
   })
   /** Sessions being rebuilt from the store here, by id and subject: one rebuild each. */
@@ -106,12 +112,13 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   type Streamable = Extract<McpSession, { kind: 'streamable' }>
 
   /** A session's server and transport, named `sid`; `opened` runs when the transport takes an initialize request. */
-  const newStreamable = async (sid: string, subject: string, opened?: (s: Streamable) => Promise<void>): Promise<Streamable> => {
+  const newStreamable = async (sid: string, subject: string, address: string, opened?: (s: Streamable) => Promise<void>): Promise<Streamable> => {
     const server = newServer()
     const s: Streamable = {
       id: sid,
       kind: 'streamable',
       subject,
+      address,
       transport: new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => sid, ...(opened ? { onsessioninitialized: () => opened(s) } : {}), keepAliveMs }),
       close: () => server.close(),
       lastUsed: Date.now(),
@@ -123,12 +130,12 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   }
 
   /** Rebuilds session `id` of `subject` from the store, if it is there. @returns why not when there is no room for it */
-  const rebuild = async (id: string, subject: string): Promise<string | null> => {
+  const rebuild = async (id: string, subject: string, address: string): Promise<string | null> => {
     const init = await stored!.find(id, subject)
     if (init === null) return null
-    const refused = sessions.admit(subject)
+    const refused = sessions.admit(subject, address)
     if (refused !== null) return refused
-    const s = await newStreamable(id, subject)
+    const s = await newStreamable(id, subject, address)
     try {
       await replayInitialize(s.transport, resource(), id, init)
     } catch (err) {
@@ -140,12 +147,12 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   }
 
   /** Session `id` of `subject`, held here or rebuilt from the store; undefined: none (unknown, ended, someone else's); a string: no room. */
-  const existing = async (id: string, subject: string): Promise<Streamable | undefined | string> => {
+  const existing = async (id: string, subject: string, address: string): Promise<Streamable | undefined | string> => {
     if (sessions.get(id, subject, 'streamable') === undefined) {
       const key = `${id}\0${subject}`
       let pending = rebuilding.get(key)
       if (pending === undefined) {
-        pending = rebuild(id, subject).finally(() => rebuilding.delete(key))
+        pending = rebuild(id, subject, address).finally(() => rebuilding.delete(key))
         rebuilding.set(key, pending)
       }
       const refused = await pending
@@ -165,14 +172,14 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
     let session: Streamable | undefined
     let body: string | undefined
     if (id !== undefined) {
-      const found = await existing(id, grant.subject)
+      const found = await existing(id, grant.subject, req.remoteAddress)
       if (typeof found === 'string') {
         grant.release()
         return rpcError(503, -32000, found, { 'retry-after': '30' })
       }
       session = found
     } else if (req.method === 'POST') {
-      const refused = sessions.admit(grant.subject)
+      const refused = sessions.admit(grant.subject, req.remoteAddress)
       if (refused !== null) {
         grant.release()
         return rpcError(503, -32000, refused, { 'retry-after': '30' })
@@ -185,7 +192,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       }
       body = read
       const init = initializeParams(read)
-      session = await newStreamable(newSessionId(), grant.subject, async (s) => {
+      session = await newStreamable(newSessionId(), grant.subject, req.remoteAddress, async (s) => {
         if (init !== undefined) await stored!.save(s.id, s.subject, init)
         sessions.add(s)
       })
@@ -221,7 +228,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   const sse = async (req: HttpRequest, grant: Grant): Promise<HttpReply> => {
     grant.release() // the stream uses no file system; each POSTed message brings its own grant
     if (req.method !== 'GET') return jsonReply(405, { error: 'method_not_allowed', error_description: 'GET /sse opens the event stream; messages go to POST /messages' }, { allow: 'GET' })
-    const refused = sessions.admit(grant.subject)
+    const refused = sessions.admit(grant.subject, req.remoteAddress)
     if (refused !== null) return jsonReply(503, { error: 'temporarily_unavailable', error_description: refused }, { 'retry-after': '30' })
     const sid = newSessionId()
     const server = newServer()
@@ -229,6 +236,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       id: sid,
       kind: 'sse',
       subject: grant.subject,
+      address: req.remoteAddress,
       transport: new SseTransport(sid, `/messages?sessionId=${sid}`, keepAliveMs),
       close: () => server.close(),
       lastUsed: Date.now(),
