@@ -167,7 +167,8 @@ class GatewayFs implements ProtocolFs {
 
   list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly after?: string; readonly limit?: number } = {}): Promise<ListPage> {
     return this.#call([dir], () =>
-      this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })).map(toFsEntry)),
+      // The login's share of the snapshots: by the storage root it sees (each view of one login sees the same).
+      this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })).map(toFsEntry), this.identity),
     )
   }
 

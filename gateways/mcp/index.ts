@@ -17,6 +17,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js'
 import type { Gateway, GatewayContext } from '../../core/gateway.js'
 import type { HttpHandler, HttpReply, HttpRequest } from '../../core/http.js'
+import { CallSlots, workOf } from './call-slots.js'
 import { type Grant, authInfoOf, grantFrom } from './grant.js'
 import { createMcpServer } from './server.js'
 import { initializeParams, replayInitialize } from './restore.js'
@@ -64,6 +65,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   const resource = () => `${opts.publicUrl()}/mcp`
 
   const calls = { running: 0 }
+  const slots = new CallSlots({ perSubject: opts.callsPerSubject ?? 8, maxBatch: opts.maxBatch ?? 20 })
   const newServer = () =>
     createMcpServer({
       version: opts.version,
@@ -171,6 +173,15 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
     const id = req.header('mcp-session-id')
     let session: Streamable | undefined
     let body: string | undefined
+    if (req.method === 'POST') {
+      // Read here: its calls are counted before any runs, and an initialize request's params rebuild the session at another node.
+      const read = await readBody(req, MAX_MESSAGE_BYTES)
+      if (read === null) {
+        grant.release()
+        return rpcError(413, -32000, `a request may have at most ${MAX_MESSAGE_BYTES} bytes`)
+      }
+      body = read
+    }
     if (id !== undefined) {
       const found = await existing(id, grant.subject, req.remoteAddress)
       if (typeof found === 'string') {
@@ -184,14 +195,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
         grant.release()
         return rpcError(503, -32000, refused, { 'retry-after': '30' })
       }
-      // Read here: the client's initialize params are what rebuilds the session at another node.
-      const read = await readBody(req, MAX_MESSAGE_BYTES)
-      if (read === null) {
-        grant.release()
-        return rpcError(413, -32000, `a request may have at most ${MAX_MESSAGE_BYTES} bytes`)
-      }
-      body = read
-      const init = initializeParams(read)
+      const init = initializeParams(body!)
       session = await newStreamable(newSessionId(), grant.subject, req.remoteAddress, async (s) => {
         if (init !== undefined) await stored!.save(s.id, s.subject, init)
         sessions.add(s)
@@ -204,12 +208,19 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       grant.release()
       return rpcError(404, -32001, 'Session not found')
     }
+    const work = body === undefined ? null : workOf(body)
+    const taken = work === null ? () => {} : slots.take(grant.subject, work)
+    if (typeof taken !== 'function') {
+      grant.release()
+      return rpcError(taken.status, taken.code, taken.message, taken.status === 429 ? { 'retry-after': '1' } : {})
+    }
     // A GET is the server's own stream: it uses no file system and does not keep the session busy.
     if (req.method === 'GET') grant.release()
     else sessions.begin(session)
     const s = session
     const done = () => {
       if (req.method === 'GET') return
+      taken()
       sessions.end(s)
       grant.release()
     }
@@ -273,6 +284,8 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       parsed = null
     }
     if (!parsed?.success) return refuse(jsonReply(400, { error: 'invalid_request', error_description: 'the body is not a JSON-RPC message' }))
+    const taken = slots.take(grant.subject, workOf(body)!)
+    if (typeof taken !== 'function') return refuse(rpcError(taken.status, taken.code, taken.message, taken.status === 429 ? { 'retry-after': '1' } : {}))
     // The message's grant is held until it is answered: the session is busy until then.
     sessions.begin(session)
     let held = true
@@ -281,6 +294,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       release: () => {
         if (!held) return
         held = false
+        taken()
         grant.release()
         sessions.end(session)
       },
