@@ -7,6 +7,8 @@
  * `find` over a huge folder stops at its deadline and its listings do not evict other
  * users' listing snapshots.
  */
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
@@ -56,4 +58,59 @@ t.test('sessions: 40 tmp ids opening hundreds of sessions do not shut anyone els
   const late = await clientFrom(t, url, await tmpSession(url, 'late'), '192.0.2.20')
   t.notOk((await ls(late.client)).isError, 'another user opens a session after the flood and is served')
   t.notOk((await ls(victim.client)).isError, 'the first victim too')
+})
+
+t.test('tool calls: batches of find calls on a huge folder are bounded per batch and per login; other users are answered', async (t) => {
+  const CALLS = 4
+  const BATCH = 10
+  const disk = t.testdir({ root: { big: {} }, data: {} })
+  for (let i = 0; i < 30_000; i++) writeFileSync(join(disk, 'root', 'big', `n${i}`), '')
+  const { url } = await startTestServer(t, { data_dir: join(disk, 'data'), connections: [{ label: 'disk', type: 'local', path: join(disk, 'root') }], mcp: { calls_per_login: CALLS, max_batch: BATCH } })
+  const res = await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify({ label: 'disk' }) })
+  const attacker = ((await res.json()) as { result: { authorization: string } }).result.authorization
+
+  // Raw JSON-RPC batches, as the attack sent them.
+  const init = await fetch(`${url}/mcp`, { method: 'POST', headers: { ...MCP_HEADERS, authorization: `Bearer ${attacker}` }, body: JSON.stringify(INITIALIZE) })
+  await init.text()
+  const sid = init.headers.get('mcp-session-id')!
+  const finds = (n: number) => Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: 100 + i, method: 'tools/call', params: { name: 'find', arguments: { path: '/big', pattern: '*never*' } } }))
+  const post = async (body: unknown) => {
+    const r = await fetch(`${url}/mcp`, { method: 'POST', headers: { ...MCP_HEADERS, authorization: `Bearer ${attacker}`, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' }, body: JSON.stringify(body) })
+    return { status: r.status, text: await r.text() }
+  }
+  const hundred = await post(finds(100))
+  t.equal(hundred.status, 400, 'a batch of 100 calls is refused whole')
+  t.match(JSON.parse(hundred.text), { jsonrpc: '2.0', id: null, error: { code: -32600, message: new RegExp(`at most ${BATCH} messages; this one has 100`) } }, 'with a JSON-RPC error that says the bound')
+  const ten = await post(finds(BATCH))
+  t.equal(ten.status, 429, `a batch of ${BATCH} calls is more than a login may run at once`)
+  t.match(JSON.parse(ten.text), { error: { code: -32000, message: new RegExp(`at most ${CALLS} running at once`) } })
+  const four = await post(finds(CALLS))
+  t.equal(four.status, 200, `a batch of ${CALLS} calls runs`)
+  for (let i = 0; i < CALLS; i++) t.match(four.text, new RegExp(`"id":${100 + i}[,}]`), `call ${i + 1} of the batch answered`)
+
+  // The SDK client, many calls at once on the huge folder, while another user works.
+  const flood = await clientFrom(t, url, attacker, '127.0.0.1')
+  const victim = await clientFrom(t, url, await tmpSession(url, 'victim'), '127.0.0.1')
+  await victim.client.callTool({ name: 'write', arguments: { path: '/notes.md', content: 'mine' } })
+  let refused = 0
+  let answered = 0
+  for (let round = 0; round < 5 && (refused === 0 || round < 2); round++) {
+    const calls = Array.from({ length: 3 * CALLS }, () =>
+      flood.client.callTool({ name: 'find', arguments: { path: '/big', pattern: '*never*' } }, undefined, { timeout: 120_000 }).then(
+        (r) => {
+          answered++
+          t.notOk((r as CallToolResult).isError, 'an accepted find is answered with its result')
+        },
+        (err: Error) => {
+          refused++
+          t.match(err.message, new RegExp(`this login has \\d+ tool calls running \\(at most ${CALLS} at once\\)`), 'a refused call says why, as a JSON-RPC error')
+        },
+      ),
+    )
+    const mine = await victim.client.callTool({ name: 'cat', arguments: { path: '/notes.md' } })
+    t.equal(textOf(mine as CallToolResult), 'mine', `the other user is answered during the attack (round ${round + 1})`)
+    await Promise.all(calls)
+  }
+  t.ok(refused > 0, `calls past the login's bound were refused (${refused} refused, ${answered} answered)`)
+  t.ok(answered > 0, 'and the others ran')
 })
