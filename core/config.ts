@@ -48,6 +48,11 @@ export interface Config {
   readonly session: { readonly ttl_seconds: number }
   /** Largest accepted upload body in bytes; null: no limit. */
   readonly max_upload_bytes: number | null
+  /**
+   * Entries one HTTP `ls` answer holds at most: a larger folder is refused (413) unless
+   * asked for in pages (`limit`, `cursor`), and a page holds at most this many.
+   */
+  readonly ls_max_entries: number
   /** Seconds transfers in flight get to finish after SIGTERM. */
   readonly shutdown_grace_seconds: number
   /**
@@ -185,6 +190,7 @@ export const DEFAULTS: Config = {
   tmp_sessions: true, // for a loopback host; validateConfig turns it off for others unless it is set
   session: { ttl_seconds: 7 * 24 * 3600 },
   max_upload_bytes: null,
+  ls_max_entries: 10_000,
   shutdown_grace_seconds: 30,
   backend_timeout_seconds: null,
   http_engine: 'auto',
@@ -293,6 +299,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     tmp_sessions: input.tmp_sessions === undefined ? isLoopbackHost(str(m.host, 'host')) : bool(m.tmp_sessions, 'tmp_sessions'),
     session: { ttl_seconds: int(session.ttl_seconds, 'session.ttl_seconds', 1) },
     max_upload_bytes: m.max_upload_bytes === null ? null : int(m.max_upload_bytes, 'max_upload_bytes', 0),
+    ls_max_entries: int(m.ls_max_entries, 'ls_max_entries', 1, 1_000_000),
     shutdown_grace_seconds: int(m.shutdown_grace_seconds, 'shutdown_grace_seconds', 0, 86400),
     backend_timeout_seconds: m.backend_timeout_seconds === null ? null : int(m.backend_timeout_seconds, 'backend_timeout_seconds', 1, 3600),
     http_engine: oneOf(m.http_engine, 'http_engine', ['auto', 'uws', 'node'] as const),

@@ -158,6 +158,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     shares,
     keys,
     corsOrigins: config.cors.origins,
+    lsMaxEntries: config.ls_max_entries,
     metrics: {
       meter: new Metrics({
         pool: () => pool.stats,

@@ -68,7 +68,8 @@ export interface GatewayFsOptions {
   readonly inPlace?: boolean
 }
 
-const sharedSnapshots = new ListSnapshots()
+/** The process's listing snapshots: every view's, and the HTTP API's `ls` pages. */
+export const listSnapshots = new ListSnapshots()
 
 /** A view's figures, for tests and metrics. */
 export interface GatewayFsStats {
@@ -124,7 +125,7 @@ class GatewayFs implements ProtocolFs {
     const { inPlaceWrites, ...fsAbilities } = abilities
     this.abilities = fsAbilities
     this.#inPlace = inPlaceWrites && opts.inPlace !== false
-    this.#snapshots = opts.snapshots ?? sharedSnapshots
+    this.#snapshots = opts.snapshots ?? listSnapshots
     this.#budget = new PendingBudget(opts.limits?.pendingBytes ?? 128 * 1024 * 1024)
   }
 

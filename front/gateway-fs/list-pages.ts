@@ -97,7 +97,8 @@ export class ListSnapshots {
     this.#expire()
     const cursor = opts.cursor ? decodeCursor(opts.cursor) : opts.after !== undefined ? { id: this.#latest.get(owner)?.get(dir) ?? '', after: opts.after } : null
     let snap = cursor ? this.#byId.get(cursor.id) : undefined
-    if (snap && (snap.owner !== owner || snap.dir !== dir)) snap = undefined
+    // A snapshot serves its own view, or another view of the same login (the same storage and root: the same listing).
+    if (snap && (snap.dir !== dir || (snap.owner !== owner && (login === '' || snap.login !== login)))) snap = undefined
     let id = cursor?.id
     if (!snap) {
       snap = sorted(owner, login, dir, await listAll())
