@@ -182,38 +182,38 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       }
       body = read
     }
-    if (id !== undefined) {
-      const found = await existing(id, grant.subject, req.remoteAddress)
-      if (typeof found === 'string') {
-        grant.release()
-        return rpcError(503, -32000, found, { 'retry-after': '30' })
-      }
-      session = found
-    } else if (req.method === 'POST') {
-      const refused = sessions.admit(grant.subject, req.remoteAddress)
-      if (refused !== null) {
-        grant.release()
-        return rpcError(503, -32000, refused, { 'retry-after': '30' })
-      }
-      const init = initializeParams(body!)
-      session = await newStreamable(newSessionId(), grant.subject, req.remoteAddress, async (s) => {
-        if (init !== undefined) await stored!.save(s.id, s.subject, init)
-        sessions.add(s)
-      })
-    } else {
-      grant.release()
-      return rpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required')
-    }
-    if (session === undefined) {
-      grant.release()
-      return rpcError(404, -32001, 'Session not found')
-    }
+    // Its calls counted before anything of it runs (or a session is made for it).
     const work = body === undefined ? null : workOf(body)
     const taken = work === null ? () => {} : slots.take(grant.subject, work)
     if (typeof taken !== 'function') {
       grant.release()
       return rpcError(taken.status, taken.code, taken.message, taken.status === 429 ? { 'retry-after': '1' } : {})
     }
+    const refuse = (reply: HttpReply): HttpReply => {
+      taken()
+      grant.release()
+      return reply
+    }
+    if (id !== undefined) {
+      const found = await existing(id, grant.subject, req.remoteAddress).catch((err: unknown) => {
+        taken()
+        throw err
+      })
+      if (typeof found === 'string') return refuse(rpcError(503, -32000, found, { 'retry-after': '30' }))
+      session = found
+    } else if (req.method === 'POST') {
+      const refused = sessions.admit(grant.subject, req.remoteAddress)
+      if (refused !== null) return refuse(rpcError(503, -32000, refused, { 'retry-after': '30' }))
+      const init = initializeParams(body!)
+      session = await newStreamable(newSessionId(), grant.subject, req.remoteAddress, async (s) => {
+        if (init !== undefined) await stored!.save(s.id, s.subject, init)
+        sessions.add(s)
+      }).catch((err: unknown) => {
+        taken()
+        throw err
+      })
+    } else return refuse(rpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required'))
+    if (session === undefined) return refuse(rpcError(404, -32001, 'Session not found'))
     // A GET is the server's own stream: it uses no file system and does not keep the session busy.
     if (req.method === 'GET') grant.release()
     else sessions.begin(session)
