@@ -60,6 +60,26 @@ async function oneCase(root: string, name: string, extraEnv: Record<string, stri
   let rssPeak = rssBefore
   const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMiB(pid))), 100)
   const deadline = Date.now() + SECONDS * 1000
+  // The other user starts at once and goes on for the whole case, whatever the attack does to the server.
+  const userMs: number[] = []
+  let userFailures = 0
+  const userLoop = (async () => {
+    for (let i = 0; Date.now() < deadline; i++) {
+      const t0 = performance.now()
+      try {
+        if (i % 2 === 0) {
+          const r = await userClient.callTool({ name: 'ls', arguments: { path: '/mine' } }, undefined, { timeout: 120_000 })
+          if ((r as { isError?: boolean }).isError) throw new Error('ls failed')
+        } else {
+          const r = await fetch(`${server.url}/api/files/ls?path=/mine/`, { headers: auth, signal: AbortSignal.timeout(120_000) })
+          if (((await r.json()) as { results?: unknown[] }).results?.length !== 50) throw new Error('http ls failed')
+        }
+        userMs.push(performance.now() - t0)
+      } catch {
+        userFailures++
+      }
+    }
+  })()
   let answered = 0
   let refused = 0
   let otherErrors = 0
@@ -104,23 +124,7 @@ async function oneCase(root: string, name: string, extraEnv: Record<string, stri
       )
     }
   }
-  const userMs: number[] = []
-  let userFailures = 0
-  for (let i = 0; Date.now() < deadline; i++) {
-    const t0 = performance.now()
-    try {
-      if (i % 2 === 0) {
-        const r = await userClient.callTool({ name: 'ls', arguments: { path: '/mine' } }, undefined, { timeout: 120_000 })
-        if ((r as { isError?: boolean }).isError) throw new Error('ls failed')
-      } else {
-        const r = await fetch(`${server.url}/api/files/ls?path=/mine/`, { headers: auth, signal: AbortSignal.timeout(120_000) })
-        if (((await r.json()) as { results?: unknown[] }).results?.length !== 50) throw new Error('http ls failed')
-      }
-      userMs.push(performance.now() - t0)
-    } catch {
-      userFailures++
-    }
-  }
+  await userLoop
   await Promise.all(attackers)
   clearInterval(sampler)
   rssPeak = Math.max(rssPeak, rssMiB(pid))
