@@ -32,6 +32,9 @@ async function open(url: string, token: string, address: string): Promise<number
   return res.status
 }
 
+// A guard against hangs on a loaded machine, not a speed: the floods below are bounded in count.
+t.setTimeout(300_000)
+
 const ls = async (client: Client, path = '/'): Promise<CallToolResult> => (await client.callTool({ name: 'ls', arguments: { path } })) as CallToolResult
 
 t.test('sessions: 40 tmp ids opening hundreds of sessions do not shut anyone else out', async (t) => {
@@ -60,11 +63,11 @@ t.test('sessions: 40 tmp ids opening hundreds of sessions do not shut anyone els
   t.notOk((await ls(victim.client)).isError, 'the first victim too')
 })
 
-t.test('tool calls: batches of find calls on a huge folder are bounded per batch and per login; other users are answered', async (t) => {
+t.test('tool calls: batches of find calls on a folder of 20,000 entries are bounded per batch and per login; other users are answered', async (t) => {
   const CALLS = 4
   const BATCH = 10
   const disk = t.testdir({ root: { big: {} }, data: {} })
-  for (let i = 0; i < 30_000; i++) writeFileSync(join(disk, 'root', 'big', `n${i}`), '')
+  for (let i = 0; i < 20_000; i++) writeFileSync(join(disk, 'root', 'big', `n${i}`), '')
   const { url } = await startTestServer(t, { data_dir: join(disk, 'data'), connections: [{ label: 'disk', type: 'local', path: join(disk, 'root') }], mcp: { calls_per_login: CALLS, max_batch: BATCH } })
   const res = await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify({ label: 'disk' }) })
   const attacker = ((await res.json()) as { result: { authorization: string } }).result.authorization
@@ -94,7 +97,7 @@ t.test('tool calls: batches of find calls on a huge folder are bounded per batch
   await victim.client.callTool({ name: 'write', arguments: { path: '/notes.md', content: 'mine' } })
   let refused = 0
   let answered = 0
-  for (let round = 0; round < 5 && (refused === 0 || round < 2); round++) {
+  for (let round = 0; round < 5 && (refused === 0 || round < 1); round++) {
     const calls = Array.from({ length: 3 * CALLS }, () =>
       flood.client.callTool({ name: 'find', arguments: { path: '/big', pattern: '*never*' } }, undefined, { timeout: 120_000 }).then(
         (r) => {
