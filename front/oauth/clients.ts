@@ -91,7 +91,8 @@ export class OAuthClients {
     try {
       await this.#throttle.attempt('register', networkOf(address))
     } catch (err) {
-      if (isApiError(err) && err.code === 'RATE_LIMITED') throw new TooManyRequestsError(err.message)
+      // The throttle speaks of failed attempts from an address; here every registration counts, by network.
+      if (isApiError(err) && err.code === 'RATE_LIMITED') throw new TooManyRequestsError(err.message.replace(/failed client registrations from this address/, `client registrations from this network (${networkOf(address)})`))
       throw err
     }
     const max = this.#config.max_clients
