@@ -19,7 +19,7 @@ import { prepareDist } from './lib/build.js'
 import { ROOT, env } from './lib/env.js'
 import { machineLine } from './lib/report.js'
 
-const BENCHMARKS = ['http-download', 'http-upload', 'small', 'zip', 'pool-hop', 'local-driver', 'slow-clients', 'sftp', 'sftp-sessions', 's3', 's3-auth', 'mcp', 'cluster', 'soak'] as const
+const BENCHMARKS = ['http-download', 'http-upload', 'small', 'zip', 'pool-hop', 'local-driver', 'slow-clients', 'sftp', 'sftp-sessions', 's3', 's3-auth', 'mcp', 'mcp-flood', 'cluster', 'soak'] as const
 
 function usage(): never {
   console.log(`usage: npm run bench [-- NAME...]   |   npm run bench:quick [-- NAME...]
@@ -27,7 +27,7 @@ benchmarks: ${BENCHMARKS.join(', ')}
 knobs: BENCH_SIZE_MB BENCH_DURATION_S BENCH_WORKERS BENCH_RUNS BENCH_CLIENTS BENCH_CONNECTIONS
        BENCH_SMALL_FILES BENCH_CACHE_DIR BENCH_LOG_REQUESTS BENCH_CPU_PROF BENCH_NO_INSTALL BENCH_SKIP_BUILD
        BENCH_NODE_ENGINE BENCH_SFTP_SESSIONS BENCH_SFTP_ADDRESSES BENCH_SFTP_CLIENT_PROCS BENCH_SFTP_COLD BENCH_SFTP_CLIENT_ARGS
-       BENCH_MCP_CALLS BENCH_SOAK_SECONDS BENCH_SOAK_PEAK_SECONDS BENCH_SOAK_ENGINE
+       BENCH_MCP_CALLS BENCH_MCP_FLOOD_ENTRIES BENCH_MCP_FLOOD_RAISED BENCH_SOAK_SECONDS BENCH_SOAK_PEAK_SECONDS BENCH_SOAK_ENGINE
 (see bench/README.md)`)
   process.exit(2)
 }

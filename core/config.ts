@@ -49,6 +49,11 @@ export interface Config {
   readonly session: { readonly ttl_seconds: number }
   /** Largest accepted upload body in bytes; null: no limit. */
   readonly max_upload_bytes: number | null
+  /**
+   * Entries one HTTP `ls` answer holds at most: a larger folder is refused (413) unless
+   * asked for in pages (`limit`, `cursor`), and a page holds at most this many.
+   */
+  readonly ls_max_entries: number
   /** Seconds transfers in flight get to finish after SIGTERM. */
   readonly shutdown_grace_seconds: number
   /**
@@ -111,7 +116,7 @@ export interface Config {
    * The MCP gateway (gateways/mcp/) on the HTTP port: `/mcp` and `/sse`. Sessions end after
    * `session_idle_seconds` without a message; at most `max_sessions` are open at once.
    */
-  readonly mcp: { readonly enabled: boolean; readonly session_idle_seconds: number; readonly max_sessions: number }
+  readonly mcp: McpConfig
   /** The OAuth authorization server of the MCP gateway (front/oauth/, docs/mcp-auth.md). */
   readonly oauth: OAuthConfig
   /**
@@ -147,6 +152,21 @@ export interface Config {
   readonly trust_proxy: readonly string[]
 }
 
+export interface McpConfig {
+  readonly enabled: boolean
+  readonly session_idle_seconds: number
+  /** Sessions open at once, all logins together; when full, the biggest holder's least recently used idle session makes room. */
+  readonly max_sessions: number
+  /** Sessions one login may hold; past it, its own least recently used idle session ends. */
+  readonly sessions_per_login: number
+  /** Sessions one client address (an IPv6 /64) may hold; past it, that address's least recently used idle session ends. */
+  readonly sessions_per_address: number
+  /** Tool calls (and resource reads) one login may have running at once; more are refused with a JSON-RPC error. */
+  readonly calls_per_login: number
+  /** Messages one JSON-RPC batch may hold. */
+  readonly max_batch: number
+}
+
 export interface OAuthConfig {
   /** Clients known in advance (public clients: no secret). */
   readonly clients: readonly { readonly client_id: string; readonly redirect_uris: readonly string[]; readonly name: string }[]
@@ -157,6 +177,10 @@ export interface OAuthConfig {
   readonly access_token_seconds: number
   /** How long a login's refresh tokens live (never past the filegate session it holds). */
   readonly refresh_token_seconds: number
+  /** Registered clients kept at most; when full, the clients never used make room, the oldest first. */
+  readonly max_clients: number
+  /** Registrations per hour from one network (an IPv4 /24, an IPv6 /56). */
+  readonly registrations_per_hour: number
 }
 
 export const DEFAULTS: Config = {
@@ -174,6 +198,7 @@ export const DEFAULTS: Config = {
   tmp_sessions: true, // for a loopback host; validateConfig turns it off for others unless it is set
   session: { ttl_seconds: 7 * 24 * 3600 },
   max_upload_bytes: null,
+  ls_max_entries: 10_000,
   shutdown_grace_seconds: 30,
   backend_timeout_seconds: null,
   http_engine: 'auto',
@@ -186,8 +211,16 @@ export const DEFAULTS: Config = {
   sftp: { port: 2222, host: null, proxy_protocol: false },
   s3: { port: 8335, host: null, region: 'us-east-1', base_domain: null, multipart_expiry_hours: 24 },
   public_url: null,
-  mcp: { enabled: true, session_idle_seconds: 1800, max_sessions: 1000 },
-  oauth: { clients: [], dynamic_registration: true, code_seconds: 60, access_token_seconds: 3600, refresh_token_seconds: 30 * 24 * 3600 },
+  mcp: { enabled: true, session_idle_seconds: 1800, max_sessions: 1000, sessions_per_login: 32, sessions_per_address: 100, calls_per_login: 8, max_batch: 20 },
+  oauth: {
+    clients: [],
+    dynamic_registration: true,
+    code_seconds: 60,
+    access_token_seconds: 3600,
+    refresh_token_seconds: 30 * 24 * 3600,
+    max_clients: 10_000,
+    registrations_per_hour: 20,
+  },
   secret_file: null,
   staging_dir: null,
   staging_limits: STAGING_DEFAULTS,
@@ -275,6 +308,7 @@ export function validateConfig(input: Record<string, unknown>): Config {
     tmp_sessions: input.tmp_sessions === undefined ? isLoopbackHost(str(m.host, 'host')) : bool(m.tmp_sessions, 'tmp_sessions'),
     session: { ttl_seconds: int(session.ttl_seconds, 'session.ttl_seconds', 1) },
     max_upload_bytes: m.max_upload_bytes === null ? null : int(m.max_upload_bytes, 'max_upload_bytes', 0),
+    ls_max_entries: int(m.ls_max_entries, 'ls_max_entries', 1, 1_000_000),
     shutdown_grace_seconds: int(m.shutdown_grace_seconds, 'shutdown_grace_seconds', 0, 86400),
     backend_timeout_seconds: m.backend_timeout_seconds === null ? null : int(m.backend_timeout_seconds, 'backend_timeout_seconds', 1, 3600),
     http_engine: oneOf(m.http_engine, 'http_engine', ['auto', 'uws', 'node'] as const),
@@ -373,6 +407,8 @@ function oauthConfig(v: unknown): OAuthConfig {
     code_seconds: int(o.code_seconds, 'oauth.code_seconds', 1, 60),
     access_token_seconds: int(o.access_token_seconds, 'oauth.access_token_seconds', 1, 24 * 3600),
     refresh_token_seconds: int(o.refresh_token_seconds, 'oauth.refresh_token_seconds', 60, 365 * 24 * 3600),
+    max_clients: int(o.max_clients, 'oauth.max_clients', 1, 10_000_000),
+    registrations_per_hour: int(o.registrations_per_hour, 'oauth.registrations_per_hour', 1, 1_000_000),
   }
 }
 
@@ -409,15 +445,19 @@ function s3Config(v: unknown): Config['s3'] {
   }
 }
 
-/** `mcp`: `{"enabled", "session_idle_seconds", "max_sessions"}`. */
+/** `mcp`: `{"enabled", "session_idle_seconds", "max_sessions", ...}`. */
 function mcpConfig(v: unknown): Config['mcp'] {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('mcp must be an object {"enabled", "session_idle_seconds", "max_sessions"}')
-  for (const k of Object.keys(v)) if (!(k in DEFAULTS.mcp)) throw new ConfigError(`mcp: unknown key "${k}" (known: enabled, session_idle_seconds, max_sessions)`)
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('mcp must be an object {"enabled", "session_idle_seconds", "max_sessions", ...}')
+  for (const k of Object.keys(v)) if (!(k in DEFAULTS.mcp)) throw new ConfigError(`mcp: unknown key "${k}" (known: ${Object.keys(DEFAULTS.mcp).join(', ')})`)
   const m = { ...DEFAULTS.mcp, ...v } as Record<string, unknown>
   return {
     enabled: bool(m.enabled, 'mcp.enabled'),
     session_idle_seconds: int(m.session_idle_seconds, 'mcp.session_idle_seconds', 1, 7 * 24 * 3600),
     max_sessions: int(m.max_sessions, 'mcp.max_sessions', 1, 1_000_000),
+    sessions_per_login: int(m.sessions_per_login, 'mcp.sessions_per_login', 1, 1_000_000),
+    sessions_per_address: int(m.sessions_per_address, 'mcp.sessions_per_address', 1, 1_000_000),
+    calls_per_login: int(m.calls_per_login, 'mcp.calls_per_login', 1, 10_000),
+    max_batch: int(m.max_batch, 'mcp.max_batch', 1, 10_000),
   }
 }
 

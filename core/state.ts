@@ -303,6 +303,8 @@ export interface StateStore {
   touchOAuthClient(id: string, atMs: number): Promise<void>
   /** Removes clients never used that were registered before `beforeMs`. @returns how many */
   purgeOAuthClients(beforeMs: number): Promise<number>
+  /** Removes the `count` oldest clients never used (to make room for a new one). @returns how many */
+  evictUnusedOAuthClients(count: number): Promise<number>
 
   putOAuthRefresh(token: OAuthRefreshRecord): Promise<void>
   getOAuthRefresh(hash: string): Promise<OAuthRefreshRecord | null>

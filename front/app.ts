@@ -127,7 +127,17 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const publicUrl = () => publicOrigin(config, server?.port ?? config.port)
   if (config.mcp.enabled) {
     builtIn.push(
-      createMcpGateway({ publicUrl, corsOrigins: config.cors.origins, idleSeconds: config.mcp.session_idle_seconds, maxSessions: config.mcp.max_sessions, version }),
+      createMcpGateway({
+        publicUrl,
+        corsOrigins: config.cors.origins,
+        idleSeconds: config.mcp.session_idle_seconds,
+        maxSessions: config.mcp.max_sessions,
+        sessionsPerSubject: config.mcp.sessions_per_login,
+        sessionsPerAddress: config.mcp.sessions_per_address,
+        callsPerSubject: config.mcp.calls_per_login,
+        maxBatch: config.mcp.max_batch,
+        version,
+      }),
     )
   }
   const gateways = [...builtIn, ...(opts.gateways ?? []), ...plugins.gateways]
@@ -152,6 +162,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     shares,
     keys,
     corsOrigins: config.cors.origins,
+    lsMaxEntries: config.ls_max_entries,
     metrics: {
       meter: new Metrics({
         pool: () => pool.stats,

@@ -71,7 +71,8 @@ export interface GatewayFsOptions {
   readonly inPlace?: boolean
 }
 
-const sharedSnapshots = new ListSnapshots()
+/** The process's listing snapshots: every view's, and the HTTP API's `ls` pages. */
+export const listSnapshots = new ListSnapshots()
 
 /** A view's figures, for tests and metrics. */
 export interface GatewayFsStats {
@@ -127,7 +128,7 @@ class GatewayFs implements ProtocolFs {
     const { inPlaceWrites, ...fsAbilities } = abilities
     this.abilities = fsAbilities
     this.#inPlace = inPlaceWrites && opts.inPlace !== false
-    this.#snapshots = opts.snapshots ?? sharedSnapshots
+    this.#snapshots = opts.snapshots ?? listSnapshots
     this.#budget = new PendingBudget(opts.limits?.pendingBytes ?? 128 * 1024 * 1024)
   }
 
@@ -155,7 +156,8 @@ class GatewayFs implements ProtocolFs {
 
   list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly after?: string; readonly limit?: number } = {}): Promise<ListPage> {
     return this.#call([dir], () =>
-      this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })).map(toFsEntry)),
+      // The login's share of the snapshots: by the storage root it sees (each view of one login sees the same).
+      this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })).map(toFsEntry), this.identity),
     )
   }
 

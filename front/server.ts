@@ -42,6 +42,8 @@ export interface ServerDeps {
   readonly keys: ApiKeyService
   /** The admin API and console; absent: /admin is not served. */
   readonly admin?: AdminDeps
+  /** Entries one `ls` answer holds at most (`ls_max_entries`); larger folders are asked for in pages. */
+  readonly lsMaxEntries?: number
   /** Origins from the configuration (`cors.origins`); each API key adds its own. */
   readonly corsOrigins: readonly string[]
   /** Counts every request and serves GET /metrics to the callers `access` allows. */
@@ -113,7 +115,7 @@ function routeTable(deps: ServerDeps): Record<string, Route> {
         return okReply()
       },
     },
-    '/api/files/ls': { GET: authed(files.ls) },
+    '/api/files/ls': { GET: authed((req, access) => files.ls(req, access, { max: deps.lsMaxEntries ?? files.LS_MAX_ENTRIES })) },
     '/api/files/cat': { GET: authed(download), HEAD: authed(download), POST: authed(files.upload) },
     '/api/files/zip': { GET: authed(files.zip) },
     '/api/files/mv': { POST: authed(files.mv) },

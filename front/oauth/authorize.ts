@@ -6,8 +6,11 @@
  * redirects back to the client with a code or `error=access_denied`.
  *
  * Errors before the client and its redirect URI are trusted are shown on the page,
- * never redirected (RFC 6749 §4.1.2.1); later ones go back to the redirect URI with
- * `error` and the client's `state`. The steps carry their state in a sealed `flow`
+ * never redirected (RFC 6749 §4.1.2.1). A request's errors go back to the redirect URI
+ * with `error` and the client's `state` only for a client of the configuration: anyone
+ * may register a client with any redirect URI, so redirecting its errors without the
+ * user's say would make /authorize an open redirector (RFC 9700 §4.11.2); a registered
+ * client's errors are shown on the page. The user's own "deny" goes back to every client. The steps carry their state in a sealed `flow`
  * field (the request, then the login's grant) bound to a cookie of this browser, so a
  * form posted from elsewhere, or a flow copied to another browser, is refused (CSRF);
  * a POST whose Origin is not this server's is refused too.
@@ -115,9 +118,12 @@ export class Authorize {
       if (m === null) return { page: errorPage(400, `the redirect_uri ${JSON.stringify(given.slice(0, 300))} is not one this client registered`) }
       redirect_uri = m
     }
-    // From here on the redirect URI is trusted: errors go back to the client.
+    // From here on the redirect URI is one the client registered; only the operator's own clients are trusted with error redirects.
     const state = q.get('state') ?? null
-    const fail = (error: string, description: string) => ({ redirect: redirectTo(redirect_uri, { error, error_description: description, state: state && state.slice(0, MAX_STATE), iss: this.#deps.issuer() }) })
+    const fail = (error: string, description: string) =>
+      client.configured
+        ? { redirect: redirectTo(redirect_uri, { error, error_description: description, state: state && state.slice(0, MAX_STATE), iss: this.#deps.issuer() }) }
+        : { page: errorPage(400, `${description} (${error})`) }
     if (state !== null && state.length > MAX_STATE) return fail('invalid_request', `state must be at most ${MAX_STATE} characters`)
     if (q.get('response_type') !== 'code') return fail('unsupported_response_type', 'response_type must be "code"')
     const challenge = q.get('code_challenge')

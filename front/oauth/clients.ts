@@ -4,8 +4,11 @@
  * (`oauth.clients`) and those registered at /register (RFC 7591), kept in the state
  * store. Every client is public (`token_endpoint_auth_method: none`): MCP clients are
  * native or browser apps that cannot keep a secret, and PKCE binds each code to the
- * app that asked for it. Registration is bounded: a few per address per hour, a cap
- * on the total, and clients never used are forgotten after a day.
+ * app that asked for it. Registration is bounded: `registrations_per_hour` per network
+ * (an IPv4 /24, an IPv6 /56: front/oauth/network.ts), and `max_clients` in all. A full
+ * table never closes registration to a real client: the clients that were never used
+ * (no token was ever issued to them) make room, the oldest first, and clients never
+ * used are forgotten after a day anyway. Only a table full of clients in use refuses.
  */
 import { randomBytes } from 'node:crypto'
 import { CustomOAuthError, InvalidClientMetadataError, TemporarilyUnavailableError, TooManyRequestsError } from '@modelcontextprotocol/sdk/server/auth/errors.js'
@@ -16,6 +19,7 @@ import type { OAuthConfig } from '../../core/config.js'
 import { redirectUriProblem } from '../../core/redirect-uris.js'
 import type { StateStore } from '../../core/state.js'
 import { Throttle } from '../throttle.js'
+import { networkOf } from './network.js'
 
 export interface OAuthClient {
   readonly client_id: string
@@ -25,10 +29,8 @@ export interface OAuthClient {
   readonly configured: boolean
 }
 
-/** Registrations from one address per hour. */
+/** Registrations from one network per hour, by default (`oauth.registrations_per_hour`). */
 export const REGISTRATIONS_PER_HOUR = 20
-/** Registered clients at most. */
-export const MAX_CLIENTS = 10_000
 const MAX_REDIRECT_URIS = 10
 const MAX_NAME = 200
 const UNUSED_FOR_MS = 24 * 3600_000
@@ -43,7 +45,7 @@ export class OAuthClients {
 
   constructor(state: StateStore, config: OAuthConfig) {
     this.#state = state
-    this.#throttle = new Throttle({ state, max: REGISTRATIONS_PER_HOUR, windowMs: 3600_000, what: 'client registrations' })
+    this.#throttle = new Throttle({ state, max: config.registrations_per_hour, windowMs: 3600_000, what: 'client registrations' })
     this.#config = config
     this.#configured = new Map(config.clients.map((c) => [c.client_id, { ...c, configured: true }]))
   }
@@ -87,14 +89,18 @@ export class OAuthClients {
     if (name.length > MAX_NAME) throw new InvalidClientMetadataError(`client_name must be at most ${MAX_NAME} characters`)
     if (CONTROL.test(name)) throw new InvalidClientMetadataError('client_name contains a control character')
     try {
-      await this.#throttle.attempt('register', address)
+      await this.#throttle.attempt('register', networkOf(address))
     } catch (err) {
-      if (isApiError(err) && err.code === 'RATE_LIMITED') throw new TooManyRequestsError(err.message)
+      // The throttle speaks of failed attempts from an address; here every registration counts, by network.
+      if (isApiError(err) && err.code === 'RATE_LIMITED') throw new TooManyRequestsError(err.message.replace(/failed client registrations from this address/, `client registrations from this network (${networkOf(address)})`))
       throw err
     }
-    if ((await this.#state.countOAuthClients()) >= MAX_CLIENTS) {
-      await this.#state.purgeOAuthClients(Date.now() - UNUSED_FOR_MS)
-      if ((await this.#state.countOAuthClients()) >= MAX_CLIENTS) throw new TemporarilyUnavailableError('too many clients are registered: try again later')
+    const max = this.#config.max_clients
+    let count = await this.#state.countOAuthClients()
+    if (count >= max) {
+      count -= await this.#state.purgeOAuthClients(Date.now() - UNUSED_FOR_MS)
+      if (count >= max) count -= await this.#state.evictUnusedOAuthClients(count - max + 1)
+      if (count >= max) throw new TemporarilyUnavailableError('too many clients in use are registered: try again later')
     }
     const now = Date.now()
     const client_id = `fgc_${randomBytes(16).toString('base64url')}`

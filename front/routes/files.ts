@@ -14,7 +14,10 @@ import type { TransformFile } from '../../core/plugin.js'
 import { type ClientPath, baseName, parseClientPath, trailingSlashOnFile } from '../../core/paths.js'
 import { parseRange } from '../../core/range.js'
 import type { HeadedStream, RequestContext } from '../../core/storage.js'
+import type { FsEntry } from '../../core/protocol-fs.js'
 import { type Access, need } from '../access.js'
+import { type ListSnapshots, listSnapshots } from '../gateway-fs.js'
+import { toFsEntry } from '../gateway-fs/handles.js'
 import { errorReply, okReply } from '../http/status.js'
 
 export type FileHandler = (req: HttpRequest, access: Access) => Promise<HttpReply>
@@ -58,17 +61,47 @@ export function flag(req: HttpRequest, name: string, dflt: boolean): boolean {
   throw new ApiError('INVALID_INPUT', `"${name}" must be true or false`)
 }
 
-export const ls: FileHandler = async (req, access) => {
+/** Entries one `ls` answer holds at most, by default (`ls_max_entries`); and the most a page may ask for. */
+export const LS_MAX_ENTRIES = 10_000
+
+/**
+ * GET /api/files/ls. A folder of up to `max` entries is answered whole, in the storage's
+ * order, as it always was. A larger one is refused (413) unless asked for in pages:
+ * `limit` (1 to `max`) entries at a time in UTF-8 byte order of their names, each answer
+ * with the `next_cursor` that asks for the next page (null after the last). Pages come
+ * from the listing snapshots the gateways page with (front/gateway-fs/list-pages.ts): the
+ * folder is listed once for all its pages while they follow each other, and a caller's
+ * snapshots count against its own share (a session, or one share link) of their budget.
+ */
+export const ls = async (req: HttpRequest, access: Access, opts: { max?: number; snapshots?: ListSnapshots } = {}): Promise<HttpReply> => {
   need(access, 'can_read')
+  const max = opts.max ?? LS_MAX_ENTRIES
   const { path, dirHint } = pathParam(req)
-  const entries = await access.storage.list(ctxOf(req), path).catch((err: unknown) => {
+  const cursor = req.query.get('cursor')
+  const limitParam = req.query.get('limit')
+  const refine = (err: unknown): never => {
     // The trailing-slash rule without a stat: listing a file is ENOTDIR anyway.
     throw dirHint && (err as { code?: unknown }).code === 'ENOTDIR' ? trailingSlashOnFile('path', path) : err
-  })
-  return okReply({ results: entries.map(toListing), permissions: access.permissions })
+  }
+  if (limitParam === null && cursor === null) {
+    const entries = await access.storage.list(ctxOf(req), path).catch(refine)
+    if (entries.length > max) {
+      throw new ApiError('TOO_LARGE', `${path} holds ${entries.length} entries, more than one answer holds (${max}): ask for it in pages with limit=${max} (then cursor=<next_cursor>)`)
+    }
+    return okReply({ results: entries.map(toListing), permissions: access.permissions })
+  }
+  const limit = limitParam === null ? max : Number(limitParam)
+  if (!/^[1-9][0-9]*$/.test(limitParam ?? '1') || !Number.isSafeInteger(limit) || limit > max) throw new ApiError('INVALID_INPUT', `"limit" must be a whole number from 1 to ${max}`)
+  if (cursor === '') throw new ApiError('INVALID_INPUT', '"cursor" is empty: pass the next_cursor of the previous page, or leave it out for the first page')
+  // One share of the snapshots per caller: a session, or one share link (its root is its own).
+  const login = `http\0${access.session.key}\0${access.session.id}`
+  const page = await (opts.snapshots ?? listSnapshots)
+    .page(access.storage, path, { cursor, limit }, async () => (await access.storage.list(ctxOf(req), path)).map(toFsEntry), login)
+    .catch(refine)
+  return okReply({ results: page.entries.map(toListing), next_cursor: page.cursor, permissions: access.permissions })
 }
 
-const toListing = (e: Entry) => ({ name: e.name, type: e.kind === 'dir' ? 'directory' : 'file', size: e.size, time: e.mtimeMs ?? 0 })
+const toListing = (e: Entry | FsEntry) => ({ name: e.name, type: e.kind === 'dir' ? 'directory' : 'file', size: e.size, time: e.mtimeMs ?? 0 })
 
 /** Picks a plugin's download transform for a request (front/plugins.ts). */
 export interface TransformSelector {

@@ -320,6 +320,8 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
       await query('UPDATE oauth_clients SET last_used_ms = $1 WHERE client_id = $2', [atMs, id])
     },
     purgeOAuthClients: (beforeMs) => count('DELETE FROM oauth_clients WHERE last_used_ms IS NULL AND created_ms < $1', [beforeMs]),
+    evictUnusedOAuthClients: (n) =>
+      count('DELETE FROM oauth_clients WHERE client_id IN (SELECT client_id FROM oauth_clients WHERE last_used_ms IS NULL ORDER BY created_ms, client_id LIMIT $1)', [n]),
 
     async putOAuthRefresh(r) {
       await query('INSERT INTO oauth_refresh_tokens (hash, family, client_id, resource, grant_sealed, expires_ms, used_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)', [

@@ -374,6 +374,9 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     countClients: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM oauth_clients'),
     touchClient: db.prepare('UPDATE oauth_clients SET last_used_ms = ? WHERE client_id = ?'),
     purgeClients: db.prepare('DELETE FROM oauth_clients WHERE last_used_ms IS NULL AND created_ms < ?'),
+    evictClients: db.prepare(
+      'DELETE FROM oauth_clients WHERE client_id IN (SELECT client_id FROM oauth_clients WHERE last_used_ms IS NULL ORDER BY created_ms, client_id LIMIT ?)',
+    ),
     putRefresh: db.prepare(
       `INSERT INTO oauth_refresh_tokens (hash, family, client_id, resource, grant, expires_ms, used_ms)
        VALUES (@hash, @family, @client_id, @resource, @grant, @expires_ms, @used_ms)`,
@@ -633,6 +636,9 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     },
     async purgeOAuthClients(beforeMs) {
       return q.purgeClients.run(beforeMs).changes
+    },
+    async evictUnusedOAuthClients(count) {
+      return q.evictClients.run(count).changes
     },
     async putOAuthRefresh(r) {
       q.putRefresh.run({ hash: r.hash, family: r.family, client_id: r.client_id, resource: r.resource, grant: r.grant, expires_ms: r.expires, used_ms: r.used })

@@ -18,17 +18,41 @@ export function checkCancelled(ctx: RequestContext): void {
   if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled by the client')
 }
 
-/** A directory's entries, up to `max` (then `cut`). */
-export async function listAll(fs: ProtocolFs, ctx: RequestContext, dir: string, max: number): Promise<{ entries: FsEntry[]; cut: boolean }> {
+/** Entries asked for at once: the most a page may hold (one backend listing for most folders). */
+const PAGE = 100_000
+
+/** Thrown by `listAll` when its deadline passes (not a failure of the storage: the caller says what it found). */
+export class DeadlineReached extends Error {}
+
+/**
+ * A directory's entries, up to `max` (then `cut`: there are more). Asked in the largest
+ * pages there are, so a folder costs one backend listing, and the snapshot a further page
+ * would need is never relied on. With `deadline` (ms since the epoch), checked before each
+ * page and during it (the pool call is cancelled when it passes): DeadlineReached.
+ */
+export async function listAll(fs: ProtocolFs, ctx: RequestContext, dir: string, max: number, deadline?: number): Promise<{ entries: FsEntry[]; cut: boolean }> {
   const entries: FsEntry[] = []
   let cursor: string | null = null
+  if (max < 1) throw new RangeError('listAll: max must be at least 1')
   do {
     checkCancelled(ctx)
-    const page = await fs.list(ctx, dir, { cursor, limit: Math.min(1000, max + 1 - entries.length) })
+    let pageCtx = ctx
+    if (deadline !== undefined) {
+      const left = deadline - Date.now()
+      if (left <= 0) throw new DeadlineReached()
+      pageCtx = { ...ctx, signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(left)]) }
+    }
+    let page
+    try {
+      page = await fs.list(pageCtx, dir, { cursor, limit: Math.min(PAGE, max - entries.length) })
+    } catch (err) {
+      if (pageCtx !== ctx && pageCtx.signal.aborted && !ctx.signal.aborted) throw new DeadlineReached()
+      throw err
+    }
     entries.push(...page.entries)
     cursor = page.cursor
-  } while (cursor !== null && entries.length <= max)
-  return entries.length > max ? { entries: entries.slice(0, max), cut: true } : { entries, cut: false }
+  } while (cursor !== null && entries.length < max)
+  return { entries, cut: cursor !== null }
 }
 
 /** Writes a whole file atomically (it replaces the old one at `close`), parents made. */
@@ -112,8 +136,14 @@ export async function walk(
     if (depth > limits.maxDepth) return `stopped at depth ${limits.maxDepth}`
     const next: string[] = []
     for (const d of level) {
-      if (Date.now() > limits.deadline) return 'stopped: the time limit was reached'
-      const { entries, cut } = await listAll(fs, ctx, d, limits.maxVisited - visited)
+      let listed
+      try {
+        listed = await listAll(fs, ctx, d, limits.maxVisited - visited, limits.deadline)
+      } catch (err) {
+        if (err instanceof DeadlineReached) return 'stopped: the time limit was reached'
+        throw err
+      }
+      const { entries, cut } = listed
       for (const e of entries) {
         const p = joinPath(d, e.name)
         if (!visit(p, e)) return 'stopped: enough matches'

@@ -17,6 +17,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js'
 import type { Gateway, GatewayContext } from '../../core/gateway.js'
 import type { HttpHandler, HttpReply, HttpRequest } from '../../core/http.js'
+import { CallSlots, workOf } from './call-slots.js'
 import { type Grant, authInfoOf, grantFrom } from './grant.js'
 import { createMcpServer } from './server.js'
 import { initializeParams, replayInitialize } from './restore.js'
@@ -33,8 +34,14 @@ export interface McpGatewayOptions {
   readonly corsOrigins: readonly string[]
   readonly idleSeconds: number
   readonly maxSessions: number
-  /** Sessions one subject may hold (default 32). */
+  /** Sessions one subject (login) may hold (default 32). */
   readonly sessionsPerSubject?: number
+  /** Sessions one client address may hold (default 100). */
+  readonly sessionsPerAddress?: number
+  /** Tool calls one subject may have running at once (default 8). */
+  readonly callsPerSubject?: number
+  /** Messages one JSON-RPC batch may hold (default 20). */
+  readonly maxBatch?: number
   readonly version: string
   readonly limits?: Partial<ToolLimits>
   /** SSE comment lines keep idle streams open through proxies and the engine's idle timeout (default 5 s). */
@@ -49,7 +56,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   const limits: ToolLimits = { ...DEFAULT_LIMITS, ...opts.limits }
   const keepAliveMs = opts.keepAliveMs ?? 5000
   let stored: StoredSessions | null = null
-  const sessions = new SessionTable({ idleMs: opts.idleSeconds * 1000, max: opts.maxSessions, perSubject: opts.sessionsPerSubject ?? 32 }, (s) => {
+  const sessions = new SessionTable({ idleMs: opts.idleSeconds * 1000, max: opts.maxSessions, perSubject: opts.sessionsPerSubject ?? 32, perAddress: opts.sessionsPerAddress ?? 100 }, (s) => {
     if (s.kind === 'streamable') stored?.remove(s.id).catch((err: unknown) => ctx?.log('warn', 'mcp: an evicted session stays in the store', { error: String(err) }))
   })
   /** Sessions being rebuilt from the store here, by id and subject: one rebuild each. */
@@ -58,6 +65,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   const resource = () => `${opts.publicUrl()}/mcp`
 
   const calls = { running: 0 }
+  const slots = new CallSlots({ perSubject: opts.callsPerSubject ?? 8, maxBatch: opts.maxBatch ?? 20 })
   const newServer = () =>
     createMcpServer({
       version: opts.version,
@@ -106,12 +114,13 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   type Streamable = Extract<McpSession, { kind: 'streamable' }>
 
   /** A session's server and transport, named `sid`; `opened` runs when the transport takes an initialize request. */
-  const newStreamable = async (sid: string, subject: string, opened?: (s: Streamable) => Promise<void>): Promise<Streamable> => {
+  const newStreamable = async (sid: string, subject: string, address: string, opened?: (s: Streamable) => Promise<void>): Promise<Streamable> => {
     const server = newServer()
     const s: Streamable = {
       id: sid,
       kind: 'streamable',
       subject,
+      address,
       transport: new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => sid, ...(opened ? { onsessioninitialized: () => opened(s) } : {}), keepAliveMs }),
       close: () => server.close(),
       lastUsed: Date.now(),
@@ -123,12 +132,12 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   }
 
   /** Rebuilds session `id` of `subject` from the store, if it is there. @returns why not when there is no room for it */
-  const rebuild = async (id: string, subject: string): Promise<string | null> => {
+  const rebuild = async (id: string, subject: string, address: string): Promise<string | null> => {
     const init = await stored!.find(id, subject)
     if (init === null) return null
-    const refused = sessions.admit(subject)
+    const refused = sessions.admit(subject, address)
     if (refused !== null) return refused
-    const s = await newStreamable(id, subject)
+    const s = await newStreamable(id, subject, address)
     try {
       await replayInitialize(s.transport, resource(), id, init)
     } catch (err) {
@@ -140,12 +149,12 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   }
 
   /** Session `id` of `subject`, held here or rebuilt from the store; undefined: none (unknown, ended, someone else's); a string: no room. */
-  const existing = async (id: string, subject: string): Promise<Streamable | undefined | string> => {
+  const existing = async (id: string, subject: string, address: string): Promise<Streamable | undefined | string> => {
     if (sessions.get(id, subject, 'streamable') === undefined) {
       const key = `${id}\0${subject}`
       let pending = rebuilding.get(key)
       if (pending === undefined) {
-        pending = rebuild(id, subject).finally(() => rebuilding.delete(key))
+        pending = rebuild(id, subject, address).finally(() => rebuilding.delete(key))
         rebuilding.set(key, pending)
       }
       const refused = await pending
@@ -164,45 +173,54 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
     const id = req.header('mcp-session-id')
     let session: Streamable | undefined
     let body: string | undefined
-    if (id !== undefined) {
-      const found = await existing(id, grant.subject)
-      if (typeof found === 'string') {
-        grant.release()
-        return rpcError(503, -32000, found, { 'retry-after': '30' })
-      }
-      session = found
-    } else if (req.method === 'POST') {
-      const refused = sessions.admit(grant.subject)
-      if (refused !== null) {
-        grant.release()
-        return rpcError(503, -32000, refused, { 'retry-after': '30' })
-      }
-      // Read here: the client's initialize params are what rebuilds the session at another node.
+    if (req.method === 'POST') {
+      // Read here: its calls are counted before any runs, and an initialize request's params rebuild the session at another node.
       const read = await readBody(req, MAX_MESSAGE_BYTES)
       if (read === null) {
         grant.release()
         return rpcError(413, -32000, `a request may have at most ${MAX_MESSAGE_BYTES} bytes`)
       }
       body = read
-      const init = initializeParams(read)
-      session = await newStreamable(newSessionId(), grant.subject, async (s) => {
+    }
+    // Its calls counted before anything of it runs (or a session is made for it).
+    const work = body === undefined ? null : workOf(body)
+    const taken = work === null ? () => {} : slots.take(grant.subject, work)
+    if (typeof taken !== 'function') {
+      grant.release()
+      return rpcError(taken.status, taken.code, taken.message, taken.status === 429 ? { 'retry-after': '1' } : {})
+    }
+    const refuse = (reply: HttpReply): HttpReply => {
+      taken()
+      grant.release()
+      return reply
+    }
+    if (id !== undefined) {
+      const found = await existing(id, grant.subject, req.remoteAddress).catch((err: unknown) => {
+        taken()
+        throw err
+      })
+      if (typeof found === 'string') return refuse(rpcError(503, -32000, found, { 'retry-after': '30' }))
+      session = found
+    } else if (req.method === 'POST') {
+      const refused = sessions.admit(grant.subject, req.remoteAddress)
+      if (refused !== null) return refuse(rpcError(503, -32000, refused, { 'retry-after': '30' }))
+      const init = initializeParams(body!)
+      session = await newStreamable(newSessionId(), grant.subject, req.remoteAddress, async (s) => {
         if (init !== undefined) await stored!.save(s.id, s.subject, init)
         sessions.add(s)
+      }).catch((err: unknown) => {
+        taken()
+        throw err
       })
-    } else {
-      grant.release()
-      return rpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required')
-    }
-    if (session === undefined) {
-      grant.release()
-      return rpcError(404, -32001, 'Session not found')
-    }
+    } else return refuse(rpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required'))
+    if (session === undefined) return refuse(rpcError(404, -32001, 'Session not found'))
     // A GET is the server's own stream: it uses no file system and does not keep the session busy.
     if (req.method === 'GET') grant.release()
     else sessions.begin(session)
     const s = session
     const done = () => {
       if (req.method === 'GET') return
+      taken()
       sessions.end(s)
       grant.release()
     }
@@ -221,7 +239,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   const sse = async (req: HttpRequest, grant: Grant): Promise<HttpReply> => {
     grant.release() // the stream uses no file system; each POSTed message brings its own grant
     if (req.method !== 'GET') return jsonReply(405, { error: 'method_not_allowed', error_description: 'GET /sse opens the event stream; messages go to POST /messages' }, { allow: 'GET' })
-    const refused = sessions.admit(grant.subject)
+    const refused = sessions.admit(grant.subject, req.remoteAddress)
     if (refused !== null) return jsonReply(503, { error: 'temporarily_unavailable', error_description: refused }, { 'retry-after': '30' })
     const sid = newSessionId()
     const server = newServer()
@@ -229,6 +247,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       id: sid,
       kind: 'sse',
       subject: grant.subject,
+      address: req.remoteAddress,
       transport: new SseTransport(sid, `/messages?sessionId=${sid}`, keepAliveMs),
       close: () => server.close(),
       lastUsed: Date.now(),
@@ -265,6 +284,8 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       parsed = null
     }
     if (!parsed?.success) return refuse(jsonReply(400, { error: 'invalid_request', error_description: 'the body is not a JSON-RPC message' }))
+    const taken = slots.take(grant.subject, workOf(body)!)
+    if (typeof taken !== 'function') return refuse(rpcError(taken.status, taken.code, taken.message, taken.status === 429 ? { 'retry-after': '1' } : {}))
     // The message's grant is held until it is answered: the session is busy until then.
     sessions.begin(session)
     let held = true
@@ -273,6 +294,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
       release: () => {
         if (!held) return
         held = false
+        taken()
         grant.release()
         sessions.end(session)
       },

@@ -3,9 +3,14 @@
  * The MCP sessions of the process, both transports: bound to the subject that opened
  * them (another credential's subject gets "not found", as for an unknown id), ended
  * by the client (DELETE, the SSE stream closed) or after `idleMs` without a message,
- * and bounded: `max` in all, `perSubject` each (a subject over it loses its least
- * recently used session, which `evicted` is told of: it ends at every node). The
- * table holds this node's sessions; Streamable HTTP ones are also in the state store
+ * and bounded: `perSubject` each login, `perAddress` each client address (an IPv6 /64),
+ * `max` in all. A newcomer is never refused while the table holds an idle session:
+ * past a login's or an address's bound, that login's (address's) least recently used
+ * idle session ends; with the table full, the biggest holder's does (the login or
+ * address holding the most sessions), so one who opens sessions by the hundred, from
+ * many tmp ids or many connections, loses its own and everyone else is still let in.
+ * `evicted` is told of each session ended so: it ends at every node. The table holds
+ * this node's sessions; Streamable HTTP ones are also in the state store
  * (stored-sessions.ts), and a node may drop its copy (idle here) while others serve it.
  */
 import { randomBytes } from 'node:crypto'
@@ -19,6 +24,8 @@ export type McpSession =
 interface SessionBase {
   readonly id: string
   readonly subject: string
+  /** The client's address that opened it (as `addressKey` counts it). */
+  readonly address: string
   /** Ends the session (its server and transport); the table forgets it through `remove`. */
   readonly close: () => Promise<void>
   lastUsed: number
@@ -30,6 +37,20 @@ export interface SessionLimits {
   readonly idleMs: number
   readonly max: number
   readonly perSubject: number
+  readonly perAddress: number
+}
+
+/** The unit client addresses are counted by: an IPv4 address, an IPv6 address's /64 (what one subscriber gets). */
+export function addressKey(address: string): string {
+  const bare = address.replace(/%.*$/, '')
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(bare)
+  if (mapped) return mapped[1]!
+  if (!bare.includes(':')) return bare
+  const [head, tail] = bare.toLowerCase().split('::') as [string, string | undefined]
+  const h = head ? head.split(':') : []
+  const t = tail ? tail.split(':') : []
+  const all = tail === undefined ? h : [...h, ...Array<string>(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t]
+  return `${all.slice(0, 4).map((x) => parseInt(x, 16).toString(16)).join(':')}::/64`
 }
 
 /** 256 random bits, URL-safe: what names a session and, with its subject, lets it be used. */
@@ -52,17 +73,47 @@ export class SessionTable {
     return this.#byId.size
   }
 
-  /** Room for one more session of `subject`? null: yes; else why not. Makes room in the subject's own sessions. */
-  admit(subject: string): string | null {
+  /**
+   * Room for one more session of `subject` from `address`? null: yes; else why not.
+   * Makes room: in the subject's own sessions, the address's own, then the biggest holder's.
+   */
+  admit(subject: string, address: string): string | null {
+    const at = addressKey(address)
     const own = [...this.#byId.values()].filter((s) => s.subject === subject)
-    if (own.length >= this.#limits.perSubject) {
-      const idle = own.filter((s) => s.busy === 0).sort((a, b) => a.lastUsed - b.lastUsed)[0]
-      if (idle === undefined) return `this login has ${own.length} MCP sessions busy: end some first`
-      this.#evicted(idle)
-      this.#end(idle)
-    }
-    if (this.#byId.size >= this.#limits.max) return `the server has its maximum of ${this.#limits.max} MCP sessions open: try again later`
+    if (own.length >= this.#limits.perSubject && !this.#endOldestIdle(own)) return `this login has ${own.length} MCP sessions busy: end some first`
+    const here = [...this.#byId.values()].filter((s) => addressKey(s.address) === at)
+    if (here.length >= this.#limits.perAddress && !this.#endOldestIdle(here)) return `this address has ${here.length} MCP sessions busy: end some first`
+    if (this.#byId.size >= this.#limits.max && !this.#endBiggestHoldersIdle()) return `the server has its maximum of ${this.#limits.max} MCP sessions open, all busy: try again later`
     return null
+  }
+
+  /** Ends the least recently used idle session of `group`. @returns false when all are busy */
+  #endOldestIdle(group: readonly McpSession[]): boolean {
+    let oldest: McpSession | undefined
+    for (const s of group) if (s.busy === 0 && (oldest === undefined || s.lastUsed < oldest.lastUsed)) oldest = s
+    if (oldest === undefined) return false
+    this.#evicted(oldest)
+    void this.#end(oldest)
+    return true
+  }
+
+  /**
+   * Ends an idle session of whoever holds the most: logins and addresses alike, the largest
+   * group first (ties: the one whose idle session was used least recently).
+   */
+  #endBiggestHoldersIdle(): boolean {
+    const groups = new Map<string, McpSession[]>()
+    for (const s of this.#byId.values()) {
+      for (const k of [`s\0${s.subject}`, `a\0${addressKey(s.address)}`]) {
+        let g = groups.get(k)
+        if (!g) groups.set(k, (g = []))
+        g.push(s)
+      }
+    }
+    const oldestIdle = (g: readonly McpSession[]) => Math.min(...g.filter((s) => s.busy === 0).map((s) => s.lastUsed))
+    const ranked = [...groups.values()].sort((a, b) => b.length - a.length || oldestIdle(a) - oldestIdle(b))
+    for (const g of ranked) if (this.#endOldestIdle(g)) return true
+    return false
   }
 
   add(s: McpSession): void {

@@ -17,7 +17,7 @@ import { baseName, isWithin, parentOf, parseClientPath } from '../../core/paths.
 import type { FsEntry } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
 import { refusal, toolFailure } from './errors.js'
-import { READ, checkCancelled, listAll, removeTree, touchFile, walk, writeFile } from './fs-ops.js'
+import { DeadlineReached, READ, checkCancelled, listAll, removeTree, touchFile, walk, writeFile } from './fs-ops.js'
 import { globMatcher } from './glob.js'
 import { type Grant, grantOf } from './grant.js'
 
@@ -26,15 +26,16 @@ export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>
 export interface ToolLimits {
   /** Most bytes `cat` returns at once (default 1 MiB). */
   readonly catBytes: number
-  /** Most entries `ls` lists (default 10,000). */
+  /** Most entries `ls` lists (default 10,000), and the time it may take (default 20 s). */
   readonly lsEntries: number
+  readonly lsMs: number
   /** `find`: entries looked at, matches returned, time spent. */
   readonly findVisited: number
   readonly findMatches: number
   readonly findMs: number
 }
 
-export const DEFAULT_LIMITS: ToolLimits = { catBytes: 1024 * 1024, lsEntries: 10_000, findVisited: 100_000, findMatches: 1000, findMs: 20_000 }
+export const DEFAULT_LIMITS: ToolLimits = { catBytes: 1024 * 1024, lsEntries: 10_000, lsMs: 20_000, findVisited: 100_000, findMatches: 1000, findMs: 20_000 }
 
 export interface ToolDeps {
   readonly limits: ToolLimits
@@ -103,7 +104,10 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     },
     run(false, async (a: { path: string }, g, ctx) => {
       const p = toolPath(a.path)
-      const { entries, cut } = await listAll(g.fs, ctx, p, limits.lsEntries)
+      const { entries, cut } = await listAll(g.fs, ctx, p, limits.lsEntries, Date.now() + limits.lsMs).catch((err: unknown) => {
+        if (err instanceof DeadlineReached) throw new FsError('ETIMEDOUT', `listing ${p} took longer than ${limits.lsMs / 1000} s: list a smaller folder, or use find`, { path: p })
+        throw err
+      })
       const lines = entries.map(entryLine)
       if (cut) lines.push(`(only the first ${limits.lsEntries} entries are listed)`)
       return {

@@ -109,8 +109,10 @@ t.test('the dance over HTTP: tmp user, code, tokens, refresh rotated, reuse revo
   t.match(after.json, { error: 'invalid_grant' }, '…and its refresh tokens')
 })
 
+const TEAM_TOOL = { client_id: 'team-tool', redirect_uris: ['http://127.0.0.1/callback'], name: 'Team tool' }
+
 t.test('PKCE: wrong verifier, plain, missing', async (t) => {
-  const s = await startOAuthServer(t)
+  const s = await startOAuthServer(t, { oauth: { clients: [TEAM_TOOL] } })
   const client = await newClient(s.url)
   const a = await authorize(s.url, client, tmpLogin())
   const wrong = await exchange(s.url, client, { ...a, verifier: pkce().verifier })
@@ -119,7 +121,8 @@ t.test('PKCE: wrong verifier, plain, missing', async (t) => {
   const noVerifier = await exchange(s.url, client, await authorize(s.url, client, tmpLogin()), { code_verifier: '' })
   t.match(noVerifier.json, { error: 'invalid_request' }, 'missing verifier refused')
 
-  const base = { response_type: 'code', client_id: client, redirect_uri: 'http://127.0.0.1/callback', state: 'xyz' }
+  // A configured client is trusted with error redirects (a registered one is not: see the open redirect test).
+  const base = { response_type: 'code', client_id: 'team-tool', redirect_uri: 'http://127.0.0.1/callback', state: 'xyz' }
   const plain = await openPage(s.url, { ...base, code_challenge: pkce().verifier, code_challenge_method: 'plain' })
   t.equal(plain.status, 303, 'plain PKCE: back to the client')
   const p = new URL(plain.html).searchParams
@@ -189,6 +192,30 @@ t.test('redirect URIs: foreign ones shown on the page, never redirected to; loop
   t.match(mismatch.json, { error: 'invalid_grant', error_description: /redirect_uri/ }, 'but the token request must name the same one')
 })
 
+t.test('open redirect: a registered client\'s request errors are shown on the page, never redirected (RFC 9700 §4.11.2)', async (t) => {
+  const s = await startOAuthServer(t, { oauth: { clients: [{ ...TEAM_TOOL, redirect_uris: ['https://team.example.com/cb'] }] } })
+  // Anyone may register a client whose redirect URI is a site of theirs, then send a victim a link that fails on purpose.
+  const evil = await newClient(s.url, 'https://evil.example.com/landing')
+  const bad = [
+    { response_type: 'token', code_challenge: pkce().challenge, code_challenge_method: 'S256' },
+    { response_type: 'code' },
+    { response_type: 'code', code_challenge: pkce().verifier, code_challenge_method: 'plain' },
+    { response_type: 'code', code_challenge: pkce().challenge, code_challenge_method: 'S256', resource: 'https://other.example.com/mcp' },
+    { response_type: 'code', code_challenge: pkce().challenge, code_challenge_method: 'S256', state: 'x'.repeat(2000) },
+  ]
+  for (const q of bad) {
+    const page = await openPage(s.url, { client_id: evil, redirect_uri: 'https://evil.example.com/landing', ...q })
+    t.equal(page.status, 400, `no redirect for ${JSON.stringify(q).slice(0, 80)}`)
+    t.notMatch(page.html, /evil\.example\.com/, 'the page does not send the browser there either')
+    t.match(page.html, /Authorization failed/, 'the error is on the page')
+  }
+  const configured = await openPage(s.url, { client_id: 'team-tool', redirect_uri: 'https://team.example.com/cb', response_type: 'token', state: 's1' })
+  t.equal(configured.status, 303, 'a configured client (the operator\'s) still gets its errors back')
+  t.same([new URL(configured.html).origin, new URL(configured.html).searchParams.get('error')], ['https://team.example.com', 'unsupported_response_type'])
+  const ok = await openPage(s.url, { client_id: evil, redirect_uri: 'https://evil.example.com/landing', response_type: 'code', code_challenge: pkce().challenge, code_challenge_method: 'S256' })
+  t.match([ok.status, ok.html], [200, /evil\.example\.com/], 'a valid request from a registered client shows the login page, naming where it goes back to')
+})
+
 t.test('the wrong client, an unknown client, another resource', async (t) => {
   const s = await startOAuthServer(t)
   const one = await newClient(s.url)
@@ -200,7 +227,7 @@ t.test('the wrong client, an unknown client, another resource', async (t) => {
   t.match(unknown.json, { error: 'invalid_client' }, 'an unknown client is invalid_client (401)')
 
   const target = await openPage(s.url, { response_type: 'code', client_id: one, redirect_uri: 'http://127.0.0.1/callback', code_challenge: pkce().challenge, code_challenge_method: 'S256', resource: 'https://other.example.com/mcp' })
-  t.equal(new URL(target.html).searchParams.get('error'), 'invalid_target', 'a request for another resource is refused')
+  t.match([target.status, target.html], [400, /MCP endpoint[\s\S]*invalid_target/], 'a request for another resource is refused (on the page: a registered client)')
   const ok = await exchange(s.url, one, await authorize(s.url, one, tmpLogin()))
   t.match(await s.ctx.bearer(ok.json.access_token as string, req(s, 'https://other.example.com/mcp')), { ok: false, reason: 'audience' }, 'a token used for another resource: audience')
   const refresh = await tokenRequest(s.url, { grant_type: 'refresh_token', refresh_token: ok.json.refresh_token as string, client_id: two })
@@ -323,6 +350,52 @@ t.test('registration is bounded per address', async (t) => {
   const over = await registerClient(s.url, { redirect_uris: ['http://127.0.0.1/callback'] })
   t.equal(over.status, 429)
   t.match(await over.json(), { error: 'too_many_requests' }, `the ${REGISTRATIONS_PER_HOUR + 1}th registration within an hour is refused`)
+})
+
+t.test('a registration flood from many addresses: counted per network, unused clients make room, real clients keep working', async (t) => {
+  const PER_HOUR = 4
+  const MAX = 30
+  const s = await startOAuthServer(t, { trust_proxy: ['127.0.0.1'], oauth: { max_clients: MAX, registrations_per_hour: PER_HOUR } })
+  const from = (address: string) =>
+    fetch(`${s.url}/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': address },
+      body: JSON.stringify({ client_name: 'flood', redirect_uris: ['http://127.0.0.1/callback'] }),
+    })
+  // One network's addresses count together: an IPv4 /24, an IPv6 /56.
+  for (let i = 1; i <= PER_HOUR; i++) t.equal((await from(`198.51.100.${i}`)).status, 201, `198.51.100.${i} registers`)
+  const sameNet = await from('198.51.100.200')
+  t.equal(sameNet.status, 429, 'another address of the same /24 is refused')
+  t.match(await sameNet.json(), { error: 'too_many_requests', error_description: /too many client registrations from this network \(198\.51\.100\.0\/24\): try again in \d+ minutes/ })
+  for (let i = 1; i <= PER_HOUR; i++) t.equal((await from(`2001:db8:0:${i}::1`)).status, 201, `2001:db8:0:${i}::1 registers`)
+  t.equal((await from('2001:db8:0:ff::9')).status, 429, 'another /64 of the same IPv6 /56 is refused')
+  t.equal((await from('2001:db8:0:100::1')).status, 201, 'the next /56 is another network')
+
+  // A real client: registered, then used (a token issued to it).
+  const real = await newClient(s.url)
+  t.equal((await exchange(s.url, real, await authorize(s.url, real, tmpLogin()))).status, 200, 'a real client gets its tokens')
+
+  // The flood: several times the table's size, from many networks (each within its hourly count).
+  let refused = 0
+  for (let n = 0; n < 3 * MAX; n++) if ((await from(`203.0.${n / PER_HOUR | 0}.${(n % PER_HOUR) + 1}`)).status !== 201) refused++
+  t.equal(refused, 0, `a full table takes new registrations (${3 * MAX} made past a table of ${MAX}): unused clients make room`)
+
+  const again = await exchange(s.url, real, await authorize(s.url, real, tmpLogin()))
+  t.equal(again.status, 200, 'the client in use was kept: it still goes through the dance')
+  const late = await registerClient(s.url, { client_name: 'late', redirect_uris: ['http://127.0.0.1/callback'] })
+  t.equal(late.status, 201, 'a new real client registers during the flood…')
+  const lateId = ((await late.json()) as { client_id: string }).client_id
+  t.equal((await exchange(s.url, lateId, await authorize(s.url, lateId, tmpLogin('bob')))).status, 200, '…and gets its tokens')
+
+  // Only a table full of clients in use refuses.
+  const full = await startOAuthServer(t, { oauth: { max_clients: 2 } })
+  for (const user of ['u1', 'u2']) {
+    const c = await newClient(full.url)
+    await exchange(full.url, c, await authorize(full.url, c, tmpLogin(user)))
+  }
+  const none = await registerClient(full.url, { redirect_uris: ['http://127.0.0.1/callback'] })
+  t.equal(none.status, 503, 'every client in use: no room')
+  t.match(await none.json(), { error: 'temporarily_unavailable', error_description: /in use/ })
 })
 
 t.test('gateway user logins on the page are throttled as the gateways\' are', async (t) => {

@@ -149,6 +149,14 @@ export function storeSuite(t: Test, open: OpenStores): void {
     t.equal(await s.countOAuthClients(), 2)
     t.equal(await s.purgeOAuthClients(2000), 1, 'only the never-used client registered before the cut-off')
     t.same([await s.getOAuthClient('fgc_old'), (await s.getOAuthClient('fgc_used'))?.client_id], [null, 'fgc_used'])
+    for (const [id, created] of [['fgc_b', 3000], ['fgc_a', 2000], ['fgc_c', 4000]] as const) await s.putOAuthClient({ ...old, client_id: id, created })
+    t.equal(await s.evictUnusedOAuthClients(2), 2, 'room made: two never-used clients removed')
+    t.same(
+      await Promise.all(['fgc_a', 'fgc_b', 'fgc_c', 'fgc_used'].map(async (id) => (await s.getOAuthClient(id))?.client_id ?? null)),
+      [null, null, 'fgc_c', 'fgc_used'],
+      'the oldest never-used ones; a client in use is kept',
+    )
+    await s.purgeOAuthClients(Number.MAX_SAFE_INTEGER)
 
     const r = { hash: 'h1', family: 'f1', client_id: 'fgc_used', resource: 'http://x/mcp', grant: 'sealed', expires: Date.now() + 60_000, used: null }
     await s.putOAuthRefresh(r)

@@ -175,18 +175,17 @@ t.test('sessions end after mcp.session_idle_seconds without a message, not while
   t.equal(status, 404, 'ended when left idle')
 })
 
-t.test('the number of sessions is bounded', async (t) => {
+t.test('the number of sessions is bounded: a full table ends the biggest holder\'s least recently used idle session', async (t) => {
   const { url } = await startTestServer(t, { mcp: { max_sessions: 2 } })
   const a = await tmpSession(url, 'a')
   const b = await tmpSession(url, 'b')
-  await initialize(url, a)
-  await initialize(url, a)
-  const full = await fetch(`${url}/mcp`, { method: 'POST', headers: { ...MCP_HEADERS, authorization: `Bearer ${b}` }, body: JSON.stringify(INITIALIZE) })
-  t.equal(full.status, 503)
-  t.match(await full.text(), /maximum of 2 MCP sessions/)
-  const sse = await fetch(`${url}/sse`, { headers: { authorization: `Bearer ${b}` } })
-  t.equal(sse.status, 503)
-  await sse.text()
+  const first = await initialize(url, a)
+  const second = await initialize(url, a)
+  t.equal(await listTools(url, a, second), 200)
+  const newcomer = await initialize(url, b)
+  t.equal(await listTools(url, b, newcomer), 200, 'the newcomer is let in')
+  t.equal(await listTools(url, a, first), 404, "the biggest holder's least recently used session made room")
+  t.equal(await listTools(url, a, second), 200, 'its other session stays')
 })
 
 t.test('nodes sharing the store: the SDK client\'s requests spread over three nodes serve one session; DELETE at one ends it at all', async (t) => {
