@@ -28,9 +28,11 @@ interface Exchange {
 /**
  * Writes `parts` on one connection (a pause between parts), and collects what comes
  * back until the server closes, or nothing more comes: `firstMs` after the last part
- * while nothing came, `quietMs` after the last byte received.
+ * while nothing came, `quietMs` after the last byte received. Every request sent here
+ * gets an answer or a close, so `firstMs` only guards against a hang: on a busy machine
+ * the first request of a fresh server (its worker threads starting) takes seconds.
  */
-function raw(port: number, parts: string[], quietMs = 1500, firstMs = 5000): Promise<Exchange> {
+function raw(port: number, parts: string[], quietMs = 1500, firstMs = 30_000): Promise<Exchange> {
   return new Promise((resolve) => {
     const sock = connect(port, '127.0.0.1')
     const got: Buffer[] = []

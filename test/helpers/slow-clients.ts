@@ -23,6 +23,13 @@ export interface SlowClientOptions {
   readonly seconds: number
   /** Size of the shared file, bytes (over 64 KiB so that it streams). */
   readonly fileBytes?: number
+  /**
+   * How long one of the user's requests may take before it counts as failed (default 5 s).
+   * The test raises it to a guard against hangs: on a busy machine a request is slow, not lost.
+   */
+  readonly requestTimeoutMs?: number
+  /** How long to wait for the attack to be in place (every download answered, the uploads held; default 20 s). */
+  readonly settleMs?: number
 }
 
 export interface SlowClientResult {
@@ -32,6 +39,8 @@ export interface SlowClientResult {
   readonly p50Ms: number
   readonly p99Ms: number
   readonly maxMs: number
+  /** The same requests before the attack (the warm-up's last rounds, three at a time): the machine's own pace. */
+  readonly baselineP50Ms: number
   /** HTTP status of each stalled download's head, by status ('none': no answer yet). */
   readonly downloadStatus: Record<string, number>
   /** Stalled uploads answered before the end (say, 429), by status; the rest are held. */
@@ -100,16 +109,17 @@ export async function runSlowClients(o: SlowClientOptions): Promise<SlowClientRe
   const shareId = (share.result as { id: string }).id
   const uploader = await session(o.url, 'uploader')
 
+  const timeoutMs = o.requestTimeoutMs ?? 5000
   const ls = async (): Promise<number> => {
     const t0 = performance.now()
-    const res = await fetch(`${o.url}/api/files/ls?path=/docs/`, { headers: auth, signal: AbortSignal.timeout(5000) })
+    const res = await fetch(`${o.url}/api/files/ls?path=/docs/`, { headers: auth, signal: AbortSignal.timeout(timeoutMs) })
     await res.arrayBuffer()
     if (res.status !== 200) throw new Error(`ls: ${res.status}`)
     return performance.now() - t0
   }
   const cat = async (): Promise<number> => {
     const t0 = performance.now()
-    const res = await fetch(`${o.url}/api/files/cat?path=/docs/small.txt`, { headers: auth, signal: AbortSignal.timeout(5000) })
+    const res = await fetch(`${o.url}/api/files/cat?path=/docs/small.txt`, { headers: auth, signal: AbortSignal.timeout(timeoutMs) })
     const n = (await res.arrayBuffer()).byteLength
     if (res.status !== 200 || n !== 4096) throw new Error(`cat: ${res.status}, ${n} bytes`)
     return performance.now() - t0
@@ -117,13 +127,18 @@ export async function runSlowClients(o: SlowClientOptions): Promise<SlowClientRe
   // A download too big to be answered inline: a live transfer of its own, beside the stalled ones.
   const download = async (): Promise<number> => {
     const t0 = performance.now()
-    const res = await fetch(`${o.url}/api/files/cat?path=/docs/medium.bin`, { headers: auth, signal: AbortSignal.timeout(5000) })
+    const res = await fetch(`${o.url}/api/files/cat?path=/docs/medium.bin`, { headers: auth, signal: AbortSignal.timeout(timeoutMs) })
     const n = (await res.arrayBuffer()).byteLength
     if (res.status !== 200 || n !== MiB) throw new Error(`download: ${res.status}, ${n} bytes`)
     return performance.now() - t0
   }
   const ops = [ls, cat, download]
-  for (let i = 0; i < 30; i++) await Promise.all(ops.map((op) => op()))
+  const baseline: number[] = []
+  for (let i = 0; i < 30; i++) {
+    const took = await Promise.all(ops.map((op) => op()))
+    if (i >= 10) baseline.push(...took) // the first rounds start the worker threads
+  }
+  baseline.sort((a, b) => a - b)
   const rssBefore = rssMiB(o.pid)
   let rssPeak = rssBefore
   const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMiB(o.pid))), 100)
@@ -145,9 +160,9 @@ export async function runSlowClients(o: SlowClientOptions): Promise<SlowClientRe
     // Until every download has its answer's head and the server holds the uploads (or it
     // stops making progress): the attack is then in place.
     let transfers: number | null = null
-    const deadline = Date.now() + 20_000
+    const deadline = Date.now() + (o.settleMs ?? 20_000)
     for (;;) {
-      const h = await fetch(`${o.url}/healthz`, { signal: AbortSignal.timeout(5000) })
+      const h = await fetch(`${o.url}/healthz`, { signal: AbortSignal.timeout(timeoutMs) })
         .then((r) => r.json() as Promise<{ result?: { pool?: { transfers?: number } } }>)
         .catch(() => null)
       transfers = h?.result?.pool?.transfers ?? null
@@ -167,7 +182,7 @@ export async function runSlowClients(o: SlowClientOptions): Promise<SlowClientRe
         latencies.push(await ops[i % ops.length]!())
       } catch {
         failures++
-        latencies.push(5000)
+        latencies.push(timeoutMs)
       }
     }
     rssPeak = Math.max(rssPeak, rssMiB(o.pid))
@@ -178,6 +193,7 @@ export async function runSlowClients(o: SlowClientOptions): Promise<SlowClientRe
       p50Ms: percentile(latencies, 50),
       p99Ms: percentile(latencies, 99),
       maxMs: latencies[latencies.length - 1] ?? Number.POSITIVE_INFINITY,
+      baselineP50Ms: percentile(baseline, 50),
       downloadStatus,
       uploadStatus,
       serverTransfers: transfers,
