@@ -39,8 +39,6 @@ export interface SlowClientResult {
   readonly p50Ms: number
   readonly p99Ms: number
   readonly maxMs: number
-  /** The same requests before the attack (the warm-up's last rounds, three at a time): the machine's own pace. */
-  readonly baselineP50Ms: number
   /** HTTP status of each stalled download's head, by status ('none': no answer yet). */
   readonly downloadStatus: Record<string, number>
   /** Stalled uploads answered before the end (say, 429), by status; the rest are held. */
@@ -133,12 +131,7 @@ export async function runSlowClients(o: SlowClientOptions): Promise<SlowClientRe
     return performance.now() - t0
   }
   const ops = [ls, cat, download]
-  const baseline: number[] = []
-  for (let i = 0; i < 30; i++) {
-    const took = await Promise.all(ops.map((op) => op()))
-    if (i >= 10) baseline.push(...took) // the first rounds start the worker threads
-  }
-  baseline.sort((a, b) => a - b)
+  for (let i = 0; i < 30; i++) await Promise.all(ops.map((op) => op()))
   const rssBefore = rssMiB(o.pid)
   let rssPeak = rssBefore
   const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMiB(o.pid))), 100)
@@ -193,7 +186,6 @@ export async function runSlowClients(o: SlowClientOptions): Promise<SlowClientRe
       p50Ms: percentile(latencies, 50),
       p99Ms: percentile(latencies, 99),
       maxMs: latencies[latencies.length - 1] ?? Number.POSITIVE_INFINITY,
-      baselineP50Ms: percentile(baseline, 50),
       downloadStatus,
       uploadStatus,
       serverTransfers: transfers,
