@@ -237,7 +237,7 @@ t.test('faults: s3rver stopped mid-download and mid-upload, then back on the sam
   // An upload whose body keeps coming while the server goes away, once it holds a part:
   // filegate knows the upload then. (Stopped while it answers CreateMultipartUpload,
   // the server would keep an upload whose id never reached filegate, which only a
-  // bucket lifecycle rule removes: README, "s3".)
+  // bucket lifecycle rule removes: docs/backends.md, "s3".)
   await own.start()
   const body = bodyStoppingServer(() => own.stop(), (sent) => sent >= 20 * MiB && own.storedParts(bucket) > 0)
   const up = await call('POST', '/api/files/cat', { path: '/upload.bin' }, { body, duplex: 'half' } as RequestInit).then(
