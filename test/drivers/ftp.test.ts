@@ -19,6 +19,14 @@ import { startVsftpd } from '../servers/vsftpd.js'
 import { ctx, runDriverSuite } from './suite.js'
 import { userFolder } from '../servers/users.js'
 
+/**
+ * A refusal is answered on the refusal itself, not after a backend timeout or a retry
+ * loop: the error's code already tells a refusal from a timeout, and this bound (the
+ * default backend timeout, 20 s) only catches an answer held that long. Not tighter: a
+ * busy machine takes seconds over a fresh server's first login.
+ */
+const QUICK_MS = 20_000
+
 const ftpd = await startVsftpd(t)
 const base = { hostname: '127.0.0.1', port: ftpd.port, username: ftpd.username, password: ftpd.password, secure: false }
 
@@ -86,7 +94,7 @@ t.test('a missing root folder is ENOENT', async (t) => {
 t.test('wrong password → EAUTH, quickly', async (t) => {
   const started = Date.now()
   await t.rejects(createFtpDriver({ ...base, password: 'wrong', root: '' }), { code: 'EAUTH' })
-  t.ok(Date.now() - started < 5000, `answered in ${Date.now() - started} ms`)
+  t.ok(Date.now() - started < QUICK_MS, `answered in ${Date.now() - started} ms`)
 })
 
 t.test('a server that accepts but never answers → ETIMEDOUT, within the timeout', async (t) => {
@@ -183,7 +191,7 @@ t.test('HTTP: login answers, a round trip, and the server stopped mid-download a
   let res = await login({ password: 'wrong' })
   t.equal(res.status, 401, 'wrong password: 401')
   t.match(await res.json(), { code: 'NOT_AUTHENTICATED' })
-  t.ok(Date.now() - started < 10_000, `answered in ${Date.now() - started} ms`)
+  t.ok(Date.now() - started < QUICK_MS, `answered in ${Date.now() - started} ms`)
 
   const nobody = await startTestServer(t, { connections: [{ label: 'ftp', type: 'ftp', hostname: '127.0.0.1', port: await freePort() }] })
   res = await fetch(`${nobody.url}/api/session`, { method: 'POST', body: JSON.stringify({ type: 'ftp', username: 'x', password: 'y' }) })
