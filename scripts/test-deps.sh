@@ -11,8 +11,9 @@
 #            python3-paramiko, rclone, awscli, python3-boto3, sshfs: independent clients), unzip (an independent zip
 #            reader), chromium and a font (the admin console's browser test), PostgreSQL (the
 #            shared state store), nginx with its stream module and HAProxy (the cluster test's
-#            load balancers). The tests
-#            add throwaway system users and start those servers, so they need root.
+#            load balancers), stress-ng (scripts/test-under-load.sh: the suite on a busy
+#            machine). The tests add throwaway system users and start those servers, so
+#            they need root.
 #     build  what `npm install`/`npm ci` needs to compile better-sqlite3 when no
 #            prebuilt binary can be downloaded: make, g++, python3.
 #     --dry-run  say what would be installed, install nothing.
@@ -42,6 +43,7 @@ case "$group" in
       /usr/bin/chromium:chromium /usr/share/fonts/truetype/dejavu:fonts-dejavu-core
       /usr/lib/postgresql/15/bin/postgres:postgresql /usr/sbin/nginx:nginx-light
       /usr/lib/nginx/modules/ngx_stream_module.so:libnginx-mod-stream /usr/sbin/haproxy:haproxy
+      /usr/bin/stress-ng:stress-ng
     )
     ;;
   build) pairs=(/usr/bin/make:make /usr/bin/g++:g++ /usr/bin/python3:python3) ;;

@@ -1,5 +1,5 @@
 /**
- * The dependency rule (README.md, "Architecture"), enforced:
+ * The dependency rule (docs/architecture.md), enforced:
  *
  *   core/      imports nothing of ours outside core/ (Node built-ins and npm packages, not uWS)
  *   workers/   core/ and workers/

@@ -19,6 +19,14 @@ import { startVsftpd } from '../servers/vsftpd.js'
 import { ctx, runDriverSuite } from './suite.js'
 import { userFolder } from '../servers/users.js'
 
+/**
+ * A refusal is answered on the refusal itself, not after a backend timeout or a retry
+ * loop: the error's code already tells a refusal from a timeout, and this bound (the
+ * default backend timeout, 20 s) only catches an answer held that long. Not tighter: a
+ * busy machine takes seconds over a fresh server's first login.
+ */
+const QUICK_MS = 20_000
+
 const ftpd = await startVsftpd(t)
 const base = { hostname: '127.0.0.1', port: ftpd.port, username: ftpd.username, password: ftpd.password, secure: false }
 
@@ -65,8 +73,10 @@ t.test('times: stat has MDTM seconds; a listing has LIST minutes', async (t) => 
   await d.write(ctx(), '/f', (async function* () {
     yield Buffer.from('x')
   })())
+  const after = Date.now()
   const st = await d.stat(ctx(), '/f')
-  t.ok(st.mtimeMs !== null && Math.abs(st.mtimeMs - before) < 2000, `stat mtime ${st.mtimeMs} ≈ ${before}`)
+  // Whole seconds: within the write's own time, however long a busy machine took for it.
+  t.ok(st.mtimeMs !== null && st.mtimeMs >= before - 1000 && st.mtimeMs <= after + 1000, `stat mtime ${st.mtimeMs} within the write (${before}..${after})`)
   const [e] = await listAll(d, '/')
   t.ok(e?.mtimeMs !== null && e !== undefined && Math.abs(e.mtimeMs! - before) < 61_000, `listed mtime ${e?.mtimeMs} within a minute`)
 })
@@ -86,7 +96,7 @@ t.test('a missing root folder is ENOENT', async (t) => {
 t.test('wrong password → EAUTH, quickly', async (t) => {
   const started = Date.now()
   await t.rejects(createFtpDriver({ ...base, password: 'wrong', root: '' }), { code: 'EAUTH' })
-  t.ok(Date.now() - started < 5000, `answered in ${Date.now() - started} ms`)
+  t.ok(Date.now() - started < QUICK_MS, `answered in ${Date.now() - started} ms`)
 })
 
 t.test('a server that accepts but never answers → ETIMEDOUT, within the timeout', async (t) => {
@@ -183,7 +193,7 @@ t.test('HTTP: login answers, a round trip, and the server stopped mid-download a
   let res = await login({ password: 'wrong' })
   t.equal(res.status, 401, 'wrong password: 401')
   t.match(await res.json(), { code: 'NOT_AUTHENTICATED' })
-  t.ok(Date.now() - started < 10_000, `answered in ${Date.now() - started} ms`)
+  t.ok(Date.now() - started < QUICK_MS, `answered in ${Date.now() - started} ms`)
 
   const nobody = await startTestServer(t, { connections: [{ label: 'ftp', type: 'ftp', hostname: '127.0.0.1', port: await freePort() }] })
   res = await fetch(`${nobody.url}/api/session`, { method: 'POST', body: JSON.stringify({ type: 'ftp', username: 'x', password: 'y' }) })

@@ -16,6 +16,14 @@ import { type S3rverServer, startS3rver } from '../servers/s3rver.js'
 import { bodyStoppingServer, readToEnd, zipEntryNames } from '../helpers/transfers.js'
 import { s3Client } from '../helpers/s3-client.js'
 
+/**
+ * A refusal is answered on the refusal itself, not after a backend timeout or a retry
+ * loop: the error's code already tells a refusal from a timeout, and this bound (the
+ * default backend timeout, 20 s) only catches an answer held that long. Not tighter: a
+ * busy machine takes seconds over a fresh server's first login.
+ */
+const QUICK_MS = 20_000
+
 t.setTimeout(300_000) // s3rver is a slow emulator (~100 MB/s, listings cost O(objects))
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
 
@@ -203,14 +211,14 @@ t.test('login answers', async (t) => {
   const bucket = await s3.bucket()
   let started = Date.now()
   await expectError(t, await login(url, { path: bucket, secret_access_key: 'wrong' }), 401, 'NOT_AUTHENTICATED', 'wrong secret')
-  t.ok(Date.now() - started < 10_000, `answered in ${Date.now() - started} ms`)
+  t.ok(Date.now() - started < QUICK_MS, `answered in ${Date.now() - started} ms`)
   await expectError(t, await login(url, { path: bucket, access_key_id: 'NOBODY' }), 401, 'NOT_AUTHENTICATED', 'unknown access key')
   await expectError(t, await login(url, { secret_access_key: 'wrong' }), 401, 'NOT_AUTHENTICATED', 'wrong secret, no bucket fixed')
   await expectError(t, await login(url, { path: 'no-such-bucket-here' }), 502, 'BACKEND_UNREACHABLE', 'a bucket that does not exist')
   started = Date.now()
   const nobody = await gate(t, `http://127.0.0.1:${await freePort()}`)
   await expectError(t, await login(nobody, { path: bucket }), 502, 'BACKEND_UNREACHABLE', 'nothing listening')
-  t.ok(Date.now() - started < 10_000, `answered in ${Date.now() - started} ms`)
+  t.ok(Date.now() - started < QUICK_MS, `answered in ${Date.now() - started} ms`)
 })
 
 t.test('faults: s3rver stopped mid-download and mid-upload, then back on the same port', async (t) => {
@@ -237,7 +245,7 @@ t.test('faults: s3rver stopped mid-download and mid-upload, then back on the sam
   // An upload whose body keeps coming while the server goes away, once it holds a part:
   // filegate knows the upload then. (Stopped while it answers CreateMultipartUpload,
   // the server would keep an upload whose id never reached filegate, which only a
-  // bucket lifecycle rule removes: README, "s3".)
+  // bucket lifecycle rule removes: docs/backends.md, "s3".)
   await own.start()
   const body = bodyStoppingServer(() => own.stop(), (sent) => sent >= 20 * MiB && own.storedParts(bucket) > 0)
   const up = await call('POST', '/api/files/cat', { path: '/upload.bin' }, { body, duplex: 'half' } as RequestInit).then(

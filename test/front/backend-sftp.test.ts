@@ -15,6 +15,14 @@ import { freePort } from '../servers/process.js'
 import { type Sshd, startSshd } from '../servers/sshd.js'
 import { bodyStoppingServer, readToEnd, zipEntryNames } from '../helpers/transfers.js'
 
+/**
+ * A refusal is answered on the refusal itself, not after a backend timeout or a retry
+ * loop: the error's code already tells a refusal from a timeout, and this bound (the
+ * default backend timeout, 20 s) only catches an answer held that long. Not tighter: a
+ * busy machine takes seconds over a fresh server's first login.
+ */
+const QUICK_MS = 20_000
+
 const MiB = 1024 * 1024
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex')
 
@@ -130,7 +138,7 @@ t.test('login answers', async (t) => {
   const url = await gate(t)
   let started = Date.now()
   await expectError(t, await login(url, { password: 'wrong' }), 401, 'NOT_AUTHENTICATED', 'wrong password')
-  t.ok(Date.now() - started < 10_000, `wrong password answered in ${Date.now() - started} ms`)
+  t.ok(Date.now() - started < QUICK_MS, `wrong password answered in ${Date.now() - started} ms`)
 
   let res = await login(url, { hostkey: sshd.hostkeyFingerprint })
   t.equal(res.status, 200, 'the right host key')
@@ -147,7 +155,7 @@ t.test('login answers', async (t) => {
   started = Date.now()
   const nobody = await gate(t, await freePort())
   await expectError(t, await login(nobody, {}), 502, 'BACKEND_UNREACHABLE', 'nothing listening')
-  t.ok(Date.now() - started < 10_000, 'answered promptly')
+  t.ok(Date.now() - started < QUICK_MS, `answered promptly (${Date.now() - started} ms)`)
 })
 
 t.test('faults: sshd stopped mid-download and mid-upload, then back on the same port', async (t) => {

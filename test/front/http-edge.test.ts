@@ -2,7 +2,7 @@
  * The HTTP edge over raw sockets, on whichever engine serves (FILEGATE_HTTP_ENGINE):
  * HTTP/1.0, requests the parser rejects, pipelining, request-smuggling primitives,
  * repeated credentials, empty bodies and Content-Length of 10^9 and more. Where the
- * uWS engine cannot do what node:http does, the test says so (README, "HTTP engines").
+ * uWS engine cannot do what node:http does, the test says so (docs/http-engines.md).
  */
 import { mkdirSync, readdirSync } from 'node:fs'
 import { connect } from 'node:net'
@@ -28,9 +28,11 @@ interface Exchange {
 /**
  * Writes `parts` on one connection (a pause between parts), and collects what comes
  * back until the server closes, or nothing more comes: `firstMs` after the last part
- * while nothing came, `quietMs` after the last byte received.
+ * while nothing came, `quietMs` after the last byte received. Every request sent here
+ * gets an answer or a close, so `firstMs` only guards against a hang: on a busy machine
+ * the first request of a fresh server (its worker threads starting) takes seconds.
  */
-function raw(port: number, parts: string[], quietMs = 1500, firstMs = 5000): Promise<Exchange> {
+function raw(port: number, parts: string[], quietMs = 1500, firstMs = 30_000): Promise<Exchange> {
   return new Promise((resolve) => {
     const sock = connect(port, '127.0.0.1')
     const got: Buffer[] = []
@@ -105,7 +107,7 @@ t.test('requests the parser rejects get a status, then the connection closes', a
 })
 
 // uWS closes a connection on which a request arrives while an answer is pending.
-const noPipelining = ENGINE === 'uws' && 'uWS does not answer a request pipelined behind a pending one (README, HTTP engines)'
+const noPipelining = ENGINE === 'uws' && 'uWS does not answer a request pipelined behind a pending one (docs/http-engines.md)'
 
 t.test('a request pipelined behind a pending upload gets its answer too', { skip: noPipelining }, async (t) => {
   const { port, token, call } = await setup(t)
@@ -125,7 +127,7 @@ t.test('request-smuggling primitives are refused and change nothing', async (t) 
     ['Transfer-Encoding: chunked, gzip', 'Transfer-Encoding: chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n', 400],
     ['Transfer-Encoding: gzip, chunked', 'Transfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n', 501],
   ]
-  // uWS skips the two bytes after chunk data without looking at them (README).
+  // uWS skips the two bytes after chunk data without looking at them (docs/http-engines.md).
   if (engine === 'node') cases.push(['chunk data without its CRLF', 'Transfer-Encoding: chunked\r\n\r\n3\r\nabcXX0\r\n\r\n', 400])
   for (const [i, [what, rest, status]] of cases.entries()) {
     const [head, body] = rest.split('\r\n\r\n', 2) as [string, string]

@@ -28,7 +28,7 @@ t.test('http_engine picks the engine and says which', async (t) => {
     const res = await fetch(`http://127.0.0.1:${app.port}/healthz`)
     t.equal(res.status, 200, `${setting}: serves`)
     const expected = setting === 'node' || !uwsExpected ? 'node' : 'uws'
-    // uWS writes its own "uWebSockets: 20" header and has no documented switch (README).
+    // uWS writes its own "uWebSockets: 20" header and has no documented switch (docs/http-engines.md).
     if (expected === 'node') t.equal(res.headers.get('uwebsockets'), null, `${setting}: no uWebSockets header`)
     t.equal(app.http.engine, expected, `${setting}: ${expected}`)
     const said = lines.filter((l) => l.line.engine !== undefined)

@@ -1,6 +1,6 @@
 /**
  * @module test/servers/postgres
- * A throwaway PostgreSQL server for tests (README.md, "Tests"): Debian's
+ * A throwaway PostgreSQL server for tests (docs/testing.md): Debian's
  * PostgreSQL 15 binaries, a fresh cluster in a folder of its own owned by the
  * `postgres` system user, listening on 127.0.0.1 and a free port (no Unix socket
  * outside that folder), password authentication for one role made for this run,

@@ -1,6 +1,6 @@
 /**
  * @module test/servers/sshd
- * A throwaway OpenSSH sshd for tests (README.md, "Tests"): a local user with a random name
+ * A throwaway OpenSSH sshd for tests (docs/testing.md): a local user with a random name
  * and password, a host key generated for this run, `internal-sftp`, on 127.0.0.1 and
  * a free port; the user (home included) is deleted and the server stopped when the
  * test ends. Needs root (tests and CI run as root) and the Debian package

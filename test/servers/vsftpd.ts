@@ -1,6 +1,6 @@
 /**
  * @module test/servers/vsftpd
- * A throwaway vsftpd for tests (README.md, "Tests"): a local user with a random name and
+ * A throwaway vsftpd for tests (docs/testing.md): a local user with a random name and
  * password (users.ts), its own config, on 127.0.0.1, a free
  * control port and a passive port range; stopped, with its per-connection processes,
  * and the user deleted when the test ends. Optionally FTPS (explicit AUTH TLS) with

@@ -45,6 +45,39 @@ export function call<T = void>(fn: (cb: (err: Error | undefined | null, value?: 
   })
 }
 
+/** The SFTP requests the driver makes (sftp's other methods, `on` and the like, pass through). */
+const REQUESTS: ReadonlySet<PropertyKey> = new Set([
+  'open', 'close', 'read', 'write', 'readdir', 'opendir', 'stat', 'lstat', 'fstat', 'setstat', 'fsetstat', 'futimes',
+  'utimes', 'chmod', 'unlink', 'rename', 'ext_openssh_rename', 'mkdir', 'rmdir', 'realpath', 'readlink', 'symlink',
+])
+
+/**
+ * The channel as the driver uses it: a request made once the channel has closed fails at
+ * once. ssh2 answers the requests pending when a channel closes ("No response from
+ * server"), but one made afterwards is registered and never sent nor answered: its
+ * callback never runs, and the operation (an upload whose server went away between two
+ * chunks, say) would wait for ever.
+ */
+function failingWhenClosed(sftp: SFTPWrapper, isBroken: () => boolean): SFTPWrapper {
+  const closed = (): boolean => isBroken() || (sftp as unknown as { outgoing?: { state?: string } }).outgoing?.state !== 'open'
+  return new Proxy(sftp, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target)
+      if (typeof value !== 'function') return value
+      const fn = value as (...args: unknown[]) => unknown
+      if (!REQUESTS.has(prop)) return fn.bind(target)
+      return (...args: unknown[]): unknown => {
+        const cb = args[args.length - 1]
+        if (closed() && typeof cb === 'function') {
+          process.nextTick(cb, new Error('No response from server: the SFTP channel is closed'))
+          return undefined
+        }
+        return fn.apply(target, args)
+      }
+    },
+  })
+}
+
 /** ssh2 keeps what the server announced in private fields; read them defensively. */
 function serverInfo(sftp: SFTPWrapper): { posixRename: boolean; readLen: number; writeLen: number } {
   const x = sftp as unknown as { _extensions?: Record<string, string>; _maxReadLen?: unknown; _maxWriteLen?: unknown }
@@ -90,6 +123,8 @@ export function openSession(ssh2: Ssh2, cfg: SftpConfig, timeoutMs: number, sign
         let session: SftpSession | null = null
         // Listeners from the start: an 'error' without one would crash the worker thread.
         sftp.on('error', broke)
+        // 'end' comes as ssh2 fails the pending requests, before their callers run again.
+        sftp.on('end', broke)
         sftp.on('close', broke)
         client.on('close', broke)
         client.on('error', broke)
@@ -98,7 +133,7 @@ export function openSession(ssh2: Ssh2, cfg: SftpConfig, timeoutMs: number, sign
             if (settled) return
             settled = true
             signal.removeEventListener('abort', onAbort)
-            session = { client, sftp, root, ...serverInfo(sftp), broken }
+            session = { client, sftp: failingWhenClosed(sftp, () => broken || session?.broken === true), root, ...serverInfo(sftp), broken }
             resolve(session)
           },
           (err: unknown) =>
