@@ -1,7 +1,7 @@
 /**
  * Names on every door (docs/gateways.md, "Names"), each door through a real client:
  * the HTTP API (fetch), MCP (the SDK's client), SFTP (paramiko), S3 (the AWS SDK, the
- * aws CLI, rclone). A backslash is an ordinary character where the storage holds it
+ * aws CLI, rclone, lftp). A backslash is an ordinary character where the storage holds it
  * (a local folder, an S3 bucket): a name holding one goes in, is listed, read, renamed
  * and removed. An SMB storage cannot hold it: every door refuses it with a clear error
  * in its own shape. Everywhere, the hidden names of uploads in progress
@@ -26,6 +26,7 @@ t.setTimeout(600_000)
 
 const AWS = requireBinary('/usr/bin/aws', 'awscli')
 const RCLONE = requireBinary('/usr/bin/rclone', 'rclone')
+const LFTP = requireBinary('/usr/bin/lftp', 'lftp')
 
 type Backend = 'local' | 's3' | 'smb'
 
@@ -252,6 +253,20 @@ for (const backend of ['local', 's3'] as const) {
       const on = join(d.root, 'sync', 'rclone-sftp')
       t.same(walk(on).map((f) => relative(on, f)).sort(), want, 'rclone over sftp: every name on the disk as it was')
     }
+
+    // lftp's mirror -R over its sftp (OpenSSH's ssh underneath; lftp answers the password prompt).
+    const ssh = 'ssh -a -x -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o PubkeyAuthentication=no'
+    const script = [
+      `set sftp:connect-program "${ssh}"`,
+      'set net:max-retries 1',
+      'set cmd:fail-exit yes',
+      `open -u ${d.sftp.user},${d.sftp.password} -p ${d.sftp.port} sftp://127.0.0.1`,
+      `mirror -R ${src} /sync/lftp`,
+      `mirror /sync/lftp ${join(dir, 'lftp-back')}`,
+    ].join('; ')
+    const lftp = await runCommand(LFTP, ['-c', script], { timeoutMs: 180_000 })
+    t.equal(lftp.code, 0, `lftp mirror -R and back: ${lftp.stderr.slice(-1500)}`)
+    t.same(walk(join(dir, 'lftp-back')).map((f) => relative(join(dir, 'lftp-back'), f)).sort(), want, 'lftp: the tree came back whole')
   })
 }
 
