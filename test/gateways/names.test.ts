@@ -1,7 +1,7 @@
 /**
  * Names on every door (docs/gateways.md, "Names"), each door through a real client:
- * the HTTP API (fetch), MCP (the SDK's client), SFTP (paramiko), S3 (the AWS SDK, the
- * aws CLI, rclone, lftp). A backslash is an ordinary character where the storage holds it
+ * the HTTP API (fetch), MCP (the SDK's client), SFTP (paramiko; rclone and lftp for
+ * sync), S3 (the AWS SDK; the aws CLI and rclone for sync). A backslash is an ordinary character where the storage holds it
  * (a local folder, an S3 bucket): a name holding one goes in, is listed, read, renamed
  * and removed. An SMB storage cannot hold it: every door refuses it with a clear error
  * in its own shape. Everywhere, the hidden names of uploads in progress
