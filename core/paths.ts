@@ -13,9 +13,10 @@
  * | S3       | `s3KeyPath`            | not a walk: refused | KeyRefusal (keys.ts → S3)  |
  *
  * What every door refuses, whatever the storage (`doorRefusal`): a control character,
- * invalid Unicode (a lone surrogate; the SFTP wire marks a name that is not UTF-8 so), over 4096 bytes,
- * and a segment named as an upload in progress (`.filegate-<id>.part`: drivers hide
- * those names from listings, so such a file would vanish from its owner's view).
+ * invalid Unicode (a lone surrogate; the SFTP wire marks a name that is not UTF-8 so),
+ * over 4096 bytes, and a segment named as an upload in progress (`.filegate-<id>.part`:
+ * drivers hide those names from listings, so such a file would vanish from its owner's
+ * view).
  * Everything else is a name: a backslash, `:`, `*`, `?` are ordinary characters on a
  * Linux folder, an SFTP server or S3. What a storage cannot hold is its driver's to
  * say (`Features.refusedNameChars`), checked by `checkStorable` in the worker before
@@ -55,7 +56,7 @@ export function isTempUploadName(name: string): boolean {
  * sentence whose subject is the path ("is longer than..."), or null when it may go on.
  * The sentence never echoes the input (it may hold characters meant for a log).
  */
-export function doorRefusal(raw: string): string | null {
+function doorRefusal(raw: string): string | null {
   if (Buffer.byteLength(raw, 'utf8') > MAX_PATH_BYTES) return `is longer than ${MAX_PATH_BYTES} bytes`
   if (CONTROL.test(raw)) return 'contains a control character'
   // A lone UTF-16 surrogate has no UTF-8 form: the disk would store U+FFFD, merging names.
