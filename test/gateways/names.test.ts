@@ -1,7 +1,7 @@
 /**
  * Names on every door (docs/gateways.md, "Names"), each door through a real client:
  * the HTTP API (fetch), MCP (the SDK's client), SFTP (paramiko; rclone and lftp for
- * sync), S3 (the AWS SDK; the aws CLI and rclone for sync). A backslash is an ordinary character where the storage holds it
+ * sync), S3 (the AWS SDK; the aws CLI, s3cmd and rclone for sync). A backslash is an ordinary character where the storage holds it
  * (a local folder, an S3 bucket): a name holding one goes in, is listed, read, renamed
  * and removed. An SMB storage cannot hold it: every door refuses it with a clear error
  * in its own shape. Everywhere, the hidden names of uploads in progress
@@ -27,6 +27,7 @@ t.setTimeout(600_000)
 const AWS = requireBinary('/usr/bin/aws', 'awscli')
 const RCLONE = requireBinary('/usr/bin/rclone', 'rclone')
 const LFTP = requireBinary('/usr/bin/lftp', 'lftp')
+const S3CMD = requireBinary('/usr/bin/s3cmd', 's3cmd')
 
 type Backend = 'local' | 's3' | 'smb'
 
@@ -236,6 +237,18 @@ for (const backend of ['local', 's3'] as const) {
     const again = await aws(d, dir, ['s3', 'sync', src, 's3://sync/aws'])
     t.equal(again.code, 0, `aws s3 sync again: ${again.stderr}`)
     t.equal(again.stdout.trim(), '', 'a second sync has nothing to do')
+
+    const cfg = join(dir, 's3cfg')
+    const host = new URL(d.s3.endpoint).host
+    writeFileSync(cfg, `[default]\naccess_key = ${d.s3.accessKeyId}\nsecret_key = ${d.s3.secretAccessKey}\nhost_base = ${host}\nhost_bucket = ${host}\nuse_https = False\nsignature_v2 = False\nbucket_location = us-east-1\n`)
+    const s3cmd = (args: readonly string[]) => runCommand(S3CMD, ['-c', cfg, ...args], { env: { PATH: process.env.PATH, HOME: dir }, timeoutMs: 180_000 })
+    const cup = await s3cmd(['sync', `${src}/`, 's3://sync/s3cmd/'])
+    t.equal(cup.code, 0, `s3cmd sync up: ${cup.stderr.slice(-1500)}`)
+    const cdown = join(dir, 's3cmd-back')
+    mkdirSync(cdown)
+    const cback = await s3cmd(['sync', 's3://sync/s3cmd/', `${cdown}/`])
+    t.equal(cback.code, 0, `s3cmd sync down: ${cback.stderr.slice(-1500)}`)
+    t.same(walk(cdown).map((f) => relative(cdown, f)).sort(), want, 's3cmd: the tree came back whole')
 
     const rs3 = await rclone(d, ['sync', src, 'gw:sync/rclone'])
     t.equal(rs3.code, 0, `rclone sync (s3): ${rs3.stderr.slice(-1500)}`)
