@@ -6,9 +6,10 @@
  *
  * Every request arrives already authorised, with canonical paths inside its
  * session's root; a path its storage cannot hold (a driver's `refusedNameChars`) is
- * refused here, before the driver sees it. Each task has its own AbortController: a `cancel` from the pool
- * aborts it, so long one-shot ops (a recursive rm, a copy-move of a tree) stop when
- * their caller leaves. Streams outlive their task as actors (workers/transfers.ts).
+ * refused here, before the driver sees it. Each task has its own AbortController: a
+ * `cancel` from the pool aborts it, so long one-shot ops (a recursive rm, a copy-move
+ * of a tree) stop when their caller leaves. Streams outlive their task as actors
+ * (workers/transfers.ts).
  */
 import { type Hash, createHash } from 'node:crypto'
 import { type MessagePort, type Transferable, parentPort, threadId, workerData } from 'node:worker_threads'
