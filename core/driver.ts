@@ -71,6 +71,12 @@ export interface Features {
   readonly rangeRead: boolean
   /** Granularity of stored modification times, null when not kept. */
   readonly mtimePrecisionMs: number | null
+  /**
+   * Characters a name on this storage cannot hold, beyond what every door refuses
+   * (control characters, core/paths.ts); '' when it holds the rest. A path with one is
+   * refused with EINVAL before the driver sees it (core/paths.ts `checkStorable`).
+   */
+  readonly refusedNameChars: string
 }
 
 /** Inclusive byte range, like HTTP's Range: `end` absent means to the end of the file. */

@@ -10,7 +10,7 @@
  * one file removed, listings in pages, files opened as handles and read or written at
  * offsets.
  *
- * Paths are canonical (core/paths.ts, `resolveProtocolPath`), `/` being the user's
+ * Paths are canonical (each door's rule in core/paths.ts made them so), `/` being the user's
  * root; nothing can name a place above it. Every failure is an `FsError`
  * (core/errors.ts): each gateway maps its codes to its protocol in one table of its own.
  * A read-only view answers EACCES to every write, before anything reaches a worker.

@@ -5,15 +5,18 @@
  * and answers with a `Reply` (errors as `WireError` data, never thrown across).
  *
  * Every request arrives already authorised, with canonical paths inside its
- * session's root. Each task has its own AbortController: a `cancel` from the pool
- * aborts it, so long one-shot ops (a recursive rm, a copy-move of a tree) stop when
- * their caller leaves. Streams outlive their task as actors (workers/transfers.ts).
+ * session's root; a path its storage cannot hold (a driver's `refusedNameChars`) is
+ * refused here, before the driver sees it. Each task has its own AbortController: a
+ * `cancel` from the pool aborts it, so long one-shot ops (a recursive rm, a copy-move
+ * of a tree) stop when their caller leaves. Streams outlive their task as actors
+ * (workers/transfers.ts).
  */
 import { type Hash, createHash } from 'node:crypto'
 import { type MessagePort, type Transferable, parentPort, threadId, workerData } from 'node:worker_threads'
 import type { Driver, OpContext } from '../core/driver.js'
 import { FsError, isFsError, toWire } from '../core/errors.js'
 import { type FromWorker, PROTOCOL_VERSION, type RangeSpec, type ReadHead, type ReadStart, type Reply, type Request, type ToWorker, type ZipStart, assertNever } from '../core/messages.js'
+import { checkStorable } from '../core/paths.js'
 import { PortReader } from '../core/port-stream.js'
 import { resolveRange } from '../core/range.js'
 import { DriverCache } from './driver-cache.js'
@@ -79,6 +82,7 @@ async function handle(id: number, msg: Request, transfer: Transferable[]): Promi
     }
     try {
       const temp = (path: string) => port!.postMessage({ t: 'temp', id, path } satisfies FromWorker)
+      for (const p of pathsOf(msg)) checkStorable(held.driver.features, p)
       const value = await run(held.driver, msg, { signal: ac.signal, requestId: msg.requestId, temp }, transfer, keep)
       return { ok: true, value }
     } finally {
@@ -93,6 +97,13 @@ async function handle(id: number, msg: Request, transfer: Transferable[]): Promi
   } finally {
     running.delete(id)
   }
+}
+
+/** Every storage path a request names: each must be one its storage can hold. */
+function pathsOf(msg: Request): readonly string[] {
+  if ('paths' in msg) return msg.paths
+  if ('from' in msg) return [msg.from, msg.to]
+  return 'path' in msg ? [msg.path] : []
 }
 
 /**

@@ -8,11 +8,11 @@ import { lookup } from 'mime-types'
 import { type McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { ErrorCode, McpError, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js'
 import { ApiError, toApiError } from '../../core/api-error.js'
-import { joinPath } from '../../core/paths.js'
+import { joinPath, mcpToolPath } from '../../core/paths.js'
 import type { RequestContext } from '../../core/storage.js'
 import { READ, listAll } from './fs-ops.js'
 import { grantOf } from './grant.js'
-import { type Extra, type ToolLimits, decodeText, entryLine, toolPath } from './tools.js'
+import { type Extra, type ToolLimits, decodeText, entryLine } from './tools.js'
 
 const SCHEME = 'filegate://'
 
@@ -33,7 +33,7 @@ export function resourcePath(uri: URL): string {
   } catch {
     throw new ApiError('INVALID_INPUT', `the resource URI is not validly percent-encoded: ${uri.href}`)
   }
-  return toolPath(raw || '/')
+  return mcpToolPath(raw || '/')
 }
 
 export function registerResources(server: McpServer, limits: ToolLimits): void {

@@ -2,8 +2,8 @@
  * @module gateways/mcp/tools
  * The MCP tools (docs/mcp-gateway.md): ls, cat, write, mkdir, touch, mv, rm, stat,
  * find, share. Each acts through the `ProtocolFs` its request's credential grants
- * (gateways/mcp/grant.ts), on paths canonicalised by the HTTP API's own rules
- * (core/paths.ts: `..` above the root is refused, never resolved), and reports
+ * (gateways/mcp/grant.ts), on paths canonicalised by the MCP door's rule
+ * (core/paths.ts `mcpToolPath`: `..` above the root is refused, never resolved), and reports
  * failures as `isError` results with the HTTP API's messages (gateways/mcp/errors.ts).
  */
 import * as z from 'zod'
@@ -13,7 +13,7 @@ import type { CallToolResult, ServerNotification, ServerRequest } from '@modelco
 import { ApiError } from '../../core/api-error.js'
 import { FsError } from '../../core/errors.js'
 import { makeFolders } from '../../core/make-folders.js'
-import { baseName, isWithin, parentOf, parseClientPath } from '../../core/paths.js'
+import { baseName, isWithin, mcpToolPath, parentOf } from '../../core/paths.js'
 import type { FsEntry } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
 import { refusal, toolFailure } from './errors.js'
@@ -44,11 +44,6 @@ export interface ToolDeps {
   readonly log: (level: 'warn' | 'error', msg: string, fields: Record<string, unknown>) => void
   /** Tool calls under way, all sessions together: a shutdown lets them finish first. */
   readonly calls?: { running: number }
-}
-
-/** A path argument: absolute, or relative to the root; `..` above the root is refused. */
-export function toolPath(raw: string, what = 'path'): string {
-  return parseClientPath(raw === '' || raw.startsWith('/') ? raw : `/${raw}`, what).path
 }
 
 const ENTRY = z.object({
@@ -103,7 +98,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       annotations: READS,
     },
     run(false, async (a: { path: string }, g, ctx) => {
-      const p = toolPath(a.path)
+      const p = mcpToolPath(a.path)
       const { entries, cut } = await listAll(g.fs, ctx, p, limits.lsEntries, Date.now() + limits.lsMs).catch((err: unknown) => {
         if (err instanceof DeadlineReached) throw new FsError('ETIMEDOUT', `listing ${p} took longer than ${limits.lsMs / 1000} s: list a smaller folder, or use find`, { path: p })
         throw err
@@ -141,7 +136,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       annotations: READS,
     },
     run(false, async (a: { path: string; offset: number; length?: number | undefined; encoding: 'text' | 'base64' }, g, ctx) => {
-      const p = toolPath(a.path)
+      const p = mcpToolPath(a.path)
       const st = await g.fs.stat(ctx, p)
       if (st.kind === 'dir') throw new ApiError('INVALID_INPUT', `${p} is a directory: use ls`)
       const want = a.length ?? limits.catBytes
@@ -180,7 +175,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       annotations: WRITES(true, true),
     },
     run(true, async (a: { path: string; content: string; encoding: 'utf8' | 'base64' }, g, ctx) => {
-      const p = toolPath(a.path)
+      const p = mcpToolPath(a.path)
       if (a.encoding === 'base64' && !/^[A-Za-z0-9+/]*={0,2}$/.test(a.content.replace(/\s+/g, ''))) {
         throw new ApiError('INVALID_INPUT', '"content" is not base64')
       }
@@ -199,7 +194,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       annotations: WRITES(false, false),
     },
     run(true, async (a: { path: string }, g, ctx) => {
-      const p = toolPath(a.path)
+      const p = mcpToolPath(a.path)
       if ((await makeFolders(g.fs, ctx, p)).at(-1) !== p) throw new FsError('EEXIST', `${p} already exists`, { path: p })
       return { content: [{ type: 'text', text: `made ${p}` }] }
     }),
@@ -214,7 +209,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       annotations: WRITES(false, true),
     },
     run(true, async (a: { path: string }, g, ctx) => {
-      const p = toolPath(a.path)
+      const p = mcpToolPath(a.path)
       const made = await touchFile(g.fs, ctx, p)
       return { content: [{ type: 'text', text: made ? `created ${p}` : `${p} exists: left as it is` }] }
     }),
@@ -229,8 +224,8 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       annotations: WRITES(true, false),
     },
     run(true, async (a: { from: string; to: string; overwrite: boolean }, g, ctx) => {
-      const from = toolPath(a.from, 'from')
-      const to = toolPath(a.to, 'to')
+      const from = mcpToolPath(a.from, 'from')
+      const to = mcpToolPath(a.to, 'to')
       if (from === '/') throw new ApiError('FORBIDDEN', 'the root cannot be moved')
       // Checked before the target's folders are made, so that a refused move leaves nothing behind.
       if (to !== from && isWithin(from, to)) throw new FsError('EINVAL', `${from} cannot be moved into itself (${to})`, { path: from })
@@ -252,7 +247,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       annotations: WRITES(true, true),
     },
     run(true, async (a: { path: string; recursive: boolean }, g, ctx) => {
-      const p = toolPath(a.path)
+      const p = mcpToolPath(a.path)
       if (p === '/') throw new ApiError('FORBIDDEN', 'the root cannot be removed')
       const e = await g.fs.lstat(ctx, p)
       let removed = 1
@@ -278,7 +273,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       annotations: READS,
     },
     run(false, async (a: { path: string }, g, ctx) => {
-      const p = toolPath(a.path)
+      const p = mcpToolPath(a.path)
       const out = { path: p, ...entryOut({ ...(await g.fs.stat(ctx, p)), name: baseName(p) }) }
       return { content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out }
     }),
@@ -304,7 +299,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       annotations: READS,
     },
     run(false, async (a: { path: string; pattern: string; max_depth: number }, g, ctx) => {
-      const root = toolPath(a.path)
+      const root = mcpToolPath(a.path)
       let isMatch: (name: string) => boolean
       try {
         isMatch = globMatcher(a.pattern)
@@ -344,7 +339,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       annotations: WRITES(false, false),
     },
     run(false, async (a: { path: string; can_upload: boolean; can_write: boolean; password?: string | undefined; expire?: string | undefined }, g, ctx) => {
-      const p = toolPath(a.path)
+      const p = mcpToolPath(a.path)
       if (g.share === undefined) return refusal('FORBIDDEN', 'this login may not make share links')
       let expire: number | undefined
       if (a.expire !== undefined) {

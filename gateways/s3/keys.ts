@@ -2,17 +2,14 @@
  * @module gateways/s3/keys
  * Bucket names and object keys → paths of the caller's `ProtocolFs`. A bucket is a
  * top-level directory of the caller's root; a key is a path below it, split at `/`.
- * A key is taken verbatim or refused with S3's error: never resolved, so `a/../../x`
- * is not a walk, it is a key this server cannot store (folders cannot be named `..`).
+ * The rule is the S3 door's in core/paths.ts (`s3KeyPath`, `s3BucketPath`); here its
+ * refusals get S3's error shape.
  */
-import { MAX_PATH_BYTES } from '../../core/paths.js'
+import { KeyRefusal, MAX_S3_KEY_BYTES, s3BucketPath, s3KeyPath } from '../../core/paths.js'
 import { S3Error } from './errors.js'
 
 /** S3's limit on a key's length (UTF-8 bytes). */
-export const MAX_KEY_BYTES = 1024
-
-// C0 controls, DEL and C1 controls (as core/paths.ts refuses them in every path).
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+export const MAX_KEY_BYTES = MAX_S3_KEY_BYTES
 
 /** Percent-decodes a part of a request's raw path; invalid escapes or UTF-8 are S3's InvalidURI. */
 export function decodePathPart(raw: string): string {
@@ -47,10 +44,9 @@ export function checkNewBucketName(name: string): void {
  * directory name is refused.
  */
 export function bucketPath(name: string): string {
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\\') || CONTROL.test(name) || Buffer.byteLength(name) > 255) {
-    throw new S3Error('InvalidBucketName', 'The specified bucket is not valid.', 400, { BucketName: name })
-  }
-  return `/${name}`
+  const path = s3BucketPath(name)
+  if (path === null) throw new S3Error('InvalidBucketName', 'The specified bucket is not valid.', 400, { BucketName: name })
+  return path
 }
 
 export interface KeyPath {
@@ -61,27 +57,21 @@ export interface KeyPath {
 }
 
 /**
- * A key → its path inside the bucket's directory. Refused: empty keys, over 1024
- * bytes (KeyTooLongError), a control character or a backslash, and keys with an
- * empty, `.` or `..` segment (a leading `/`, `//`, `a/./b`, `a/../b`): folders cannot
- * have those names, so such keys cannot be stored here.
+ * A key → its path inside the bucket's directory, or S3's error: an empty key
+ * (InvalidArgument), over 1024 bytes (KeyTooLongError), and what the door's rule
+ * refuses (InvalidArgument, with the rule's reason).
  */
 export function keyPath(bucket: string, key: string): KeyPath {
-  if (key === '') throw new S3Error('InvalidArgument', 'An object key must not be empty.', 400)
-  const bytes = Buffer.byteLength(key)
-  if (bytes > MAX_KEY_BYTES) throw new S3Error('KeyTooLongError', 'Your key is too long.', 400, { Size: String(bytes), MaxSizeAllowed: String(MAX_KEY_BYTES) })
-  if (CONTROL.test(key)) throw new S3Error('InvalidArgument', 'Object keys with control characters cannot be stored on this server.', 400, { ArgumentName: 'key' })
-  if (key.includes('\\')) throw new S3Error('InvalidArgument', 'Object keys with a backslash cannot be stored on this server.', 400, { ArgumentName: 'key' })
-  const folder = key.endsWith('/')
-  const segs = (folder ? key.slice(0, -1) : key).split('/')
-  for (const s of segs) {
-    if (s === '' || s === '.' || s === '..') {
-      throw new S3Error('InvalidArgument', `Object keys with an empty, "." or ".." path segment cannot be stored on this server (its folders cannot have those names).`, 400, { ArgumentName: 'key' })
+  const dir = bucketPath(bucket)
+  try {
+    return s3KeyPath(dir, key)
+  } catch (err) {
+    if (!(err instanceof KeyRefusal)) throw err
+    if (err.reason === 'too-long') {
+      throw new S3Error('KeyTooLongError', err.message, 400, err.bytes > MAX_KEY_BYTES ? { Size: String(err.bytes), MaxSizeAllowed: String(MAX_KEY_BYTES) } : {})
     }
+    throw new S3Error('InvalidArgument', err.message, 400, err.reason === 'empty' ? {} : { ArgumentName: 'key' })
   }
-  const path = `${bucketPath(bucket)}/${segs.join('/')}`
-  if (Buffer.byteLength(path) > MAX_PATH_BYTES) throw new S3Error('KeyTooLongError', 'Your key is too long.', 400)
-  return { path, folder }
 }
 
 /** Orders strings as S3 orders keys: by their UTF-8 bytes (= by code points, not UTF-16 units). */

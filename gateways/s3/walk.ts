@@ -14,6 +14,7 @@
  * - With a delimiter, a folder whose keys all roll up into one common prefix is not
  *   opened: it holds at least one key (its content, or its marker).
  */
+import { isTempUploadName } from '../../core/paths.js'
 import type { FsEntry, ProtocolFs } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
 import { compareKeys } from './keys.js'
@@ -51,7 +52,7 @@ export async function* walkKeys(fs: ProtocolFs, ctx: RequestContext, bucketPath:
   const cut = opts.prefix.lastIndexOf('/') + 1
   const base = opts.prefix.slice(0, cut)
   const segs = base === '' ? [] : base.slice(0, -1).split('/')
-  if (segs.some((s) => s === '' || s === '.' || s === '..' || s.includes('\\'))) return // no key can be stored there
+  if (segs.some((s) => s === '' || s === '.' || s === '..' || isTempUploadName(s))) return // no key can be stored there (core/paths.ts `s3KeyPath`)
   const start: Dir = { path: segs.length === 0 ? bucketPath : `${bucketPath}/${segs.join('/')}`, keyBase: base }
   let last: string | null = null
   for await (const f of walkDir(fs, ctx, start, opts, true)) {

@@ -8,15 +8,23 @@
 import { posix } from 'node:path'
 import t from 'tap'
 import { isApiError } from '../../core/api-error.js'
+import { isFsError } from '../../core/errors.js'
 import {
   baseName,
+  checkStorable,
   isCanonical,
+  isTempUploadName,
   isWithin,
   joinPath,
+  KeyRefusal,
   MAX_PATH_BYTES,
+  mcpToolPath,
   parentOf,
   parseClientPath,
   relativeTo,
+  resolveProtocolPath,
+  s3BucketPath,
+  s3KeyPath,
 } from '../../core/paths.js'
 
 const bytes = (s: string): number => Buffer.byteLength(s, 'utf8')
@@ -74,6 +82,21 @@ t.test('normalisation', async (t) => {
     ['/a b/c d.txt', '/a b/c d.txt', false],
     ['/données/日本語/😀.txt', '/données/日本語/😀.txt', false],
     ['/a:b/c*d?/e|f', '/a:b/c*d?/e|f', false],
+    // a backslash is an ordinary character of a name (Linux, SFTP servers and S3 hold
+    // it; a storage that cannot is its driver's to refuse): never a separator, never a climb
+    ['/a\\b', '/a\\b', false],
+    ['/back\\slash.txt', '/back\\slash.txt', false],
+    ['/..\\..\\etc\\passwd', '/..\\..\\etc\\passwd', false],
+    ['/a\\..\\..\\b', '/a\\..\\..\\b', false],
+    ['/a/\\', '/a/\\', false],
+    ['/a/b\\', '/a/b\\', false],
+    ['/a/..\\', '/a/..\\', false],
+    ['/x/..\\../y', '/x/..\\../y', false],
+    // names that only look like an upload's hidden name
+    ['/.filegate-.part', '/.filegate-.part', false],
+    ['/.filegate-a.part.txt', '/.filegate-a.part.txt', false],
+    ['/filegate-a.part', '/filegate-a.part', false],
+    ['/.filegate-a b.part', '/.filegate-a b.part', false],
     // percent-decoding is not our job: these are literal names
     ['/%2e%2e', '/%2e%2e', false],
     ['/%2e%2e/%2e%2e/etc/passwd', '/%2e%2e/%2e%2e/etc/passwd', false],
@@ -149,12 +172,17 @@ t.test('hostile inputs are INVALID_INPUT', async (t) => {
     '/a\u009f',
     '\n/a',
   ]
-  const backslashes = ['/a\\b', '\\', '\\a', '\\\\server\\share', '/..\\..\\etc\\passwd', '/a\\..\\..\\b', '/a/\\', '/a/b\\']
+  // Windows spellings of absolute paths: relative here (a backslash is not a separator).
+  const backslashes = ['\\', '\\a', '\\\\server\\share', '\\..\\..\\etc\\passwd', '..\\x']
+  // The hidden names of uploads in progress: drivers leave them out of listings, so a
+  // file a client named so would vanish from its owner's view.
+  const uploadNames = ['/.filegate-abc.part', '/a/.filegate-x_y-Z9.part', '/.filegate-abc.part/', '/.filegate-abc.part/x', '/x/../.filegate-abc.part', '/.filegate-abc.part/.']
   const relative = ['a', 'a/b', 'a/', './a', '../a', '.', '..', './', '../', ' /a', 'C:/Windows', 'c:\\x', '~/x', 'file:///etc/passwd', 'http://x/']
   const groups: Record<string, (string | undefined)[]> = {
     'climbs above the root': climbs,
     'control characters': controls,
-    backslashes,
+    'backslash-led (relative) paths': backslashes,
+    'hidden upload names': uploadNames,
     'relative paths': relative,
     // A lone surrogate has no UTF-8 form: written to disk it becomes U+FFFD, so two
     // different requested names would reach the same file.
@@ -228,7 +256,7 @@ t.test('fuzz against an independent model', async (t) => {
     const n = 1 + Math.floor(rand() * 10)
     for (let j = 0; j < n; j++) raw += pieces[Math.floor(rand() * pieces.length)]
     // The model: segment by segment, a depth counter; anything odd is rejected.
-    let bad = !raw.startsWith('/') || /[\u0000-\u001f\u007f-\u009f\\]/.test(raw)
+    let bad = !raw.startsWith('/') || /[\u0000-\u001f\u007f-\u009f]/.test(raw)
     if (!bad) {
       let depth = 0
       for (const seg of raw.split('/')) {
@@ -258,7 +286,7 @@ t.test('fuzz against an independent model', async (t) => {
 })
 
 t.test('isCanonical', async (t) => {
-  const yes = ['/', '/a', '/a/b', '/a b', '/%2e%2e', '/...', '/.hidden', '/a/..b', '/données/😀']
+  const yes = ['/', '/a', '/a/b', '/a b', '/%2e%2e', '/...', '/.hidden', '/a/..b', '/données/😀', '/a\\b', '/..\\..']
   const no = [
     '',
     'a',
@@ -273,8 +301,8 @@ t.test('isCanonical', async (t) => {
     '/..',
     '/a/..',
     '/a/../b',
-    '/a\\b',
     '\\',
+    '\\a',
     '/a\u0000',
     '/a\n',
     '/a\u007f',
@@ -355,5 +383,65 @@ t.test('relativeTo', async (t) => {
     ['/a', '/b/a'],
   ] as const) {
     t.throws(() => relativeTo(ancestor, p), RangeError, `relativeTo(${ancestor}, ${p}) throws`)
+  }
+})
+
+t.test('hidden upload names', async (t) => {
+  for (const n of ['.filegate-a.part', '.filegate-AZaz09_-.part']) t.ok(isTempUploadName(n), n)
+  for (const n of ['.filegate-.part', 'x.filegate-a.part', '.filegate-a.part ', '.filegate-a/b.part', '.filegate-a.b.part']) t.notOk(isTempUploadName(n), JSON.stringify(n))
+})
+
+/** Every door's rule refuses the same things, each in its own shape. */
+t.test('the other doors: SFTP, MCP, S3', async (t) => {
+  const sftpError = (raw: string): unknown => {
+    try {
+      return resolveProtocolPath('/', raw)
+    } catch (err) {
+      return err
+    }
+  }
+  t.test('SFTP: relative to the working folder, `..` stays at the root, a backslash is a name', async (t) => {
+    t.equal(resolveProtocolPath('/', 'a\\b'), '/a\\b')
+    t.equal(resolveProtocolPath('/d', '..\\..\\x'), '/d/..\\..\\x', 'a backslash never climbs')
+    t.equal(resolveProtocolPath('/d', '../../../x'), '/x', '`..` above the root stays at the root')
+    t.equal(resolveProtocolPath('/', '/a/./b//c/..'), '/a/b')
+    for (const raw of ['a\u0000b', 'a\nb', 'a\u0085', `/${'a'.repeat(4096)}`, 'bad\uDCFF', '/.filegate-abc.part', 'd/.filegate-abc.part/x', 'x/../.filegate-abc.part']) {
+      const err = sftpError(raw)
+      t.ok(isFsError(err) && err.code === 'EINVAL', `${JSON.stringify(raw.slice(0, 40))}: EINVAL (${String((err as Error).message)})`)
+    }
+    t.match(sftpError('/.filegate-abc.part'), { message: /hidden upload/ })
+    t.match(sftpError('bad\uDCFF.txt'), { message: /not valid Unicode \(UTF-8\)/ })
+  })
+  t.test('MCP: relative to the root, the HTTP API\'s refusals', async (t) => {
+    t.equal(mcpToolPath('a\\b'), '/a\\b')
+    t.equal(mcpToolPath('docs/x.md'), '/docs/x.md')
+    t.throws(() => mcpToolPath('../x'), { name: 'ApiError', code: 'INVALID_INPUT', message: /climbs above the root/ })
+    t.throws(() => mcpToolPath('.filegate-abc.part', 'to'), { name: 'ApiError', code: 'INVALID_INPUT', message: /^"to" names a hidden upload/ })
+  })
+  t.test('S3: a key is taken verbatim or refused, never resolved', async (t) => {
+    t.same(s3KeyPath('/b', 'back\\slash.txt'), { path: '/b/back\\slash.txt', folder: false })
+    t.same(s3KeyPath('/b', 'a\\..\\..\\x/'), { path: '/b/a\\..\\..\\x', folder: true })
+    const refusal = (key: string) => {
+      try {
+        s3KeyPath('/b', key)
+      } catch (err) {
+        return err instanceof KeyRefusal ? err.reason : 'not a KeyRefusal'
+      }
+      return null
+    }
+    t.equal(refusal(''), 'empty')
+    t.equal(refusal('a'.repeat(1025)), 'too-long')
+    for (const key of ['a/../b', '/a', 'a//b', './a', '..', 'a\u0000', 'a\u009b', 'x\uD800', '.filegate-abc.part', 'a/.filegate-abc.part/b']) t.equal(refusal(key), 'invalid', JSON.stringify(key))
+    t.equal(s3BucketPath('back\\slash'), '/back\\slash', 'a folder holding a backslash can be a bucket')
+    for (const name of ['', '.', '..', 'a/b', 'a\u0001', '.filegate-abc.part', 'x'.repeat(256)]) t.equal(s3BucketPath(name), null, JSON.stringify(name))
+  })
+})
+
+t.test('what a storage can hold is its driver\'s to say', async (t) => {
+  const smbLike = { refusedNameChars: '\\:*?"<>|' }
+  t.doesNotThrow(() => checkStorable({ refusedNameChars: '' }, '/back\\slash.txt'), 'a storage that holds every character')
+  t.doesNotThrow(() => checkStorable(smbLike, '/plain/name.txt'))
+  for (const [path, shown] of [['/back\\slash.txt', /a backslash/], ['/a/b:c', /":"/], ['/what?', /"\?"/]] as const) {
+    t.throws(() => checkStorable(smbLike, path), { name: 'FsError', code: 'EINVAL', message: shown }, path)
   }
 })

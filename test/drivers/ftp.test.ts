@@ -63,7 +63,7 @@ t.test('LIST dates: with a time (this year or last), with a year', async (t) => 
 
 t.test('features: honest about what vsftpd lacks (no MLSD, no MFMT)', async (t) => {
   const d = await open(t)
-  t.same(d.features, { emptyDirs: true, atomicRename: false, rangeRead: true, mtimePrecisionMs: null })
+  t.same(d.features, { emptyDirs: true, atomicRename: false, rangeRead: true, mtimePrecisionMs: null, refusedNameChars: '' })
   t.equal(d.setMtime, undefined, 'no setMtime without MFMT')
 })
 

@@ -15,5 +15,5 @@ t.teardown(() => pool.close())
 runDriverSuite(t, {
   name: 'local through the pool',
   makeDriver: async (tt) =>
-    new RemoteDriver(pool, { type: 'local', root: tt.testdir() }, { emptyDirs: true, atomicRename: true, rangeRead: true, mtimePrecisionMs: 1 }),
+    new RemoteDriver(pool, { type: 'local', root: tt.testdir() }, { emptyDirs: true, atomicRename: true, rangeRead: true, mtimePrecisionMs: 1, refusedNameChars: '' }),
 })

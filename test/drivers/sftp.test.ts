@@ -115,7 +115,7 @@ t.test('nothing listening → EUNAVAILABLE', async (t) => {
 
 t.test('features: posix-rename makes renames atomic; mtimes in seconds', async (t) => {
   const d = await open(t)
-  t.same(d.features, { emptyDirs: true, atomicRename: true, rangeRead: true, mtimePrecisionMs: 1000 })
+  t.same(d.features, { emptyDirs: true, atomicRename: true, rangeRead: true, mtimePrecisionMs: 1000, refusedNameChars: '' })
 })
 
 t.test('a symlink is followed and marked; a dangling one is not listed; remove takes the link only', async (t) => {

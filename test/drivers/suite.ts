@@ -405,6 +405,9 @@ export const HOSTILE_NAMES: readonly string[] = [
   '100% #1 + a&b=c;d',
   'a'.repeat(255),
   '世'.repeat(85), // 255 bytes of UTF-8
+  // A character of a name on Linux, SFTP servers and S3; a separator on SMB (refused there: refusedNameChars)
+  'back\\slash.txt',
+  '\\leading backslash',
 ]
 
 /** Test label; ‹› rather than quotes so that the names can be written in a skip list as printed. */
@@ -433,6 +436,17 @@ const namesGroup: Group = {
   name: 'names',
   cases: [
     ...HOSTILE_NAMES.map((n) => [nameLabel(n), roundTrip(n)] as const),
+    ['a name with a character the storage cannot hold: EINVAL, nothing made', async (t, d) => {
+      const refused = d.features.refusedNameChars
+      t.equal(typeof refused, 'string', 'features.refusedNameChars says which (\'\' for none)')
+      for (const c of refused) {
+        const p = `/a${c}b`
+        await t.rejects(put(d, p, 'x'), { code: 'EINVAL' }, `write of ${JSON.stringify(p)}`)
+        await t.rejects(d.mkdir(ctx(), p), { code: 'EINVAL' }, `mkdir of ${JSON.stringify(p)}`)
+        await t.rejects(d.stat(ctx(), p), { code: 'EINVAL' }, `stat of ${JSON.stringify(p)}`)
+      }
+      t.same(await listAll(d, '/'), [], 'nothing made, under any name')
+    }],
     ['hostile nested path', async (t, d) => {
       // rclone's fstests path, one level at a time.
       const segs = ['hello? sausage', 'êé', 'Hello, 世界', '" \' @ < > & ? + ≠']

@@ -181,8 +181,9 @@ t.test('hostile paths → 400 INVALID_INPUT; nothing outside the user space is c
     ['NUL', '/mine.txt%00.jpg'],
     ['newline', '/mine%0a.txt'],
     ['carriage return', '/mine%0d.txt'],
-    ['backslash', '/..%5C..%5Csecret.txt'],
-    ['a lone backslash name', '%5Cmine.txt'],
+    ['a backslash-led (relative) name', '%5Cmine.txt'],
+    ['a backslash-led climb', '%5C..%5C..%5Csecret.txt'],
+    ['an upload\u2019s hidden name', '/.filegate-abc.part'],
     ['5000 bytes', `/${'a'.repeat(5000)}`],
     ['relative', 'mine.txt'],
     ['relative with ./', './mine.txt'],
@@ -209,6 +210,13 @@ t.test('hostile paths → 400 INVALID_INPUT; nothing outside the user space is c
   }
   t.same(tree(dataDir, outside), before, 'nothing created, moved or removed outside alice\u2019s space')
   t.same(tree(home), ['mine.txt'], 'nothing created inside it either')
+  // A backslash is a character of a name, never a separator: `/..\..\secret.txt` is one
+  // name in the root, which does not exist; made, it stays inside the space.
+  const climb = '/..%5C..%5Csecret.txt'
+  await expectError(t, await fetch(`${url}/api/files/cat?path=${climb}`, { headers: auth }), 404, 'NOT_FOUND', 'a backslash "climb" is a name that is not there')
+  t.equal((await fetch(`${url}/api/files/touch?path=${climb}`, { method: 'POST', headers: auth })).status, 200, 'and can be made, as a name')
+  t.same(tree(dataDir, outside), before, 'still nothing outside alice\u2019s space')
+  t.same(tree(home), ['..\\..\\secret.txt', 'mine.txt'], 'the name is in her root, as written')
   t.ok(statSync(join(dataDir, 'tmp', 'victim', 'secret.txt')).isFile(), 'the victim\u2019s file is still there')
 })
 

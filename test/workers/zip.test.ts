@@ -673,7 +673,7 @@ function syntheticDriver(folders: number): Driver {
   }
   return {
     kind: 'synthetic',
-    features: { emptyDirs: true, atomicRename: false, rangeRead: false, mtimePrecisionMs: 1 },
+    features: { emptyDirs: true, atomicRename: false, rangeRead: false, mtimePrecisionMs: 1, refusedNameChars: '' },
     async stat(_ctx, path) {
       if (path === '/' || path === '/many') return dir(path)
       throw new FsError('ENOENT', `${path}: no such file or directory`, { path })

@@ -96,7 +96,7 @@ export function classify(err: unknown, path: string): FsError {
 
 // 4) The driver --------------------------------------------------------------
 
-const FEATURES: Features = { emptyDirs: true, atomicRename: true, rangeRead: true, mtimePrecisionMs: 1 }
+const FEATURES: Features = { emptyDirs: true, atomicRename: true, rangeRead: true, mtimePrecisionMs: 1, refusedNameChars: '' }
 
 const ROOT_REFUSED = (path: string): FsError => new FsError('EACCES', 'the root cannot be removed or moved', { path })
 

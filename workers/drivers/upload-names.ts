@@ -7,9 +7,10 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { OpContext } from '../../core/driver.js'
-import { joinPath, parentOf } from '../../core/paths.js'
+import { isTempUploadName, joinPath, parentOf } from '../../core/paths.js'
 
-const TEMP_NAME = /^\.filegate-[A-Za-z0-9_-]+\.part$/
+/** The names' pattern is core's: every door refuses such a name from a client (core/paths.ts). */
+export { isTempUploadName }
 
 /**
  * A fresh temporary name (no folder) for an upload to `path`, announced (`ctx.temp`,
@@ -20,9 +21,4 @@ export function tempUploadName(ctx: OpContext, path: string): string {
   const name = `.filegate-${randomBytes(9).toString('base64url')}.part`
   ctx.temp?.(joinPath(parentOf(path), name))
   return name
-}
-
-/** True for the names of uploads in progress (or left by a crash): never listed. */
-export function isTempUploadName(name: string): boolean {
-  return TEMP_NAME.test(name)
 }

@@ -5,6 +5,7 @@
  * packet: a field running past it is a `Malformed` packet) and the writing of answers,
  * each answer one buffer.
  */
+import { isUtf8 } from 'node:buffer'
 
 export const PACKET = {
   INIT: 1,
@@ -69,6 +70,8 @@ export class Malformed extends Error {
 }
 
 const TWO_32 = 2 ** 32
+/** Marks a decoded `string` whose bytes were not UTF-8 (a lone low surrogate: never well-formed). */
+const NOT_UTF8 = '\uDCFF'
 
 /** Reads one packet's fields in order. */
 export class Fields {
@@ -113,8 +116,15 @@ export class Fields {
     return v
   }
 
+  /**
+   * A `string` as text. Bytes that are not UTF-8 are not replaced by U+FFFD (two names
+   * would become one): the text then ends with a lone surrogate, which no valid name
+   * holds, so the path rule (core/paths.ts) refuses it as not valid UTF-8.
+   */
   string(): string {
-    return this.bytes().toString('utf8')
+    const b = this.bytes()
+    const text = b.toString('utf8')
+    return isUtf8(b) ? text : `${text}${NOT_UTF8}`
   }
 
   attrs(): Attrs {

@@ -201,7 +201,7 @@ t.test('hostile: other users, unknown and malformed ids, part numbers out of ran
   t.equal(await s3code(f.create(f.reader)), 'AccessDenied', 'a read-only key cannot create')
   t.equal(await s3code(f.part(f.reader, 'big.bin', id, 2, Buffer.from('x'))), 'AccessDenied', '…nor upload a part')
   t.equal(await s3code(f.call(f.reader, 'bucket', 'big.bin', { method: 'DELETE', query: `uploadId=${id}` })), 'AccessDenied', '…nor abort')
-  for (const key of ['../escape.bin', 'a/../../x', 'a//b', 'dir/', './x', 'a\\b', 'ctl\u0001']) {
+  for (const key of ['../escape.bin', 'a/../../x', 'a//b', 'dir/', './x', '.filegate-abc.part', 'ctl\u0001']) {
     t.equal(await s3code(f.create(f.alice, key)), 'InvalidArgument', `key ${JSON.stringify(key)} refused`)
   }
   t.equal(await s3code(f.call(f.alice, 'nobucket', 'x', { method: 'POST', query: 'uploads' })), 'NoSuchBucket')

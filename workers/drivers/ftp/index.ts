@@ -429,5 +429,5 @@ export async function createFtpDriver(cfg: FtpConfig): Promise<Driver> {
   }
   // Exact times need both: MLSD to list them, MFMT to set them.
   const mtimes = caps.mfmt && caps.mlsd
-  return new FtpDriver(pool, { emptyDirs: true, atomicRename: false, rangeRead: caps.rest, mtimePrecisionMs: mtimes ? 1000 : null }, mtimes)
+  return new FtpDriver(pool, { emptyDirs: true, atomicRename: false, rangeRead: caps.rest, mtimePrecisionMs: mtimes ? 1000 : null, refusedNameChars: '' }, mtimes)
 }

@@ -79,7 +79,7 @@ const COPY_CONCURRENCY = 8
 
 // 4) The driver --------------------------------------------------------------
 
-const FEATURES: Features = { emptyDirs: true, atomicRename: false, rangeRead: true, mtimePrecisionMs: null }
+const FEATURES: Features = { emptyDirs: true, atomicRename: false, rangeRead: true, mtimePrecisionMs: null, refusedNameChars: '' }
 
 /** Where a canonical path lies: the account's bucket list, or a bucket and a key ('' = the bucket's top). */
 type Loc = { readonly kind: 'service' } | { readonly kind: 'key'; readonly bucket: string; readonly key: string; readonly top: boolean }

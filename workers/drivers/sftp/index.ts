@@ -403,5 +403,5 @@ export async function createSftpDriver(cfg: SftpConfig): Promise<Driver> {
     await pool.close()
     throw classify(err)
   }
-  return new SftpDriver(pool, { emptyDirs: true, atomicRename: posixRename, rangeRead: true, mtimePrecisionMs: 1000 })
+  return new SftpDriver(pool, { emptyDirs: true, atomicRename: posixRename, rangeRead: true, mtimePrecisionMs: 1000, refusedNameChars: '' })
 }

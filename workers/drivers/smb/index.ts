@@ -30,7 +30,7 @@
 import type { SmbSpec } from '../../../core/backend.js'
 import type { ByteRange, Driver, Entry, Features, OpContext, WriteOptions } from '../../../core/driver.js'
 import { FsError } from '../../../core/errors.js'
-import { baseName, joinPath, parentOf } from '../../../core/paths.js'
+import { baseName, checkStorable, joinPath, parentOf } from '../../../core/paths.js'
 import { type PoolKnobs, SessionPool, type SessionPoolStats } from '../../sessions.js'
 import { SmbTransportError, classify } from './errors.js'
 import { ACCESS, DISPOSITION, OPTIONS, type OpenFile, SmbSession } from './session.js'
@@ -88,7 +88,12 @@ function openPool(cfg: SmbConfig): SessionPool<SmbSession> {
 
 // 4) The driver --------------------------------------------------------------
 
-const FEATURES: Features = { emptyDirs: true, atomicRename: true, rangeRead: true, mtimePrecisionMs: 1 }
+/**
+ * SMB names cannot hold `\ : * ? " < > |`: the backslash is SMB's separator (a name
+ * holding one would reach another file), `:` names a stream, and Samba refuses the
+ * others with STATUS_OBJECT_NAME_INVALID, as Windows does.
+ */
+const FEATURES: Features = { emptyDirs: true, atomicRename: true, rangeRead: true, mtimePrecisionMs: 1, refusedNameChars: '\\:*?"<>|' }
 
 const canceled = (path: string) => new FsError('ECANCELED', 'cancelled', { path })
 const toEntry = (path: string, f: { isDir: boolean; size: number; mtimeMs: number | null }): Entry => ({
@@ -276,8 +281,9 @@ class SmbDriver implements Driver {
 
   // Internals ----------------------------------------------------------------
 
-  /** A canonical path → share-relative SMB path. */
+  /** A canonical path → share-relative SMB path. A name SMB cannot hold is EINVAL (never a backslash read as a separator). */
   #smb(path: string): string {
+    checkStorable(FEATURES, path)
     const rel = path === '/' ? '' : path.slice(1).replace(/\//g, '\\')
     return this.#root === '' ? rel : rel === '' ? this.#root : `${this.#root}\\${rel}`
   }
