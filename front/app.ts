@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path'
 import { type BackendSpec, backendKey } from '../core/backend.js'
-import type { Config } from '../core/config.js'
+import { type Config, parseMaxStartups } from '../core/config.js'
 import type { Gateway, GatewayContext } from '../core/gateway.js'
 import type { HttpHandler } from '../core/http.js'
 import type { Storage } from '../core/storage.js'
@@ -115,8 +115,21 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const trustProxy = trustedProxies(config.trust_proxy)
   const builtIn: Gateway[] = []
   if (config.sftp.port !== 'off') {
+    const sftpPort = config.sftp.port
     const proxied = config.sftp.proxy_protocol ? (peer: string) => isTrustedProxy(peer, trustProxy) : undefined
-    builtIn.push(createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host, ...(proxied ? { proxied } : {}) }))
+    const sftp = config.sftp
+    const ms = parseMaxStartups(sftp.max_startups)!
+    builtIn.push(
+      createSftpGateway({
+        port: sftpPort,
+        host: sftp.host ?? config.host,
+        loginGraceMs: sftp.login_grace_seconds * 1000,
+        kexGraceMs: sftp.kex_grace_seconds * 1000,
+        startups: { ...ms, perAddress: sftp.max_startups_per_address },
+        maxConnections: sftp.max_connections,
+        ...(proxied ? { proxied } : {}),
+      }),
+    )
   }
   if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain, multipartExpiryHours: config.s3.multipart_expiry_hours }))
   // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
