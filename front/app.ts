@@ -98,7 +98,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     s3Keys,
     plugins,
     logger,
-    openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, stagingDir }),
+    openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, transfers: limits, stagingDir }),
   })
 
   const sessions = await SessionService.open({
@@ -147,7 +147,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   // Bearer credentials (MCP) come once per request: a session's view is opened once and
   // leased to its requests (front/shared-views.ts), as S3's signed requests are.
   const bearerViews = new SharedViews({ idleMs: 30_000 })
-  const openFs = (spec: BackendSpec) => bearerViews.lease(backendKey(spec), () => createProtocolFs({ pool, spec, readOnly: false, stagingDir }))
+  const openFs = (spec: BackendSpec) => bearerViews.lease(backendKey(spec), () => createProtocolFs({ pool, spec, readOnly: false, transfers: limits, stagingDir }))
   const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
   // What another node may have to finish is staged where every node reaches (`staging_dir`).
   const sharedStaging = config.staging_dir ?? config.data_dir
