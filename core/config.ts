@@ -190,7 +190,7 @@ export const DEFAULTS: Config = {
   admin_password: null,
   metrics: { allow_loopback: true, token: null },
   tus: { expiry_seconds: 24 * 3600 },
-  sftp: { port: 2222, host: null, proxy_protocol: false, max_startups: '10:30:100', max_startups_per_address: 10, kex_grace_seconds: 15, login_grace_seconds: 120, max_connections: 0 },
+  sftp: { port: 2222, host: null, proxy_protocol: false, max_startups: '32:30:256', max_startups_per_address: 16, kex_grace_seconds: 15, login_grace_seconds: 120, max_connections: 0 },
   s3: { port: 8335, host: null, region: 'us-east-1', base_domain: null, multipart_expiry_hours: 24 },
   public_url: null,
   mcp: { enabled: true, session_idle_seconds: 1800, max_sessions: 1000 },

@@ -18,7 +18,7 @@ export interface SftpGatewayOptions {
   readonly loginGraceMs?: number
   /** Time a connection gets to finish its key exchange (default 15 s). */
   readonly kexGraceMs?: number
-  /** The caps on connections not logged in (default: OpenSSH's 10:30:100, and 10 per address). */
+  /** The caps on connections not logged in (default: 32:30:256, and 16 per address). */
   readonly startups?: StartupLimits
   /** Connections of every kind at most; 0 or absent: a quarter of the process's descriptor limit. */
   readonly maxConnections?: number

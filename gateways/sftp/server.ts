@@ -38,8 +38,12 @@ export const ALGORITHMS: Algorithms = {
 export const LOGIN_GRACE_MS = 120_000
 /** Time a connection gets to finish its key exchange: a real client needs a few round trips. */
 export const KEX_GRACE_MS = 15_000
-/** OpenSSH's MaxStartups default, "10:30:100", and a per-address cap of 10. */
-export const STARTUPS: StartupLimits = { start: 10, rate: 30, full: 100, perAddress: 10 }
+/**
+ * The caps before login, "32:30:256" and 16 per address: OpenSSH's MaxStartups (10:30:100)
+ * scaled for one door that serves many users; a connection not logged in holds a socket
+ * and a few KiB, and logins wait their turn for the password hash (front/gateway-login.ts).
+ */
+export const STARTUPS: StartupLimits = { start: 32, rate: 30, full: 256, perAddress: 16 }
 /** Refusals are summed up in the log once per this period. */
 const REFUSAL_LOG_MS = 60_000
 

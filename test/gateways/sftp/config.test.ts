@@ -9,7 +9,7 @@ import { loadConfig } from '../../../front/config-load.js'
 import { startTestServer } from '../../helpers/filegate.js'
 
 t.test('settings and their validation', async (t) => {
-  const guards = { max_startups: '10:30:100', max_startups_per_address: 10, kex_grace_seconds: 15, login_grace_seconds: 120, max_connections: 0 }
+  const guards = { max_startups: '32:30:256', max_startups_per_address: 16, kex_grace_seconds: 15, login_grace_seconds: 120, max_connections: 0 }
   t.same(DEFAULTS.sftp, { port: 2222, host: null, proxy_protocol: false, ...guards }, 'on, on port 2222 of the service host, by default')
   t.same(loadConfig([], { FILEGATE_SFTP_PORT: 'off' }).sftp, { port: 'off', host: null, proxy_protocol: false, ...guards }, 'FILEGATE_SFTP_PORT=off')
   t.same(loadConfig([], { FILEGATE_SFTP_PORT: '2200', FILEGATE_SFTP_HOST: '0.0.0.0' }).sftp, { port: 2200, host: '0.0.0.0', proxy_protocol: false, ...guards }, 'a port and a host')
