@@ -20,7 +20,7 @@ export interface Reply {
 export class RawSftp {
   readonly client: InstanceType<typeof Client>
   readonly channel: ClientChannel
-  #buf = Buffer.alloc(0)
+  #buf: Buffer = Buffer.alloc(0)
   #nextId = 1
   readonly #waiting = new Map<number, (r: Reply) => void>()
   /** Replies received, by type. */
