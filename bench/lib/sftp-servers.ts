@@ -183,6 +183,11 @@ export async function startFilegateSftp(folder: string, key: ClientKey, workers:
     JSON.stringify({
       admin_password: adminPassword,
       connections: [{ label: 'bench', type: 'local', path: folder, password: randomBytes(18).toString('base64url') }],
+      // As the OpenSSH reference's MaxStartups 2000: sftp-sessions opens every session at
+      // once, from one address when BENCH_SFTP_ADDRESSES=1 (the fair limits then too).
+      sftp: { max_startups: '2000', max_startups_per_address: 2000 },
+      transfers_per_address: 100000,
+      transfers_per_credential: 100000,
     }),
     { mode: 0o600 },
   )
