@@ -32,7 +32,7 @@ export class RawSftp {
     channel.on('data', (chunk: Buffer) => this.#onData(chunk))
   }
 
-  static async open(t: Test, l: Login): Promise<RawSftp> {
+  static async open(t: Pick<Test, 'teardown'>, l: Login): Promise<RawSftp> {
     const client = new Client()
     t.teardown(() => client.end())
     client.on('error', () => {})
