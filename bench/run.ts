@@ -19,7 +19,7 @@ import { prepareDist } from './lib/build.js'
 import { ROOT, env } from './lib/env.js'
 import { machineLine } from './lib/report.js'
 
-const BENCHMARKS = ['http-download', 'http-upload', 'small', 'zip', 'pool-hop', 'local-driver', 'slow-clients', 'sftp', 'sftp-sessions', 's3', 's3-auth', 'mcp', 'mcp-flood', 'cluster', 'soak'] as const
+const BENCHMARKS = ['http-download', 'http-upload', 'small', 'zip', 'pool-hop', 'local-driver', 'slow-clients', 'sftp', 'sftp-sessions', 'sftp-abuse', 's3', 's3-auth', 'mcp', 'mcp-flood', 'cluster', 'soak'] as const
 
 function usage(): never {
   console.log(`usage: npm run bench [-- NAME...]   |   npm run bench:quick [-- NAME...]

@@ -52,6 +52,7 @@ export const API_CODE_OF_FS: Readonly<Record<FsErrorCode, ApiCode>> = {
   ECANCELED: 'INTERNAL', // never sent: the client is gone
   ETIMEDOUT: 'BACKEND_TIMEOUT',
   EUNAVAILABLE: 'BACKEND_UNREACHABLE',
+  EBUSY: 'RATE_LIMITED',
   EAUTH: 'NOT_AUTHENTICATED',
   EFBIG: 'TOO_LARGE',
   ENOSPC: 'INSUFFICIENT_STORAGE',

@@ -90,8 +90,23 @@ export interface Config {
    * The SFTP gateway (gateways/sftp/): its own port (0 picks a free one) or "off"; `host`
    * null listens on the service's `host`; `proxy_protocol`: connections from the
    * `trust_proxy` addresses begin with a PROXY protocol v1 header naming the client.
+   * Connections not logged in yet are capped as OpenSSH's MaxStartups caps them:
+   * `max_startups` "start:rate:full" (past `start`, `rate`% of new ones are refused, rising
+   * to all at `full`) and `max_startups_per_address`; one that has not finished its key
+   * exchange within `kex_grace_seconds`, or logged in within `login_grace_seconds`, is
+   * dropped. `max_connections` caps the door's connections of every kind (0: a quarter of
+   * the process's descriptor limit).
    */
-  readonly sftp: { readonly port: number | 'off'; readonly host: string | null; readonly proxy_protocol: boolean }
+  readonly sftp: {
+    readonly port: number | 'off'
+    readonly host: string | null
+    readonly proxy_protocol: boolean
+    readonly max_startups: string
+    readonly max_startups_per_address: number
+    readonly kex_grace_seconds: number
+    readonly login_grace_seconds: number
+    readonly max_connections: number
+  }
   /**
    * The S3 gateway (gateways/s3/): its own port (0 picks a free one) or "off"; `host` null
    * listens on the service's `host`; `region` is the one clients sign for; `base_domain`
@@ -208,7 +223,7 @@ export const DEFAULTS: Config = {
   admin_password: null,
   metrics: { allow_loopback: true, token: null },
   tus: { expiry_seconds: 24 * 3600 },
-  sftp: { port: 2222, host: null, proxy_protocol: false },
+  sftp: { port: 2222, host: null, proxy_protocol: false, max_startups: '32:30:256', max_startups_per_address: 16, kex_grace_seconds: 15, login_grace_seconds: 120, max_connections: 0 },
   s3: { port: 8335, host: null, region: 'us-east-1', base_domain: null, multipart_expiry_hours: 24 },
   public_url: null,
   mcp: { enabled: true, session_idle_seconds: 1800, max_sessions: 1000, sessions_per_login: 32, sessions_per_address: 100, calls_per_login: 8, max_batch: 20 },
@@ -412,16 +427,43 @@ function oauthConfig(v: unknown): OAuthConfig {
   }
 }
 
-/** `sftp`: `{"port": 2222 | "off", "host": null | "<address>", "proxy_protocol": false}`. */
+/** `sftp`: `{"port": 2222 | "off", "host": null | "<address>", "proxy_protocol": false, "max_startups": "10:30:100", ...}`. */
 function sftpConfig(v: unknown): Config['sftp'] {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('sftp must be an object {"port", "host", "proxy_protocol"}')
-  for (const k of Object.keys(v)) if (!(k in DEFAULTS.sftp)) throw new ConfigError(`sftp: unknown key "${k}" (known: port, host, proxy_protocol)`)
+  const known = Object.keys(DEFAULTS.sftp).join(', ')
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError(`sftp must be an object {${known}}`)
+  for (const k of Object.keys(v)) if (!(k in DEFAULTS.sftp)) throw new ConfigError(`sftp: unknown key "${k}" (known: ${known})`)
   const s = { ...DEFAULTS.sftp, ...v } as Record<string, unknown>
+  const kex = int(s.kex_grace_seconds, 'sftp.kex_grace_seconds', 1, 600)
+  const login = int(s.login_grace_seconds, 'sftp.login_grace_seconds', 1, 3600)
+  if (kex > login) throw new ConfigError(`sftp.kex_grace_seconds (${kex}) cannot be longer than sftp.login_grace_seconds (${login})`)
   return {
     port: s.port === 'off' ? 'off' : int(s.port, 'sftp.port (a port number or "off")', 0, 65535),
     host: s.host === null ? null : str(s.host, 'sftp.host'),
     proxy_protocol: bool(s.proxy_protocol, 'sftp.proxy_protocol'),
+    max_startups: maxStartups(s.max_startups),
+    max_startups_per_address: int(s.max_startups_per_address, 'sftp.max_startups_per_address', 1, 100_000),
+    kex_grace_seconds: kex,
+    login_grace_seconds: login,
+    max_connections: int(s.max_connections, 'sftp.max_connections (0: automatic)', 0, 10_000_000),
   }
+}
+
+/** Parses OpenSSH's MaxStartups form, "start:rate:full" (or a lone "full"). */
+export function parseMaxStartups(v: string): { readonly start: number; readonly rate: number; readonly full: number } | null {
+  const m = /^(\d{1,7})(?::(\d{1,3}):(\d{1,7}))?$/.exec(v)
+  if (!m) return null
+  const full = Number(m[3] ?? m[1])
+  const start = Number(m[1])
+  const rate = m[2] === undefined ? 100 : Number(m[2])
+  if (start < 1 || rate > 100 || full < start) return null
+  return { start, rate, full }
+}
+
+function maxStartups(v: unknown): string {
+  if (typeof v !== 'string' || parseMaxStartups(v) === null) {
+    throw new ConfigError(`sftp.max_startups must be "start:rate:full" as OpenSSH's MaxStartups (e.g. "10:30:100": past 10 connections not logged in, 30% of new ones are refused, all at 100), or one number (got ${JSON.stringify(v)})`)
+  }
+  return v
 }
 
 /** `s3`: `{"port": 8335 | "off", "host": null | "<address>", "region": "us-east-1", "base_domain": null | "<domain>", "multipart_expiry_hours": 24}`. */

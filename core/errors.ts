@@ -19,6 +19,7 @@ export const FS_ERROR_CODES = [
   'ECANCELED', // the caller went away
   'ETIMEDOUT', // the backend did not answer in time
   'EUNAVAILABLE', // the backend refused or dropped the connection
+  'EBUSY', // a fairness limit of this server (too many transfers at once for this client): retry later
   'EAUTH', // the backend refused the credentials
   'EFBIG', // over a size limit (the configured upload limit, a backend quota, a plugin's input cap)
   'ENOSPC', // the storage (or the server's data folder) has no room left
@@ -39,7 +40,7 @@ export interface WireError {
 const CODE_SET: ReadonlySet<string> = new Set(FS_ERROR_CODES)
 
 /** Codes after which retrying the same request may succeed. */
-const RETRYABLE: ReadonlySet<FsErrorCode> = new Set(['ETIMEDOUT', 'EUNAVAILABLE'])
+const RETRYABLE: ReadonlySet<FsErrorCode> = new Set(['ETIMEDOUT', 'EUNAVAILABLE', 'EBUSY'])
 
 export class FsError extends Error {
   readonly code: FsErrorCode

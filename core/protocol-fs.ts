@@ -124,6 +124,12 @@ export interface ProtocolFs {
    */
   readonly identity: string
   readonly abilities: FsAbilities
+  /**
+   * Aborted when the view is closed, by its user or from outside (the login it came from
+   * is no longer valid: the user was removed, or its password or keys changed); a
+   * connection-bound gateway (SFTP) then ends its connection. Absent: never closed from outside.
+   */
+  readonly ended?: AbortSignal
 
   /** Follows a symbolic link (inside the root; one leading outside is EACCES). @throws ENOENT */
   stat(ctx: RequestContext, path: string): Promise<FsEntry>

@@ -183,8 +183,10 @@ export interface GatewayUserTargets {
   labels(): readonly string[]
   /** @throws ApiError INVALID_INPUT when such a user could not be served (e.g. the connection has no fixed credentials) */
   check(user: Pick<GatewayUserRecord, 'name' | 'connection' | 'root' | 'created'>): void
-  /** Cleans up after a removed user (its tmp space). */
+  /** Cleans up after a removed user (its tmp space, its logins). */
   removed(user: GatewayUserRecord): Promise<void>
+  /** The user's password or keys changed: its logins that it no longer grants end. */
+  changed(name: string): Promise<void>
 }
 
 export interface AuthorizedKeyView {

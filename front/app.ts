@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path'
 import { type BackendSpec, backendKey } from '../core/backend.js'
-import type { Config } from '../core/config.js'
+import { type Config, parseMaxStartups } from '../core/config.js'
 import type { Gateway, GatewayContext } from '../core/gateway.js'
 import type { HttpHandler } from '../core/http.js'
 import { StagingQuota } from '../core/staging-quota.js'
@@ -102,7 +102,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     s3Keys,
     plugins,
     logger,
-    openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, stagingDir, stagingQuota }),
+    openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, transfers: limits, stagingDir, stagingQuota }),
   })
 
   const sessions = await SessionService.open({
@@ -119,8 +119,21 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const trustProxy = trustedProxies(config.trust_proxy)
   const builtIn: Gateway[] = []
   if (config.sftp.port !== 'off') {
+    const sftpPort = config.sftp.port
     const proxied = config.sftp.proxy_protocol ? (peer: string) => isTrustedProxy(peer, trustProxy) : undefined
-    builtIn.push(createSftpGateway({ port: config.sftp.port, host: config.sftp.host ?? config.host, ...(proxied ? { proxied } : {}) }))
+    const sftp = config.sftp
+    const ms = parseMaxStartups(sftp.max_startups)!
+    builtIn.push(
+      createSftpGateway({
+        port: sftpPort,
+        host: sftp.host ?? config.host,
+        loginGraceMs: sftp.login_grace_seconds * 1000,
+        kexGraceMs: sftp.kex_grace_seconds * 1000,
+        startups: { ...ms, perAddress: sftp.max_startups_per_address },
+        maxConnections: sftp.max_connections,
+        ...(proxied ? { proxied } : {}),
+      }),
+    )
   }
   if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain, multipartExpiryHours: config.s3.multipart_expiry_hours }))
   // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
@@ -148,7 +161,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   // Bearer credentials (MCP) come once per request: a session's view is opened once and
   // leased to its requests (front/shared-views.ts), as S3's signed requests are.
   const bearerViews = new SharedViews({ idleMs: 30_000 })
-  const openFs = (spec: BackendSpec) => bearerViews.lease(backendKey(spec), () => createProtocolFs({ pool, spec, readOnly: false, stagingDir, stagingQuota }))
+  const openFs = (spec: BackendSpec) => bearerViews.lease(backendKey(spec), () => createProtocolFs({ pool, spec, readOnly: false, transfers: limits, stagingDir, stagingQuota }))
   const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
   // What another node may have to finish is staged where every node reaches (`staging_dir`).
   const sharedStaging = config.staging_dir ?? config.data_dir

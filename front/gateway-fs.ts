@@ -24,7 +24,7 @@ import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions
 import type { ClientIdentity, RequestContext } from '../core/storage.js'
 import { Channel, INLINE_READ_MAX } from '../workers/client.js'
 import type { WorkerPool } from '../workers/pool.js'
-import { fsCall, readOnlyError } from './gateway-fs/errors.js'
+import { asFsError, fsCall, readOnlyError } from './gateway-fs/errors.js'
 import { Handle, toFsEntry } from './gateway-fs/handles.js'
 import { InPlaceWriter } from './gateway-fs/in-place.js'
 import { ListSnapshots } from './gateway-fs/list-pages.js'
@@ -60,10 +60,17 @@ export interface GatewayFsOptions {
   /** The bounds on staged bytes (core/staging-quota.ts); the staging copies count against the client's login. */
   readonly stagingQuota?: StagingQuota
   /**
-   * Who uses the view. Not used yet: the HTTP API's fairness limits on concurrent
-   * transfers (front/transfer-limits.ts) are not applied to gateways' handles.
+   * Who uses the view, for the fairness limits on concurrent transfers when a request
+   * does not say (`RequestContext.client` names the request's own client first).
    */
   readonly client?: ClientIdentity
+  /**
+   * The fairness limits on concurrent transfers (front/transfer-limits.ts), shared with
+   * the HTTP API: a handle that moves a file's bytes (a read of a file larger than a
+   * task's inline answer, a `put`) counts as one transfer from its open to its end; past
+   * a limit the open is refused (EBUSY, saying which limit).
+   */
+  readonly transfers?: { acquire(client: ClientIdentity): () => void }
   /** Listing snapshots, shared by the views of a process (default: one per process). */
   readonly snapshots?: ListSnapshots
   readonly limits?: GatewayFsLimits
@@ -73,6 +80,8 @@ export interface GatewayFsOptions {
 
 /** The process's listing snapshots: every view's, and the HTTP API's `ls` pages. */
 export const listSnapshots = new ListSnapshots()
+/** Names being created exclusively, by view identity and path (`#reserve`). */
+const creating = new Set<string>()
 
 /** A view's figures, for tests and metrics. */
 export interface GatewayFsStats {
@@ -116,6 +125,7 @@ class GatewayFs implements ProtocolFs {
   readonly #budget: PendingBudget
   readonly #inPlace: boolean
   readonly #handles = new Set<Handle>()
+  readonly #ended = new AbortController()
   #closed = false
   #readStreams = 0
   #uploadChunks = 0
@@ -226,16 +236,66 @@ class GatewayFs implements ProtocolFs {
         if (!parent) throw new FsError('ENOENT', `${parentOf(path)}: no such directory`, { path: parentOf(path) })
         if (parent.kind !== 'dir') throw new FsError('ENOTDIR', `${parentOf(path)}: not a directory`, { path: parentOf(path) })
       }
-      return this.#handle(ctx, path, flags, initial, opts)
+      const exclusive = flags.create && flags.exclusive ? this.#reserve(path) : null
+      let transfer: (() => void) | null = null
+      try {
+        transfer = this.#transfer(ctx, flags, initial)
+        return this.#handle(ctx, path, flags, initial, opts, () => {
+          exclusive?.()
+          transfer?.()
+        })
+      } catch (err) {
+        exclusive?.()
+        transfer?.()
+        throw err
+      }
     })
+  }
+
+  /**
+   * An exclusive creation reserves its name until its handle ends, in this process, for
+   * every view of the same storage and folder: of openers racing for one new name, the
+   * first gets the handle and the others EEXIST at once, not at CLOSE. (The commit does
+   * not replace a file either, which still decides between processes.)
+   */
+  #reserve(path: string): () => void {
+    const key = `${this.identity}\0${path}`
+    if (creating.has(key)) throw new FsError('EEXIST', `${path}: already exists (being created)`, { path })
+    creating.add(key)
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      creating.delete(key)
+    }
+  }
+
+  /** Counts a handle that moves a file's bytes as a transfer of its client. @throws EBUSY past a limit */
+  #transfer(ctx: RequestContext, flags: OpenFlags, initial: Entry | null): (() => void) | null {
+    const client = ctx.client ?? this.#opts.client
+    if (!this.#opts.transfers || !client) return null
+    const fresh = flags.write && (initial === null || flags.truncate)
+    const put = fresh && !flags.read
+    const streams = flags.read && !fresh && initial !== null && initial.size > INLINE_READ_MAX
+    if (!put && !streams) return null
+    try {
+      return this.#opts.transfers.acquire(client)
+    } catch (err) {
+      throw asFsError(err)
+    }
   }
 
   close(): void {
     this.#closed = true
     for (const h of [...this.#handles]) h.abort()
+    this.#ended.abort()
   }
 
-  #handle(ctx: RequestContext, path: string, flags: OpenFlags, initial: Entry | null, opts: OpenOptions): FileHandle {
+  get ended(): AbortSignal {
+    return this.#ended.signal
+  }
+
+  #handle(ctx: RequestContext, path: string, flags: OpenFlags, initial: Entry | null, opts: OpenOptions, ended: () => void): FileHandle {
     if (this.#closed) throw new FsError('ECANCELED', 'the session is closed') // while the open was checked
     const life = new AbortController()
     const limits = this.#opts.limits ?? {}
@@ -273,6 +333,7 @@ class GatewayFs implements ProtocolFs {
       truncateNow: (size) => this.#ch.call(opCtx, { op: 'truncate', path, size }),
       statNow: () => this.#ch.call<Entry>(opCtx, { op: 'stat', path }),
       onEnd: () => {
+        ended()
         this.#handles.delete(handle)
         this.#readStreams += reader.started
         this.#uploadChunks += handle.parts.writer?.chunksSent ?? 0

@@ -35,6 +35,12 @@
  * shared between its requests while they come (front/shared-views.ts): the storage is
  * looked at when the view is opened, not on every request. An unknown or revoked key
  * and a wrong signature are refused alike, delayed and throttled as a wrong password.
+ *
+ * **Revocation**: a view opened by a gateway user's password or key login (an SFTP
+ * connection) stays valid while the user exists as made, with the same password, and
+ * (a key login) still has that key. Removing the user, setting its password or removing
+ * the key closes the view at once on this node (the admin API calls `changed`), and
+ * within `REVALIDATE_MS` on every other node; its connection then ends (core/protocol-fs.ts `ended`).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { rm } from 'node:fs/promises'
@@ -65,6 +71,8 @@ const PASSWORD_CACHE_MS = 5 * 60_000
 const PASSWORD_CACHE_USERS = 10_000
 /** A signature login's view nobody uses is closed after this long. */
 const SHARED_VIEW_IDLE_MS = 30_000
+/** How often the views of live password and key logins are checked against their users (changes made on other nodes). */
+export const REVALIDATE_MS = 5_000
 
 /** Opens the file system view of one login (front/gateway-fs.ts); rejects when the backend cannot be opened. */
 export type OpenProtocolFs = (spec: BackendSpec, opts: { readonly readOnly: boolean; readonly client: ClientIdentity }) => Promise<ProtocolFs>
@@ -90,6 +98,8 @@ interface Granted {
   readonly password?: CheckedBy | undefined
   /** For a signature login: the access key id, and the key under which its user's view is shared. */
   readonly signature?: { readonly keyId: string; readonly view: string }
+  /** For a gateway user's password or key login: whether the user, as it is now, still grants this login. */
+  readonly stillValid?: (now: GatewayUserRecord | null) => boolean
 }
 
 /** Right credentials, but no storage can be built for them now (the configuration changed). */
@@ -117,6 +127,9 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   readonly #gate = new AttemptGate({ perAddress: 4, maxWaiting: 4096 })
   readonly #recent = new PasswordCache({ ttlMs: PASSWORD_CACHE_MS, max: PASSWORD_CACHE_USERS })
   readonly #views = new SharedViews({ idleMs: SHARED_VIEW_IDLE_MS })
+  /** Views of live password and key logins, by user name, with the check that keeps each valid. */
+  readonly #live = new Map<string, Map<ProtocolFs, (now: GatewayUserRecord | null) => boolean>>()
+  #revalidating: NodeJS.Timeout | null = null
 
   private constructor(opts: GatewayLoginOptions, decoy: string) {
     this.#opts = opts
@@ -195,6 +208,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       return this.#unavailable(msg, { ...fields, ...granted.where, code })
     }
     if (at > 0) await attempt?.right()
+    if (granted.stillValid) this.#track(granted.user, fs, granted.stillValid)
     // One line per S3 request would drown the log: signature logins are logged at debug level.
     const level = granted.signature ? 'debug' : 'info'
     this.#opts.logger.log(level, 'gateway login', { ...fields, read_only: granted.readOnly, ...(granted.password ? { password: granted.password } : {}), ...(granted.signature ? { user: granted.user, access_key_id: granted.signature.keyId } : {}) })
@@ -204,6 +218,48 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   /** Stops the views shared by signature logins (the service stops). */
   close(): void {
     this.#views.close()
+    if (this.#revalidating) clearInterval(this.#revalidating)
+    this.#revalidating = null
+  }
+
+  /** The gateway user `name` was removed or changed (password, keys): its logins that it no longer grants end now. */
+  async changed(name: string): Promise<void> {
+    const views = this.#live.get(name)
+    if (!views) return
+    const now = await this.#opts.state.getGatewayUser(name)
+    for (const [fs, valid] of [...views]) {
+      if (valid(now)) continue
+      views.delete(fs)
+      this.#opts.logger.log('info', 'gateway login ended: the user was removed or its credentials changed', { user: name })
+      fs.close()
+    }
+    if (views.size === 0) this.#live.delete(name)
+  }
+
+  #track(user: string, fs: ProtocolFs, valid: (now: GatewayUserRecord | null) => boolean): void {
+    let views = this.#live.get(user)
+    if (!views) this.#live.set(user, (views = new Map()))
+    views.set(fs, valid)
+    fs.ended?.addEventListener('abort', () => {
+      views.delete(fs)
+      if (views.size === 0 && this.#live.get(user) === views) this.#live.delete(user)
+    }, { once: true })
+    this.#revalidating ??= setInterval(() => void this.#revalidate(), REVALIDATE_MS).unref()
+  }
+
+  /** Checks every live login's user (another node may have changed it). */
+  async #revalidate(): Promise<void> {
+    for (const name of [...this.#live.keys()]) {
+      try {
+        await this.changed(name)
+      } catch (err) {
+        this.#opts.logger.log('warn', 'gateway logins could not be checked against their user', { user: name, err: String(err) })
+      }
+    }
+    if (this.#live.size === 0 && this.#revalidating) {
+      clearInterval(this.#revalidating)
+      this.#revalidating = null
+    }
   }
 
   /**
@@ -241,11 +297,15 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       if (!user) return 'unknown user'
       if (!r.ok) return user.password_hash === null ? 'the user has no password' : 'wrong password'
     }
-    return this.#grant(user, () => ({ password: how }))
+    const { created, password_hash } = user
+    const key = req.publicKey
+    const stillValid = (now: GatewayUserRecord | null): boolean =>
+      now !== null && now.created === created && now.password_hash === password_hash && (key === undefined || keyMatches(now.keys.map((k) => k.blob), key))
+    return this.#grant(user, () => ({ password: how, stillValid }))
   }
 
   /** What `user` is granted once its credentials were found right. */
-  #grant(user: GatewayUserRecord, extra: (spec: BackendSpec) => Pick<Granted, 'password' | 'signature'>): Granted | Unservable {
+  #grant(user: GatewayUserRecord, extra: (spec: BackendSpec) => Pick<Granted, 'password' | 'signature' | 'stillValid'>): Granted | Unservable {
     let spec: BackendSpec
     try {
       spec = this.userSpec(user)
@@ -315,6 +375,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   }
 
   async removed(user: GatewayUserRecord): Promise<void> {
+    await this.changed(user.name)
     if (user.connection === 'tmp') await rm(gatewayTmpSpec(this.#opts.config.data_dir, user).root, { recursive: true, force: true })
   }
 

@@ -171,7 +171,7 @@ async function adminCall(url: string, path: string, body: unknown, token?: strin
  * filegate with its SFTP gateway on a `local` connection over `folder`, and a gateway
  * user "bench" (password and `key`), or why it is left out (a checkout without gateways/sftp).
  */
-export async function startFilegateSftp(folder: string, key: ClientKey, workers: number): Promise<SftpTarget | { skipped: string }> {
+export async function startFilegateSftp(folder: string, key: ClientKey, workers: number, settings: Record<string, unknown> = {}): Promise<SftpTarget | { skipped: string }> {
   if (!existsSync(join(ROOT, 'gateways', 'sftp', 'index.ts'))) return { skipped: 'this checkout has no SFTP gateway (gateways/sftp/)' }
   const dir = tempDir('filegate-sftp')
   const adminPassword = randomBytes(18).toString('base64url')
@@ -183,6 +183,7 @@ export async function startFilegateSftp(folder: string, key: ClientKey, workers:
     JSON.stringify({
       admin_password: adminPassword,
       connections: [{ label: 'bench', type: 'local', path: folder, password: randomBytes(18).toString('base64url') }],
+      ...settings,
     }),
     { mode: 0o600 },
   )

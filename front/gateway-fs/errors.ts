@@ -14,7 +14,7 @@ export function asFsError(err: unknown): FsError {
   if (isFsError(staged)) return staged
   if (err instanceof ApiError) {
     if (err.code === 'UNAVAILABLE') return new FsError('EUNAVAILABLE', err.message)
-    if (err.code === 'RATE_LIMITED') return new FsError('EUNAVAILABLE', err.message)
+    if (err.code === 'RATE_LIMITED') return new FsError('EBUSY', err.message)
   }
   return new FsError('EIO', 'internal error')
 }

@@ -118,6 +118,13 @@ export class ReadAhead {
   async #start(offset: number): Promise<Live> {
     const ac = new AbortController()
     const stream = await this.#open(offset, ac.signal)
+    if (this.#closed) {
+      // Closed while the stream was being opened (the connection ended under a READ):
+      // nothing would ever stop it, and it would hold its transfer and its first chunk.
+      ac.abort()
+      stream.cancel()
+      throw new FsError('ECANCELED', 'the file was closed')
+    }
     this.started++
     const live: Live = { ac, stream, it: stream.body[Symbol.asyncIterator](), pos: offset, rest: null, eof: stream.head.unsatisfiable }
     this.#live = live

@@ -123,7 +123,11 @@ async function api(deps: AdminDeps, req: HttpRequest, rest: string): Promise<Htt
       throw bad('GET')
     case 'users':
       if (one !== undefined) {
-        if (m === 'PATCH') return okReply({ result: await deps.admin.patchUser(one, await readJson(req)) })
+        if (m === 'PATCH') {
+          const result = await deps.admin.patchUser(one, await readJson(req))
+          await deps.users.changed(one)
+          return okReply({ result })
+        }
         return (await deps.admin.removeUser(one, deps.users), okReply())
       }
       if (m === 'GET') return okReply({ results: (await deps.state.listGatewayUsers()).map(userView) })
@@ -148,7 +152,7 @@ async function userKeys(deps: AdminDeps, req: HttpRequest, name: string, [sub, f
     if (req.method === 'POST') return okReply({ result: await deps.admin.addUserKey(name, await readJson(req)) })
     throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use POST (GET /admin/api/users lists the keys)`)
   }
-  if (req.method === 'DELETE') return (await deps.admin.removeUserKey(name, decodeSegment(fp)), okReply())
+  if (req.method === 'DELETE') return (await deps.admin.removeUserKey(name, decodeSegment(fp)), await deps.users.changed(name), okReply())
   throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use DELETE`)
 }
 

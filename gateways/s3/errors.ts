@@ -40,6 +40,7 @@ const TABLE: Readonly<Record<FsErrorCode, readonly [code: string, status: number
   ECANCELED: ['RequestTimeout', 400],
   ETIMEDOUT: ['ServiceUnavailable', 503],
   EUNAVAILABLE: ['ServiceUnavailable', 503],
+  EBUSY: ['SlowDown', 503], // a fairness limit: SDKs back off and retry
   EAUTH: ['AccessDenied', 403],
   EFBIG: ['EntityTooLarge', 400],
   ENOSPC: ['InsufficientStorage', 507], // no AWS code for it: WebDAV's 507, not retried by SDKs as a 503 would be

@@ -123,7 +123,7 @@ export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
     try {
       caller = await authenticate(req, opts.login, { region: opts.region })
       const { bucket, key } = address(req, opts.baseDomain)
-      const r: S3Request = { req, caller, ctx: { requestId: req.requestId, signal: req.signal }, meta: opts.meta, region: opts.region, bucket, key }
+      const r: S3Request = { req, caller, ctx: { requestId: req.requestId, signal: req.signal, client: { address: req.remoteAddress, credential: `s3:${caller.accessKeyId}` } }, meta: opts.meta, region: opts.region, bucket, key }
       reply = await route(r, opts.multipart)
     } catch (err) {
       reply = errorReply(req, err, opts.log)

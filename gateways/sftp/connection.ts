@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto'
 import type { Connection, ClientInfo } from 'ssh2'
 import type { GatewayLogin } from '../../core/gateway.js'
 import { type LoggedIn, authenticate } from './auth.js'
+import type { SendBudget } from './send-budget.js'
 import { type Work, serveSftp } from './session.js'
 
 export const ONLY_SFTP = 'filegate: only the sftp subsystem is served\n'
@@ -23,6 +24,8 @@ export interface ConnectionOptions {
   readonly socket?: { cork(): void; uncork(): void }
   /** What the connection has under way (./session.ts): a shutdown waits until it is none. */
   readonly work?: Work
+  /** The connection's cap on bytes on their way to the client (./send-budget.ts). */
+  readonly sendBudget?: SendBudget
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 }
 
@@ -30,14 +33,27 @@ export function onConnection(client: Connection, info: ClientInfo, opts: Connect
   const connId = `sftp-${randomBytes(6).toString('hex')}`
   const address = info.ip
   let who: LoggedIn | null = null
+  let over = false
   client.on('error', (err: Error) => opts.log('debug', 'sftp connection error', { connId, address, err: err.message }))
   client.once('close', () => {
+    over = true
     who?.fs.close()
     if (who) opts.log('info', 'sftp connection closed', { connId, user: who.user })
   })
   authenticate(client, { login: opts.login, address, connId, log: opts.log }, (w) => {
     who = w
     opts.loggedIn()
+    // The view was ended from outside (the user was removed, or its password or keys
+    // changed): the connection ends with it.
+    const ended = w.fs.ended
+    if (ended === undefined) return
+    const onEnded = () => {
+      if (over) return
+      opts.log('info', 'sftp connection closed: the login is no longer valid', { connId, user: w.user })
+      client.end()
+    }
+    if (ended.aborted) return onEnded()
+    ended.addEventListener('abort', onEnded, { once: true })
   })
 
   let sessions = 0
@@ -50,7 +66,7 @@ export function onConnection(client: Connection, info: ClientInfo, opts: Connect
     // (./wire/), ssh2 the SSH beneath.
     session.on('subsystem', (acceptSub, reject, info) => {
       if (who === null || info.name !== 'sftp') return reject()
-      serveSftp(acceptSub(), { fs: who.fs, user: who.user, connId, address, log: opts.log, ...(opts.socket ? { socket: opts.socket } : {}), ...(opts.work ? { work: opts.work } : {}) })
+      serveSftp(acceptSub(), { fs: who.fs, user: who.user, connId, address, log: opts.log, ...(opts.socket ? { socket: opts.socket } : {}), ...(opts.work ? { work: opts.work } : {}), ...(opts.sendBudget ? { sendBudget: opts.sendBudget } : {}) })
     })
     const refuseCommand = (accept: () => { stderr: { write(s: string): void }; exit(code: number): void; end(): void }) => {
       const ch = accept()

@@ -19,6 +19,7 @@ import { toStatus } from './errors.js'
 import { ADVERTISED, handleExtended } from './extensions.js'
 import { HandleTable } from './handles.js'
 import { MAX_HANDLES, MAX_PACKET, MAX_READ } from './limits.js'
+import type { SendBudget } from './send-budget.js'
 import { type OwnWrite, OwnWrites, ReadAfterWrite } from './own-writes.js'
 import { type Attrs, OPEN_MODE, STATUS } from './wire/codec.js'
 import { type SftpChannel, SftpServer } from './wire/server.js'
@@ -61,6 +62,8 @@ export interface SessionOptions {
   readonly socket?: { cork(): void; uncork(): void }
   /** The connection's work: requests in flight and files open, all its sessions together (a shutdown waits for it). */
   readonly work?: Work
+  /** The connection's cap on bytes on their way to the client: READs wait for room in it. */
+  readonly sendBudget?: SendBudget
 }
 
 export function flagsOf(pflags: number): OpenFlags {
@@ -120,9 +123,13 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
     })()
   }
   const ok = (reqid: number) => sftp.status(reqid, STATUS.OK)
+  /** READs' reservations in the send budget not yet given back (the channel may end before taking an answer). */
+  const reserved = new Set<() => void>()
   const end = (): void => {
     if (life.signal.aborted) return
     life.abort()
+    for (const release of reserved) release()
+    reserved.clear()
     for (const h of handles.drain()) {
       if (h.kind !== 'file') continue
       work.busy--
@@ -224,13 +231,33 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
     })
   })
 
+  const answerRead = (reqid: number, data: Uint8Array, len: number, sent?: () => void): void => {
+    if (data.byteLength === 0 && len > 0) {
+      sent?.()
+      return void sftp.status(reqid, STATUS.EOF)
+    }
+    sftp.data(reqid, data, sent)
+  }
   sftp.on('READ', (reqid, id, offset, len) => {
     run(reqid, 'READ', async () => {
       const { file } = fileOf(id)
       if (!file.flags.read) throw new FsError('EACCES', 'the file was not opened for reading')
-      const data = await file.read(offset, Math.min(len, MAX_READ))
-      if (data.byteLength === 0 && len > 0) return void sftp.status(reqid, STATUS.EOF)
-      sftp.data(reqid, data)
+      const want = Math.min(len, MAX_READ)
+      if (opts.sendBudget === undefined) return answerRead(reqid, await file.read(offset, want), len)
+      // Room for the answer first: a client that stops reading holds at most the budget.
+      const release = await opts.sendBudget.reserve(want)
+      reserved.add(release)
+      const sent = () => {
+        reserved.delete(release)
+        release()
+      }
+      try {
+        if (life.signal.aborted) throw new FsError('ECANCELED', 'the session is over')
+        answerRead(reqid, await file.read(offset, want), len, sent)
+      } catch (err) {
+        sent()
+        throw err
+      }
     })
   })
 

@@ -151,8 +151,9 @@ export class SftpServer {
     this.answer(new Out(1 + 4 + sizeOf.bytes(handle)).u8(PACKET.HANDLE).u32(id).bytes(handle).done())
   }
 
-  data(id: number, data: Uint8Array): void {
-    this.answer(new Out(1 + 4 + sizeOf.bytes(data)).u8(PACKET.DATA).u32(id).bytes(data).done())
+  /** `sent`: called once the channel has taken the answer (its bytes are then the socket's to send), or the channel is over. */
+  data(id: number, data: Uint8Array, sent?: () => void): void {
+    this.answer(new Out(1 + 4 + sizeOf.bytes(data)).u8(PACKET.DATA).u32(id).bytes(data).done(), sent)
   }
 
   name(id: number, entries: readonly NameEntry[]): void {
@@ -297,20 +298,22 @@ export class SftpServer {
   }
 
   /** Every request gets exactly one answer. */
-  private answer(buf: Buffer): void {
+  private answer(buf: Buffer, sent?: () => void): void {
     this.inFlight--
-    this.write(buf)
+    this.write(buf, sent)
     this.flow()
   }
 
-  private write(buf: Buffer): void {
-    if (this.closed) return
+  private write(buf: Buffer, sent?: () => void): void {
+    if (this.closed) return sent?.()
     if (buf.length >= SMALL) {
       this.flush()
       this.cork()
-      this.channel.write(buf)
+      if (sent) this.channel.write(buf, () => sent())
+      else this.channel.write(buf)
       return
     }
+    sent?.() // gathered small answers are bounded by the requests in flight
     this.small.push(buf)
     this.smallBytes += buf.length
     if (this.smallBytes >= SMALL) return this.flush()

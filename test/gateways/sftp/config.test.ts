@@ -9,9 +9,21 @@ import { loadConfig } from '../../../front/config-load.js'
 import { startTestServer } from '../../helpers/filegate.js'
 
 t.test('settings and their validation', async (t) => {
-  t.same(DEFAULTS.sftp, { port: 2222, host: null, proxy_protocol: false }, 'on, on port 2222 of the service host, by default')
-  t.same(loadConfig([], { FILEGATE_SFTP_PORT: 'off' }).sftp, { port: 'off', host: null, proxy_protocol: false }, 'FILEGATE_SFTP_PORT=off')
-  t.same(loadConfig([], { FILEGATE_SFTP_PORT: '2200', FILEGATE_SFTP_HOST: '0.0.0.0' }).sftp, { port: 2200, host: '0.0.0.0', proxy_protocol: false }, 'a port and a host')
+  const guards = { max_startups: '32:30:256', max_startups_per_address: 16, kex_grace_seconds: 15, login_grace_seconds: 120, max_connections: 0 }
+  t.same(DEFAULTS.sftp, { port: 2222, host: null, proxy_protocol: false, ...guards }, 'on, on port 2222 of the service host, by default')
+  t.same(loadConfig([], { FILEGATE_SFTP_PORT: 'off' }).sftp, { port: 'off', host: null, proxy_protocol: false, ...guards }, 'FILEGATE_SFTP_PORT=off')
+  t.same(loadConfig([], { FILEGATE_SFTP_PORT: '2200', FILEGATE_SFTP_HOST: '0.0.0.0' }).sftp, { port: 2200, host: '0.0.0.0', proxy_protocol: false, ...guards }, 'a port and a host')
+  t.same(
+    loadConfig([], { FILEGATE_SFTP_MAX_STARTUPS: '5:50:20', FILEGATE_SFTP_MAX_STARTUPS_PER_ADDRESS: '3', FILEGATE_SFTP_KEX_GRACE_SECONDS: '5', FILEGATE_SFTP_LOGIN_GRACE_SECONDS: '30', FILEGATE_SFTP_MAX_CONNECTIONS: '500' }).sftp,
+    { port: 2222, host: null, proxy_protocol: false, max_startups: '5:50:20', max_startups_per_address: 3, kex_grace_seconds: 5, login_grace_seconds: 30, max_connections: 500 },
+    'the caps before login from the environment',
+  )
+  t.equal(validateConfig({ sftp: { max_startups: '50' } }).sftp.max_startups, '50', 'a lone number: every connection past it is refused')
+  for (const bad of ['10:30', '10:130:100', '100:30:10', '0:30:100', 'x', 10]) {
+    t.throws(() => validateConfig({ sftp: { max_startups: bad } }), { name: 'ConfigError', message: /sftp\.max_startups must be "start:rate:full"/ }, `max_startups ${JSON.stringify(bad)} is refused`)
+  }
+  t.throws(() => validateConfig({ sftp: { kex_grace_seconds: 200 } }), { name: 'ConfigError', message: /kex_grace_seconds \(200\) cannot be longer than sftp\.login_grace_seconds/ }, 'the key exchange grace fits in the login grace')
+  t.throws(() => validateConfig({ sftp: { max_startups_per_address: 0 } }), { name: 'ConfigError', message: /max_startups_per_address/ }, 'at least one per address')
   t.equal(loadConfig([], { FILEGATE_SFTP_PROXY_PROTOCOL: 'true', FILEGATE_TRUST_PROXY: '["10.0.0.5"]' }).sftp.proxy_protocol, true, 'FILEGATE_SFTP_PROXY_PROTOCOL=true')
   t.throws(() => validateConfig({ sftp: { proxy_protocol: 'yes' } }), { name: 'ConfigError', message: /sftp\.proxy_protocol/ }, 'proxy_protocol is true or false')
   t.throws(() => validateConfig({ sftp: { proxy_protocol: true } }), { name: 'ConfigError', message: /trust_proxy, which is empty/ }, 'proxy_protocol without a balancer to believe')

@@ -43,6 +43,10 @@ export interface GatewayOptions {
   readonly authorizedKey?: string
   /** More connections (e.g. one for pass-through logins). */
   readonly connections?: readonly Record<string, unknown>[]
+  /** SFTP settings beyond the port (`max_startups`, graces, ...). */
+  readonly sftp?: Record<string, unknown>
+  /** Other settings (e.g. `transfers_per_address`). */
+  readonly config?: Record<string, unknown>
 }
 
 export { sharedSshd }
@@ -55,7 +59,7 @@ export async function startGateway(t: Test, opts: GatewayOptions = {}): Promise<
   const { connection, userRoot, root } = storage
   const { app, url } = await startTestServer(
     t,
-    { sftp: { port: 0 }, admin_password: ADMIN_PASSWORD, data_dir: dataDir, shutdown_grace_seconds: 1, connections: [connection, ...(opts.connections ?? [])] },
+    { ...opts.config, sftp: { port: 0, ...opts.sftp }, admin_password: ADMIN_PASSWORD, data_dir: dataDir, shutdown_grace_seconds: 1, connections: [connection, ...(opts.connections ?? [])] },
     opts.logger ?? silentLogger,
   )
   const admin = api(url, await adminToken(url))
