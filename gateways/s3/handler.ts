@@ -13,6 +13,7 @@ import type { HttpHandler, HttpReply, HttpRequest } from '../../core/http.js'
 import { bucketLocation, bucketVersioning, createBucket, deleteBucket, headBucket, listBuckets } from './buckets.js'
 import { type S3Caller, authenticate } from './auth/index.js'
 import { copyObject } from './copy.js'
+import { corsHeaders, listedOrigins, preflight } from './cors.js'
 import { deleteObjects } from './deletes.js'
 import { S3Error, notImplemented, toS3Error } from './errors.js'
 import { decodePathPart } from './keys.js'
@@ -32,6 +33,8 @@ export interface S3HandlerOptions {
   /** Virtual-hosted style: `<bucket>.<baseDomain>` in the Host header names the bucket. null: path-style only. */
   readonly baseDomain: string | null
   readonly multipart?: MultipartRoute
+  /** Browser origins allowed (the service's `cors.origins`): their preflights are answered, their requests get CORS headers. */
+  readonly corsOrigins?: readonly string[]
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 }
 
@@ -117,7 +120,20 @@ const methodNotAllowed = (method: string, what: string): S3Error =>
   new S3Error('MethodNotAllowed', `The specified method is not allowed against this resource (${what}).`, 405, { Method: method, ResourceType: what.replace(/^an? |^the /, '').toUpperCase() })
 
 export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
+  const origins = opts.corsOrigins ?? []
+  const allowed = listedOrigins(origins)
   return async (req) => {
+    const cors = corsHeaders(req, allowed)
+    // A preflight carries no signature: answered before authentication, never a login.
+    if (req.method === 'OPTIONS') {
+      let reply: HttpReply
+      try {
+        reply = preflight(req, allowed, origins.length > 0)
+      } catch (err) {
+        reply = errorReply(req, err, opts.log)
+      }
+      return { ...reply, headers: { ...reply.headers, ...ids(req) } }
+    }
     let caller: S3Caller | null = null
     let reply: HttpReply
     try {
@@ -132,7 +148,7 @@ export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
     const done = reply.finally
     return {
       ...reply,
-      headers: { ...reply.headers, ...ids(req) },
+      headers: { ...reply.headers, ...cors, ...ids(req) },
       finally: (err) => {
         try {
           done?.(err)
@@ -142,6 +158,18 @@ export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
       },
     }
   }
+}
+
+/**
+ * What the request log shows for a path: its shape, never a bucket or key (they are
+ * the user's names; docs/security.md, "Logging"). With virtual-hosted style the
+ * bucket is in the Host, so the shape names one segment less than it holds.
+ */
+export function s3Route(path: string): string {
+  const rest = path.replace(/^\/+/, '')
+  if (rest === '') return '/'
+  const i = rest.indexOf('/')
+  return i < 0 || i === rest.length - 1 ? '/{bucket}' : '/{bucket}/{key}'
 }
 
 /** S3's error document (no body on HEAD, as S3), for the handler's errors and the engine's own refusals. */

@@ -18,7 +18,7 @@ import type { MultipartUploadRecord } from '../../../core/state.js'
 import { parseCopySource } from '../copy.js'
 import { S3Error, toS3Error } from '../errors.js'
 import { compareKeys } from '../keys.js'
-import { quoteEtag, userMetaFrom } from '../meta/index.js'
+import { quoteEtag, standardHeadersFrom, toRecordedMeta, userMetaFrom } from '../meta/index.js'
 import type { S3Request } from '../request.js'
 import { type XmlNode, isoTime, xmlDocument, xmlReply } from '../xml.js'
 import type { MultipartUploads } from './uploads.js'
@@ -48,7 +48,8 @@ export async function multipartRoute(uploads: MultipartUploads, r: S3Request, op
   switch (req.method) {
     case 'POST':
       if (q.has('uploads') && uploadId === null) {
-        const id = await uploads.create(r, req.header('content-type') ?? null, userMetaFrom(req.headers()))
+        // The standard headers travel in the upload's recorded metadata (meta/index.ts, toRecordedMeta).
+        const id = await uploads.create(r, req.header('content-type') ?? null, toRecordedMeta(userMetaFrom(req), standardHeadersFrom(req)))
         return xmlReply('InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: id })
       }
       if (uploadId !== null) {
