@@ -53,6 +53,27 @@ const UNSUPPORTED = [
 
 const isMultipart = (q: URLSearchParams): boolean => q.has('uploads') || q.has('uploadId')
 
+/** Canned ACLs that say what is true here anyway: only the key's user has access. */
+const TRUE_ACLS = new Set(['private', 'bucket-owner-full-control'])
+
+/**
+ * Request headers that ask for something this server would not keep (an ACL granting
+ * others, encryption at rest, object lock, tags): refused with NotImplemented rather
+ * than stored without it, so a client never believes an object is public, encrypted or
+ * locked when it is not. Storage classes are taken as STANDARD (they change no promise).
+ */
+function refuseUnkept(req: HttpRequest): void {
+  const acl = req.header('x-amz-acl')
+  if (acl !== undefined && !TRUE_ACLS.has(acl.trim())) throw notImplemented(`The canned ACL "${acl}"`)
+  for (const [name] of req.headers()) {
+    if (name.startsWith('x-amz-grant-')) throw notImplemented('ACL grants')
+    if (name.startsWith('x-amz-server-side-encryption')) throw notImplemented('Server-side encryption')
+    if (name.startsWith('x-amz-object-lock-')) throw notImplemented('Object lock')
+    if (name === 'x-amz-tagging') throw notImplemented('Object tagging')
+    if (name === 'x-amz-website-redirect-location') throw notImplemented('Website redirects')
+  }
+}
+
 /** Bucket and key of a request: from the Host (virtual-hosted) or the path's first segment. */
 export function address(req: HttpRequest, baseDomain: string | null): { bucket: string; key: string } {
   const path = req.path.startsWith('/') ? req.path.slice(1) : req.path
@@ -71,6 +92,7 @@ async function route(r: S3Request, multipart: MultipartRoute | undefined): Promi
   const m = req.method
   const writes = m === 'PUT' || m === 'POST' || m === 'DELETE'
   if (writes && r.caller.fs.readOnly) throw new S3Error('AccessDenied', 'Access Denied: this key is read-only.', 403)
+  if (m === 'PUT' || m === 'POST') refuseUnkept(req)
   const sub = UNSUPPORTED.find((s) => q.has(s))
   if (sub !== undefined) throw notImplemented(`The "${sub}" sub-resource`)
   if (r.bucket === '') {

@@ -6,7 +6,8 @@
  * the standard object headers (Cache-Control, Expires, Content-Encoding,
  * Content-Disposition, Content-Language) are kept through PutObject, CopyObject and
  * multipart uploads, objects are served with `nosniff` and a sandbox CSP, and the
- * request log names routes, never a key.
+ * request log names routes, never a key; what the gateway would not keep (a public ACL,
+ * encryption at rest, tags, object lock) is refused, not ignored.
  */
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -143,6 +144,16 @@ t.test('aws CLI: list-objects Prefix, mb with aws-global, standard headers, an e
   t.match(String(head.Expires), /2037/, 'and Expires')
   const v2 = await ok(['s3api', 'list-objects-v2', '--bucket', 'cli', '--continuation-token', ''])
   t.equal(v2.KeyCount, 4, 'an empty --continuation-token lists from the start')
+
+  // What would not be kept is refused, never stored without it.
+  await ok(['s3api', 'put-object', '--bucket', 'cli', '--key', 'private.txt', '--body', file, '--acl', 'private'])
+  for (const extra of [['--acl', 'public-read'], ['--server-side-encryption', 'AES256'], ['--tagging', 'a=b'], ['--object-lock-mode', 'GOVERNANCE', '--object-lock-retain-until-date', '2037-01-01T00:00:00Z']]) {
+    const r = await aws(gw, dir, ['s3api', 'put-object', '--bucket', 'cli', '--key', 'refused.txt', '--body', file, ...extra])
+    t.not(r.code, 0, `put-object ${extra[0]}: refused`)
+    t.match(r.stderr, /NotImplemented/, `${extra[0]}: NotImplemented`)
+  }
+  const none = await aws(gw, dir, ['s3api', 'head-object', '--bucket', 'cli', '--key', 'refused.txt'])
+  t.not(none.code, 0, 'and nothing was stored')
 })
 
 t.test('AWS SDK: ListBuckets pages with max-buckets and its continuation token', async (t) => {
