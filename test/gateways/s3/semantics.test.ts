@@ -1,27 +1,23 @@
 /**
- * S3 semantics clients rely on, with boto3 (Debian's python3-boto3), the aws CLI and
- * the AWS SDK: `encoding-type=url` leaves `/` alone (boto3's list_objects answers the
+ * S3 semantics clients rely on, with boto3 (Debian's python3-boto3) and the AWS SDK
+ * (the aws CLI: semantics-aws-cli.test.ts): `encoding-type=url` leaves `/` alone (boto3's list_objects answers the
  * Prefix it was asked), an empty continuation token is no token, `aws-global` as a
  * LocationConstraint is the configured region, ListBuckets pages with `max-buckets`,
  * the standard object headers (Cache-Control, Expires, Content-Encoding,
  * Content-Disposition, Content-Language) are kept through PutObject, CopyObject and
  * multipart uploads, objects are served with `nosniff` and a sandbox CSP, and the
- * request log names routes, never a key; what the gateway would not keep (a public ACL,
- * encryption at rest, tags, object lock) is refused, not ignored.
+ * request log names routes, never a key.
  */
-import { writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { CreateBucketCommand, ListBucketsCommand } from '@aws-sdk/client-s3'
 import t from 'tap'
 import { createLogger } from '../../../front/log.js'
-import { requireBinary, serverDir } from '../../servers/process.js'
+import { requireBinary } from '../../servers/process.js'
 import { runCommand } from '../sftp/clients.js'
-import { type S3Gw, startS3Gateway } from './fixture.js'
+import { startS3Gateway } from './fixture.js'
 import { rawS3 } from './raw.js'
 
 const PYTHON = '/usr/bin/python3'
 requireBinary('/usr/lib/python3/dist-packages/boto3', 'python3-boto3')
-const AWS = requireBinary('/usr/bin/aws', 'awscli')
 
 const SCRIPT = String.raw`
 import json, os, boto3
@@ -71,22 +67,6 @@ out['multipart'] = {**seen(h), 'Expires': expires(h)}
 print(json.dumps(out))
 `
 
-function aws(gw: S3Gw, dir: string, args: readonly string[]) {
-  const config = join(dir, 'aws-config')
-  writeFileSync(config, '[default]\nregion = us-east-1\n')
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: dir,
-    AWS_ACCESS_KEY_ID: gw.key.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: gw.key.secretAccessKey,
-    AWS_CONFIG_FILE: config,
-    AWS_SHARED_CREDENTIALS_FILE: join(dir, 'none'),
-    AWS_EC2_METADATA_DISABLED: 'true',
-    AWS_PAGER: '',
-  }
-  return runCommand(AWS, ['--endpoint-url', gw.endpoint, '--output', 'json', ...args], { env, timeoutMs: 120_000 })
-}
-
 t.test('boto3: listing prefixes, an empty token, aws-global, standard headers through put, copy and multipart, nosniff', async (t) => {
   const lines: string[] = []
   const gw = await startS3Gateway(t, { logger: createLogger('info', (line) => lines.push(line)) })
@@ -117,43 +97,6 @@ t.test('boto3: listing prefixes, an empty token, aws-global, standard headers th
   t.ok(requests.length > 10, 'the S3 requests are logged')
   t.notOk(requests.some((l) => /page\.html|plus\+sign|deep\.txt|"\/sem/.test(l)), 'without a bucket or key')
   t.ok(requests.some((l) => l.includes('"path":"/{bucket}/{key}"')), 'with their route')
-})
-
-t.test('aws CLI: list-objects Prefix, mb with aws-global, standard headers, an empty token', async (t) => {
-  const gw = await startS3Gateway(t)
-  const dir = serverDir(t, 'aws-sem')
-  const ok = async (args: readonly string[]) => {
-    const r = await aws(gw, dir, args)
-    t.equal(r.code, 0, `aws ${args.join(' ')}: ${r.stderr.slice(-1500)}`)
-    return r.stdout.trim() === '' ? {} : (JSON.parse(r.stdout) as Record<string, unknown>)
-  }
-  await ok(['s3api', 'create-bucket', '--bucket', 'cli', '--create-bucket-configuration', 'LocationConstraint=aws-global'])
-  const file = join(dir, 'body.txt')
-  writeFileSync(file, 'hello')
-  for (const k of ['foo/one.txt', 'foo/two words.txt', 'foo/sub/three.txt']) await ok(['s3api', 'put-object', '--bucket', 'cli', '--key', k, '--body', file])
-  const listed = await ok(['s3api', 'list-objects', '--bucket', 'cli', '--prefix', 'foo/', '--delimiter', '/', '--no-paginate'])
-  t.equal(listed.Prefix, 'foo/', 'Prefix as asked (the CLI asks for encoding-type=url and decodes)')
-  t.same((listed.Contents as { Key: string }[]).map((c) => c.Key), ['foo/one.txt', 'foo/two words.txt'])
-  t.same(listed.CommonPrefixes, [{ Prefix: 'foo/sub/' }])
-  await ok([
-    's3api', 'put-object', '--bucket', 'cli', '--key', 'doc.html', '--body', file, '--content-type', 'text/html', '--cache-control', 'max-age=5',
-    '--content-disposition', 'inline', '--content-encoding', 'identity', '--content-language', 'fr', '--expires', '2037-10-21T07:28:00Z',
-  ])
-  const head = await ok(['s3api', 'head-object', '--bucket', 'cli', '--key', 'doc.html'])
-  t.match(head, { CacheControl: 'max-age=5', ContentDisposition: 'inline', ContentEncoding: 'identity', ContentLanguage: 'fr', ContentType: 'text/html' }, 'head-object shows them')
-  t.match(String(head.Expires), /2037/, 'and Expires')
-  const v2 = await ok(['s3api', 'list-objects-v2', '--bucket', 'cli', '--continuation-token', ''])
-  t.equal(v2.KeyCount, 4, 'an empty --continuation-token lists from the start')
-
-  // What would not be kept is refused, never stored without it.
-  await ok(['s3api', 'put-object', '--bucket', 'cli', '--key', 'private.txt', '--body', file, '--acl', 'private'])
-  for (const extra of [['--acl', 'public-read'], ['--server-side-encryption', 'AES256'], ['--tagging', 'a=b'], ['--object-lock-mode', 'GOVERNANCE', '--object-lock-retain-until-date', '2037-01-01T00:00:00Z']]) {
-    const r = await aws(gw, dir, ['s3api', 'put-object', '--bucket', 'cli', '--key', 'refused.txt', '--body', file, ...extra])
-    t.not(r.code, 0, `put-object ${extra[0]}: refused`)
-    t.match(r.stderr, /NotImplemented/, `${extra[0]}: NotImplemented`)
-  }
-  const none = await aws(gw, dir, ['s3api', 'head-object', '--bucket', 'cli', '--key', 'refused.txt'])
-  t.not(none.code, 0, 'and nothing was stored')
 })
 
 t.test('AWS SDK: ListBuckets pages with max-buckets and its continuation token', async (t) => {
