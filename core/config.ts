@@ -7,6 +7,7 @@
 import { isIP } from 'node:net'
 import { PLUGIN_NAME, type PluginConfig } from './plugin.js'
 import { redirectUriProblem } from './redirect-uris.js'
+import { STAGING_DEFAULTS, type StagingLimits } from './staging-quota.js'
 
 export interface ConnectionConfig {
   /** Picked by `label` in a session request (or by `type` when only one connection has it). */
@@ -125,6 +126,13 @@ export interface Config {
    */
   readonly staging_dir: string | null
   /**
+   * Bounds on the bytes staged on this node's disk for uploads not stored yet (tus, S3
+   * multipart parts, the gateways' staging copies; core/staging-quota.ts): per login, per
+   * share link, in total, and the free space always left on the staging folder's and the
+   * data folder's disks (the state store lives there).
+   */
+  readonly staging_limits: StagingLimits
+  /**
    * The shared state store (docs/postgresql.md): a `postgres://` or `postgresql://` URL (its
    * password is a secret: never logged). null: SQLite in the data folder.
    */
@@ -182,6 +190,7 @@ export const DEFAULTS: Config = {
   oauth: { clients: [], dynamic_registration: true, code_seconds: 60, access_token_seconds: 3600, refresh_token_seconds: 30 * 24 * 3600 },
   secret_file: null,
   staging_dir: null,
+  staging_limits: STAGING_DEFAULTS,
   state_url: null,
   state_pool_size: 10,
   trust_proxy: [],
@@ -282,9 +291,23 @@ export function validateConfig(input: Record<string, unknown>): Config {
     oauth: oauthConfig(m.oauth),
     secret_file: m.secret_file === null ? null : str(m.secret_file, 'secret_file'),
     staging_dir: m.staging_dir === null ? null : str(m.staging_dir, 'staging_dir'),
+    staging_limits: stagingLimits(m.staging_limits),
     state_url: m.state_url === null ? null : stateUrl(m.state_url),
     state_pool_size: int(m.state_pool_size, 'state_pool_size', 1, 1000),
     trust_proxy,
+  }
+}
+
+/** `staging_limits`: `{"total_bytes", "per_login_bytes", "per_share_bytes", "reserve_bytes"}`, each a byte count. */
+function stagingLimits(v: unknown): StagingLimits {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError('staging_limits must be an object {"total_bytes", "per_login_bytes", "per_share_bytes", "reserve_bytes"}')
+  const o = { ...STAGING_DEFAULTS, ...(v as object) } as Record<string, unknown>
+  for (const k of Object.keys(o)) if (!(k in STAGING_DEFAULTS)) throw new ConfigError(`staging_limits: unknown key "${k}" (known: ${Object.keys(STAGING_DEFAULTS).join(', ')})`)
+  return {
+    total_bytes: int(o.total_bytes, 'staging_limits.total_bytes', 0),
+    per_login_bytes: int(o.per_login_bytes, 'staging_limits.per_login_bytes', 0),
+    per_share_bytes: int(o.per_share_bytes, 'staging_limits.per_share_bytes', 0),
+    reserve_bytes: int(o.reserve_bytes, 'staging_limits.reserve_bytes', 0),
   }
 }
 

@@ -88,6 +88,12 @@ export interface FileHandle {
   write(offset: number, data: Uint8Array, opts?: { readonly give?: boolean }): Promise<void>
   /** The file as this handle sees it (size includes writes not yet committed). */
   stat(): Promise<FsEntry>
+  /**
+   * Sets the size of the file this handle writes (cut, or extended with zeros). A file
+   * written as one upload in order (new or truncated, opened for writing only) can only
+   * keep the size written so far. @throws EACCES (not open for writing) | ENOTSUP
+   */
+  truncate(size: number): Promise<void>
   /** Commits what was written (atomically), then releases the handle. */
   close(): Promise<CloseResult>
   /** Releases the handle and drops every write not yet committed. Idempotent. */

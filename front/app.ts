@@ -9,6 +9,7 @@ import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { Config } from '../core/config.js'
 import type { Gateway, GatewayContext } from '../core/gateway.js'
 import type { HttpHandler } from '../core/http.js'
+import { StagingQuota } from '../core/staging-quota.js'
 import type { Storage } from '../core/storage.js'
 import { PoolStorage } from '../workers/client.js'
 import { WorkerPool } from '../workers/pool.js'
@@ -91,6 +92,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   // Gateways' private staging files (front/gateway-fs/staging.ts): what a crash left is debris.
   const stagingDir = join(config.data_dir, 'gateway-staging')
   await sweepStaging(stagingDir)
+  // One count of staged bytes for every door (tus, S3 multipart, the gateways' staging
+  // copies), keeping a reserve of free space where the state store is.
+  const stagingQuota = new StagingQuota(config.staging_limits, { alsoWatch: [config.data_dir] })
   const s3Keys = new S3Keys(state, secret)
   const gatewayLogin = await GatewayLoginService.open({
     config,
@@ -98,7 +102,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     s3Keys,
     plugins,
     logger,
-    openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, stagingDir }),
+    openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, stagingDir, stagingQuota }),
   })
 
   const sessions = await SessionService.open({
@@ -134,11 +138,11 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   // Bearer credentials (MCP) come once per request: a session's view is opened once and
   // leased to its requests (front/shared-views.ts), as S3's signed requests are.
   const bearerViews = new SharedViews({ idleMs: 30_000 })
-  const openFs = (spec: BackendSpec) => bearerViews.lease(backendKey(spec), () => createProtocolFs({ pool, spec, readOnly: false, stagingDir }))
+  const openFs = (spec: BackendSpec) => bearerViews.lease(backendKey(spec), () => createProtocolFs({ pool, spec, readOnly: false, stagingDir, stagingQuota }))
   const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
   // What another node may have to finish is staged where every node reaches (`staging_dir`).
   const sharedStaging = config.staging_dir ?? config.data_dir
-  const tus = await TusUploads.open({ dir: join(sharedStaging, 'tus'), state, expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger })
+  const tus = await TusUploads.open({ dir: join(sharedStaging, 'tus'), state, expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger, quota: stagingQuota })
   const handler = createHandler({
     sessions,
     storageFor,
@@ -198,6 +202,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     state,
     dataDir: config.data_dir,
     stagingDir: sharedStaging,
+    stagingQuota,
     seal: (purpose, plain) => sealToken(plain, subkey(secret, `gateway:${purpose}`)),
     unseal: (purpose, sealed) => {
       const v = unsealToken(sealed, subkey(secret, `gateway:${purpose}`))

@@ -30,6 +30,7 @@ import { InPlaceWriter } from './gateway-fs/in-place.js'
 import { ListSnapshots } from './gateway-fs/list-pages.js'
 import { PendingBudget } from './gateway-fs/pending.js'
 import { ReadAhead } from './gateway-fs/read-ahead.js'
+import type { StagingQuota } from '../core/staging-quota.js'
 import { StagingFile } from './gateway-fs/staging.js'
 import { WriteCoalescer } from './gateway-fs/write-coalescer.js'
 
@@ -56,6 +57,8 @@ export interface GatewayFsOptions {
   readonly readOnly: boolean
   /** Private staging files (`<data_dir>/gateway-staging`); `sweepStaging` it once at start-up. */
   readonly stagingDir: string
+  /** The bounds on staged bytes (core/staging-quota.ts); the staging copies count against the client's login. */
+  readonly stagingQuota?: StagingQuota
   /**
    * Who uses the view. Not used yet: the HTTP API's fairness limits on concurrent
    * transfers (front/transfer-limits.ts) are not applied to gateways' handles.
@@ -140,29 +143,14 @@ class GatewayFs implements ProtocolFs {
     return { openHandles: this.#handles.size, readStreams: streams, liveReadStreams: live, uploadChunks: chunks, pendingBytes: this.#budget.bytes }
   }
 
+  // What the storage holds: a file being written is not there before its handle's
+  // `close` (a door shows its own session's files itself: gateways/sftp/own-writes.ts).
   stat(ctx: RequestContext, path: string): Promise<FsEntry> {
-    return this.#call([path], () => this.#statOf(ctx, path, 'stat'))
+    return this.#call([path], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'stat', path })))
   }
 
   lstat(ctx: RequestContext, path: string): Promise<FsEntry> {
-    return this.#call([path], () => this.#statOf(ctx, path, 'lstat'))
-  }
-
-  /**
-   * A file this view is creating (opened with `create`, not yet committed) is reported as
-   * its handle sees it: clients (sshfs) stat a file right after creating it.
-   */
-  async #statOf(ctx: RequestContext, path: string, op: 'stat' | 'lstat'): Promise<FsEntry> {
-    try {
-      return toFsEntry(await this.#ch.call<Entry>(ctx, { op, path }))
-    } catch (err) {
-      if ((err as FsError).code !== 'ENOENT') throw err
-      for (const h of this.#handles) {
-        const e = h.path === path ? h.written() : null
-        if (e) return e
-      }
-      throw err
-    }
+    return this.#call([path], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'lstat', path })))
   }
 
   list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly after?: string; readonly limit?: number } = {}): Promise<ListPage> {
@@ -276,10 +264,11 @@ class GatewayFs implements ProtocolFs {
       writer,
       stage: flags.write
         ? (withContent) =>
-            StagingFile.create(this.#opts.stagingDir, withContent ? this.#content(opCtx, path) : null)
+            StagingFile.create(this.#opts.stagingDir, withContent ? this.#content(opCtx, path) : null, this.#opts.stagingQuota?.hold(this.#opts.stagingDir, { login: this.#opts.client?.credential ?? null, share: null }))
         : null,
       fresh,
       commitStaging: (s) => s.commit(upload),
+      truncateNow: (size) => this.#ch.call(opCtx, { op: 'truncate', path, size }),
       statNow: () => this.#ch.call<Entry>(opCtx, { op: 'stat', path }),
       onEnd: () => {
         this.#handles.delete(handle)

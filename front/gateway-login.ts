@@ -53,7 +53,7 @@ import { type CheckedBy, PasswordCache } from './password-cache.js'
 import { MAX_PASSWORD_LENGTH, failureDelay, hashPassword, verifyPassword } from './passwords.js'
 import type { S3Keys } from './s3-keys.js'
 import { SharedViews } from './shared-views.js'
-import { AttemptGate, Throttle } from './throttle.js'
+import { AttemptGate, type AttemptTicket, Throttle } from './throttle.js'
 
 /** Failed gateway logins from one address within WINDOW_MS before every login from it is `throttled`. */
 export const GATEWAY_LOGIN_FAILURES = 10
@@ -143,15 +143,25 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     // A signature is checked in microseconds and cannot be guessed: it is counted when it
     // fails only (no store write per S3 request). A password is counted from the start.
     const signed = req.signature !== undefined
+    let attempt: AttemptTicket | null = null
     try {
       if (signed) await this.#throttle.check(SCOPE, req.address)
-      else await this.#throttle.attempt(SCOPE, req.address)
+      else attempt = await this.#throttle.begin(SCOPE, req.address)
     } catch (err) {
       if (!(isApiError(err) && err.code === 'RATE_LIMITED')) throw err
       await failureDelay()
       this.#opts.logger.log('info', 'gateway login throttled', fields)
       return { ok: false, reason: 'throttled', message: err.message }
     }
+    try {
+      return await this.#checked(req, fields, attempt)
+    } finally {
+      await attempt?.wrong() // unless settled as right: a failure of any kind keeps its count
+    }
+  }
+
+  async #checked(req: LoginRequest, fields: Record<string, unknown>, attempt: AttemptTicket | null): Promise<LoginResult> {
+    const signed = attempt === null
     const at = req.signature ? -1 : req.user.lastIndexOf('@')
     const granted = req.signature ? await this.#signatureUser(req) : at > 0 ? await this.#passthrough(req, req.user.slice(0, at), req.user.slice(at + 1)) : await this.#gatewayUser(req)
     if (typeof granted === 'string') {
@@ -159,7 +169,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       return this.#refuse(fields, granted)
     }
     // A gateway user's credentials are checked by now; a pass-through's only by the backend, below.
-    if (at <= 0 && !signed) await this.#throttle.refund(SCOPE, req.address)
+    if (at <= 0) await attempt?.right()
     if ('unservable' in granted) return this.#unavailable('gateway login: this user cannot be served', { ...fields, ...granted.unservable })
     const client = { address: req.address, credential: `gateway:${granted.user}` }
     const open = async (): Promise<ProtocolFs> => {
@@ -184,7 +194,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       const msg = missing ? 'gateway login: the folder of this login does not exist' : 'gateway login: the storage cannot be reached'
       return this.#unavailable(msg, { ...fields, ...granted.where, code })
     }
-    if (at > 0) await this.#throttle.refund(SCOPE, req.address)
+    if (at > 0) await attempt?.right()
     // One line per S3 request would drown the log: signature logins are logged at debug level.
     const level = granted.signature ? 'debug' : 'info'
     this.#opts.logger.log(level, 'gateway login', { ...fields, read_only: granted.readOnly, ...(granted.password ? { password: granted.password } : {}), ...(granted.signature ? { user: granted.user, access_key_id: granted.signature.keyId } : {}) })

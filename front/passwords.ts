@@ -65,12 +65,17 @@ export async function checkPassword(opts: {
   hash: string
   refused: string
 }): Promise<void> {
-  await opts.throttle.attempt(opts.scope, opts.address)
+  const attempt = await opts.throttle.begin(opts.scope, opts.address)
   const { password } = opts
   const wellFormed = typeof password === 'string' && password.length <= MAX_PASSWORD_LENGTH
-  if (!wellFormed || !(await verifyPassword(password, opts.hash))) {
+  let right = false
+  try {
+    right = wellFormed && (await verifyPassword(password, opts.hash))
+  } finally {
+    await (right ? attempt.right('forget') : attempt.wrong())
+  }
+  if (!right) {
     await failureDelay()
     throw new ApiError('NOT_AUTHENTICATED', opts.refused)
   }
-  await opts.throttle.succeeded(opts.scope, opts.address)
 }

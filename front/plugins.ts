@@ -26,9 +26,13 @@ import {
   initPlugin,
 } from '../core/plugin.js'
 import { imageAsciiMain } from './plugins/plg_image_ascii.js'
+import { imageThumbnailMain } from './plugins/plg_image_thumbnail.js'
 
 /** Built-in plugins' main halves, by name (their worker halves: workers/plugins.ts). */
-export const BUILT_IN_MAIN_HALVES: ReadonlyMap<string, Plugin> = new Map([[imageAsciiMain.name, imageAsciiMain]])
+export const BUILT_IN_MAIN_HALVES: ReadonlyMap<string, Plugin> = new Map([
+  [imageAsciiMain.name, imageAsciiMain],
+  [imageThumbnailMain.name, imageThumbnailMain],
+])
 
 /** Storage types filegate itself answers to: no plugin may take one. */
 const OWN_TYPES: ReadonlySet<string> = new Set(['tmp', 'local', 's3', 'sftp', 'ftp', 'smb', 'plugin'])

@@ -22,6 +22,7 @@ import { OPEN_CORS, corsHeaders, openPreflight, preflight, withCors } from './co
 import type { OAuthServer } from './oauth/index.js'
 import { type AdminDeps, adminPattern, adminRoute } from './routes/admin.js'
 import { shareRoute } from './routes/share.js'
+import { webPattern, webRoute } from './routes/web.js'
 import type { Config } from '../core/config.js'
 import type { Metrics } from './metrics.js'
 import { metricsRoute } from './routes/metrics.js'
@@ -76,7 +77,7 @@ export function createHandler(deps: ServerDeps): Handler {
     if (Object.hasOwn(routes, path) || (deps.gatewayRoutes && Object.hasOwn(deps.gatewayRoutes, path))) return path
     if (path.startsWith('/api/share/')) return '/api/share/{id}'
     if (deps.tus && isTusPath(path)) return path === '/api/files/tus' ? path : '/api/files/tus/{id}'
-    return (deps.admin && adminPattern(path)) || 'unmatched'
+    return (deps.admin && adminPattern(path)) || webPattern(path) || 'unmatched'
   }
   const meter = deps.metrics?.meter
   const handler: HttpHandler = meter ? (req) => meter.observe(req, routeOf(req.path), answer) : answer
@@ -147,6 +148,9 @@ function dispatch(deps: ServerDeps, routes: Record<string, Route>): HttpHandler 
       if (deps.tus && isTusPath(path)) return await deps.tus.handle(req, () => authenticate(deps, req))
       const admin = deps.admin && adminRoute(deps.admin, req, req.path)
       if (admin) return await admin
+      // The web app's page and files (front/web/): after every API route, so it never shadows one.
+      const web = routes[path] ? null : webRoute(req, path)
+      if (web) return await web
       const route = routes[path]
       if (!route) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
       const fn = route[req.method]

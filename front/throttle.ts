@@ -8,6 +8,14 @@
  * scope's count: a right password on one's own share gives nothing back against
  * another share.
  *
+ * A right password never locks an address out. An attempt refused by the throttle is
+ * not counted (it was never checked), and near the limit the attempts of one address
+ * are admitted one at a time: an attempt that finds the count full while others from
+ * that address are still being checked here waits for them to settle and tries again,
+ * instead of being refused for counts that may yet be taken back. So after 9 failures,
+ * four right passwords at once all log in (one after the other) and leave the count at
+ * 9; ten guesses at once still get at most one more check.
+ *
  * The counts live in the state store (core/state.ts), counted there atomically: every
  * node sharing the store shares the throttle, and a restart gives nothing back. A
  * count leaves only when its window has passed, so flooding the throttle from many
@@ -21,12 +29,28 @@ import type { StateStore } from '../core/state.js'
 
 /** Ended windows are purged from the store at most this often (by each throttle). */
 const PURGE_EVERY_MS = 60_000
+/** How long an attempt waits at most for others from its address to settle before it is refused. */
+const SETTLE_WAIT_MS = 30_000
+
+/** An attempt counted by `Throttle.begin`, settled once by its outcome. */
+export interface AttemptTicket {
+  /**
+   * The credentials were right: the attempt's own count is taken back (`refund`, for
+   * scopes many accounts share: one's own account buys no guesses at another's), or
+   * everything counted against the scope from this address is forgotten (`forget`).
+   */
+  right(how?: 'refund' | 'forget'): Promise<void>
+  /** The credentials were wrong: the count stays. */
+  wrong(): Promise<void>
+}
 
 export class Throttle {
   readonly #state: StateStore
   readonly #max: number
   readonly #windowMs: number
   readonly #what: string
+  /** Attempts being checked in this process, by store key, and who waits for them to settle. */
+  readonly #checking = new Map<string, { running: number; readonly waiting: (() => void)[] }>()
   #purged = 0
 
   /** @param opts.what names the throttle in its refusals and keeps its counts apart from other throttles' */
@@ -37,15 +61,51 @@ export class Throttle {
     this.#what = opts.what
   }
 
-  /** Counts an attempt. @throws ApiError RATE_LIMITED when the address has used up its attempts for `scope` */
+  /**
+   * Counts an attempt, to be settled by the ticket's `right` or `wrong` (a ticket left
+   * unsettled keeps its count, as a wrong one does, and holds back this address's other
+   * attempts near the limit until it is settled).
+   * @throws ApiError RATE_LIMITED when the address has used up its attempts for `scope`
+   */
+  async begin(scope: string, address: string): Promise<AttemptTicket> {
+    const key = this.#key(scope, address)
+    const deadline = Date.now() + SETTLE_WAIT_MS
+    for (;;) {
+      const now = Date.now()
+      if (now - this.#purged >= PURGE_EVERY_MS) {
+        this.#purged = now
+        await this.#state.purgeThrottles(now)
+      }
+      const { count, since } = await this.#state.throttleHit(key, this.#windowMs, now)
+      if (count <= this.#max) return this.#ticket(key)
+      // Refused: this attempt is not checked, so it does not count.
+      await this.#state.throttleRefund(key)
+      const checking = this.#checking.get(key)
+      if (checking === undefined || Date.now() >= deadline) this.#refuse(since, now)
+      // Others from this address are being checked: their outcome decides.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))
+        timer.unref()
+        checking.waiting.push(() => {
+          clearTimeout(timer)
+          resolve()
+        })
+      })
+    }
+  }
+
+  /** Counts an attempt that is never settled (a registration, not a password). @throws ApiError RATE_LIMITED */
   async attempt(scope: string, address: string): Promise<void> {
     const now = Date.now()
     if (now - this.#purged >= PURGE_EVERY_MS) {
       this.#purged = now
       await this.#state.purgeThrottles(now)
     }
-    const { count, since } = await this.#state.throttleHit(this.#key(scope, address), this.#windowMs, now)
-    if (count > this.#max) this.#refuse(since, now)
+    const key = this.#key(scope, address)
+    const { count, since } = await this.#state.throttleHit(key, this.#windowMs, now)
+    if (count <= this.#max) return
+    await this.#state.throttleRefund(key) // a refused attempt is not counted
+    this.#refuse(since, now)
   }
 
   /**
@@ -56,8 +116,10 @@ export class Throttle {
    */
   async check(scope: string, address: string): Promise<void> {
     const now = Date.now()
-    const c = await this.#state.throttlePeek(this.#key(scope, address), now)
-    if (c !== null && c.count >= this.#max) this.#refuse(c.since, now)
+    const key = this.#key(scope, address)
+    const c = await this.#state.throttlePeek(key, now)
+    // Password attempts being checked here are counted already, but are not failures (yet).
+    if (c !== null && c.count - (this.#checking.get(key)?.running ?? 0) >= this.#max) this.#refuse(c.since, now)
   }
 
   /** Counts a failure after `check`. */
@@ -65,18 +127,27 @@ export class Throttle {
     await this.#state.throttleHit(this.#key(scope, address), this.#windowMs, Date.now())
   }
 
-  /** A right password: forgets what was counted against `scope` from this address, nothing else. */
-  succeeded(scope: string, address: string): Promise<void> {
-    return this.#state.throttleForget(this.#key(scope, address))
-  }
-
-  /**
-   * An attempt that succeeded: takes back its own count, and only that. For scopes many
-   * accounts share (the gateway logins), where forgetting every failure on a success
-   * would let one's own account buy more guesses at another's.
-   */
-  refund(scope: string, address: string): Promise<void> {
-    return this.#state.throttleRefund(this.#key(scope, address))
+  /** One attempt being checked: counted in the store, and here until it is settled. */
+  #ticket(key: string): AttemptTicket {
+    let c = this.#checking.get(key)
+    if (!c) this.#checking.set(key, (c = { running: 0, waiting: [] }))
+    c.running++
+    const checking = c
+    let settled = false
+    const settle = async (then: () => Promise<void>): Promise<void> => {
+      if (settled) return
+      settled = true
+      try {
+        await then()
+      } finally {
+        if (--checking.running === 0) this.#checking.delete(key)
+        for (const wake of checking.waiting.splice(0)) wake()
+      }
+    }
+    return {
+      right: (how = 'refund') => settle(() => (how === 'forget' ? this.#state.throttleForget(key) : this.#state.throttleRefund(key))),
+      wrong: () => settle(async () => {}),
+    }
   }
 
   /** The store's key: no tab in `what` or an address key, so the scope (anything) goes last. */

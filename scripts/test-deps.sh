@@ -8,7 +8,7 @@
 #   scripts/test-deps.sh [--dry-run] [test|build]
 #     test   (default) what the tests run: real sshd, vsftpd and smbd to test the
 #            sftp/ftp/smb drivers against (openssl: the FTPS certificate; smbclient,
-#            python3-paramiko, rclone, awscli, python3-boto3, s3cmd: independent clients), unzip (an independent zip
+#            python3-paramiko, rclone, sshfs, awscli, python3-boto3, s3cmd: independent clients), unzip (an independent zip
 #            reader), chromium and a font (the admin console's browser test), PostgreSQL (the
 #            shared state store), nginx with its stream module and HAProxy (the cluster test's
 #            load balancers). The tests
@@ -37,7 +37,7 @@ case "$group" in
       /usr/sbin/sshd:openssh-server /usr/bin/ssh-keygen:openssh-client
       /usr/sbin/vsftpd:vsftpd /usr/bin/openssl:openssl
       /usr/sbin/smbd:samba /usr/bin/smbclient:smbclient
-      /usr/lib/python3/dist-packages/paramiko:python3-paramiko /usr/bin/rclone:rclone
+      /usr/lib/python3/dist-packages/paramiko:python3-paramiko /usr/bin/rclone:rclone /usr/bin/sshfs:sshfs
       /usr/bin/aws:awscli /usr/lib/python3/dist-packages/boto3:python3-boto3 /usr/bin/s3cmd:s3cmd
       /usr/bin/chromium:chromium /usr/share/fonts/truetype/dejavu:fonts-dejavu-core
       /usr/lib/postgresql/15/bin/postgres:postgresql /usr/sbin/nginx:nginx-light

@@ -11,7 +11,7 @@ import t from 'tap'
 
 const SCRIPT = new URL('../scripts/test-deps.sh', import.meta.url)
 const text = readFileSync(SCRIPT, 'utf8')
-const TEST_PACKAGES = ['unzip', 'openssh-server', 'openssh-client', 'vsftpd', 'openssl', 'samba', 'smbclient', 'python3-paramiko', 'rclone', 'awscli', 'python3-boto3', 's3cmd', 'chromium', 'fonts-dejavu-core', 'postgresql', 'nginx-light', 'libnginx-mod-stream', 'haproxy']
+const TEST_PACKAGES = ['unzip', 'openssh-server', 'openssh-client', 'vsftpd', 'openssl', 'samba', 'smbclient', 'python3-paramiko', 'rclone', 'sshfs', 'awscli', 'python3-boto3', 's3cmd', 'chromium', 'fonts-dejavu-core', 'postgresql', 'nginx-light', 'libnginx-mod-stream', 'haproxy']
 
 /** Runs the script (from stdin, so that any user can read it), optionally as `nobody`. */
 function deps(args: string[], env: Record<string, string> = {}, asNobody = false) {

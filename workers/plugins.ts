@@ -19,9 +19,13 @@ import type { TransformRequest } from '../core/messages.js'
 import { baseName } from '../core/paths.js'
 import { type Plugin, type PluginConfig, type PluginOptions, importPlugin, initPlugin, isPluginBackendSpec } from '../core/plugin.js'
 import { imageAscii } from './plugins/plg_image_ascii/index.js'
+import { imageThumbnail } from './plugins/plg_image_thumbnail/index.js'
 
 /** Built-in plugins' worker halves, by name (their main halves: front/plugins.ts). */
-export const BUILT_IN_WORKER_HALVES: ReadonlyMap<string, Plugin> = new Map([[imageAscii.name, imageAscii]])
+export const BUILT_IN_WORKER_HALVES: ReadonlyMap<string, Plugin> = new Map([
+  [imageAscii.name, imageAscii],
+  [imageThumbnail.name, imageThumbnail],
+])
 
 /** What the pool passes to each thread. */
 export interface PluginWorkerData {

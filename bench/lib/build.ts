@@ -34,6 +34,8 @@ async function ensureBuilt(): Promise<void> {
   if (built >= sources) return
   progress(built ? 'dist/ is older than the sources: building (tsc -p .)' : 'dist/ is missing: building (tsc -p .)')
   const r = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.json')], { cwd: ROOT })
+  // The rest of `npm run build`: the web app's static files into dist/.
+  await run(process.execPath, [join(ROOT, 'scripts', 'copy-web.mjs')], { cwd: ROOT })
   if (r.code === 0) return
   // tsc still emits on type errors; whether that code runs is for the benchmarks to find out.
   if (!existsSync(main)) throw new Error(`the build failed:\n${r.stdout}${r.stderr}`)

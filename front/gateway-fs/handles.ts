@@ -34,6 +34,8 @@ export interface HandleDeps {
   readonly fresh: boolean
   /** Commits a staging copy. */
   readonly commitStaging: (s: StagingFile) => Promise<Entry>
+  /** Sets the file's size in the backend (for in-place writes). */
+  readonly truncateNow: (size: number) => Promise<void>
   /** The file's entry now, through the pool. */
   readonly statNow: () => Promise<Entry>
   readonly onEnd: () => void
@@ -101,6 +103,31 @@ export class Handle implements FileHandle {
 
   stat(): Promise<FsEntry> {
     return this.#run(async () => this.written() ?? toFsEntry(await this.#d.statNow()))
+  }
+
+  truncate(size: number): Promise<void> {
+    const w = this.#d.writer
+    if (w && !(w instanceof InPlaceWriter)) {
+      // One upload in order: the bytes sent cannot be taken back, nor zeros added ahead of time.
+      if (!this.#usable()) return Promise.reject(this.#error ?? closedError(this.path))
+      if (size === w.size) return Promise.resolve()
+      return Promise.reject(
+        new FsError('ENOTSUP', `${this.path}: a file being uploaded keeps the size written so far (${w.size} bytes) until it is closed; set another size once it is closed`, { path: this.path }),
+      )
+    }
+    return this.#run(async () => {
+      if (!this.flags.write) throw new FsError('EACCES', 'this file was not opened for writing', { path: this.path })
+      checkRange(size, 0, this.path)
+      if (w instanceof InPlaceWriter) {
+        // Every write before it lands first, then the file is cut in place (atomically).
+        await w.flush()
+        if (size === w.size) return
+        await this.#d.truncateNow(size)
+        w.resized(size)
+        return
+      }
+      await (await this.#stagingCopy()).truncate(size)
+    })
   }
 
   /** The file as this handle writes it, or null when it does not write it (yet). */

@@ -45,6 +45,12 @@ export class InPlaceWriter {
     return this.#size
   }
 
+  /** After the file was cut or extended by other means (a truncate once every write landed). */
+  resized(size: number): void {
+    this.#size = size
+    this.#dirty = true
+  }
+
   /** True once after any write: a read stream opened before it may hold stale bytes. */
   takeDirty(): boolean {
     const d = this.#dirty

@@ -6,13 +6,16 @@
  * file's current content when the handle needs it, written and read at offsets, and
  * committed at close as one atomic upload (Channel.upload), then removed. An abort
  * removes it and commits nothing. `sweepStaging` empties the folder at start-up
- * (files of a process that died).
+ * (files of a process that died). Its bytes count against the staging bounds
+ * (core/staging-quota.ts) while it exists: a write past them fails (EFBIG, ENOSPC)
+ * and writes nothing.
  */
 import { randomBytes } from 'node:crypto'
 import * as fs from 'node:fs/promises'
 import * as nodePath from 'node:path'
 import type { Entry } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
+import type { StagingHold } from '../../core/staging-quota.js'
 
 const CHUNK = 1024 * 1024
 
@@ -25,20 +28,28 @@ export async function sweepStaging(dir: string): Promise<void> {
 export class StagingFile {
   readonly #fh: fs.FileHandle
   readonly #path: string
+  readonly #hold: StagingHold | undefined
   #size = 0
   #closed = false
 
-  private constructor(fh: fs.FileHandle, path: string) {
+  private constructor(fh: fs.FileHandle, path: string, hold: StagingHold | undefined) {
     this.#fh = fh
     this.#path = path
+    this.#hold = hold
   }
 
-  /** A new empty staging file in `dir`, filled from `initial` when given. */
-  static async create(dir: string, initial: AsyncIterable<Uint8Array> | null): Promise<StagingFile> {
+  /** A new empty staging file in `dir`, filled from `initial` when given; its bytes charged to `hold`. */
+  static async create(dir: string, initial: AsyncIterable<Uint8Array> | null, hold?: StagingHold): Promise<StagingFile> {
     await fs.mkdir(dir, { recursive: true, mode: 0o700 })
     const path = nodePath.join(dir, `${randomBytes(16).toString('hex')}.staging`)
-    const fh = await fs.open(path, 'wx+', 0o600)
-    const s = new StagingFile(fh, path)
+    let fh: fs.FileHandle
+    try {
+      fh = await fs.open(path, 'wx+', 0o600)
+    } catch (err) {
+      hold?.release()
+      throw err
+    }
+    const s = new StagingFile(fh, path, hold)
     try {
       if (initial) for await (const chunk of initial) await s.write(s.#size, chunk)
       return s
@@ -53,6 +64,8 @@ export class StagingFile {
   }
 
   async write(offset: number, data: Uint8Array): Promise<void> {
+    // Only what makes the file longer is new disk space (a hole counts as if written).
+    if (this.#hold && offset + data.byteLength > this.#hold.bytes) await this.#hold.grow(offset + data.byteLength - this.#hold.bytes)
     let done = 0
     while (done < data.byteLength) {
       const { bytesWritten } = await this.#fh.write(data, done, data.byteLength - done, offset + done)
@@ -75,8 +88,10 @@ export class StagingFile {
   }
 
   async truncate(size: number): Promise<void> {
+    if (this.#hold && size > this.#hold.bytes) await this.#hold.grow(size - this.#hold.bytes)
     await this.#fh.truncate(size)
     this.#size = size
+    this.#hold?.setTo(size)
   }
 
   /** Uploads the whole file through `upload` (atomic), then removes it. */
@@ -93,6 +108,7 @@ export class StagingFile {
     this.#closed = true
     await this.#fh.close().catch(() => {})
     await fs.rm(this.#path, { force: true })
+    this.#hold?.release()
   }
 
   async *#chunks(): AsyncIterable<Uint8Array> {

@@ -30,6 +30,7 @@ import { Metadata, Server, type Upload } from '@tus/server'
 import { ApiError, toApiError } from '../../core/api-error.js'
 import { stagingError } from '../../core/errors.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
+import type { StagingHold, StagingQuota } from '../../core/staging-quota.js'
 import type { StateStore } from '../../core/state.js'
 import { parseClientPath } from '../../core/paths.js'
 import type { RequestContext } from '../../core/storage.js'
@@ -51,7 +52,9 @@ const UPLOAD_ID = /^[0-9a-f]{32}$/
 const OWNER = 'filegate-owner'
 const TARGET = 'filegate-target'
 const OVERWRITE = 'filegate-overwrite'
-const RESERVED = new Set([OWNER, TARGET, OVERWRITE])
+/** "share" when the upload was made through a share link: its bytes count against the share's limit, else the login's. */
+const VIA = 'filegate-via'
+const RESERVED = new Set([OWNER, TARGET, OVERWRITE, VIA])
 /** The query parameters that carry a share link's credential, kept in the upload's URL. */
 const CREDENTIAL_PARAMS = ['share', 'key'] as const
 
@@ -64,6 +67,8 @@ export interface TusOptions {
   /** Largest Upload-Length (413 over it); null: no limit. */
   readonly maxSize: number | null
   readonly logger: Logger
+  /** The bounds on staged bytes (per login, per share, in total, the disk's reserve); none: unbounded. */
+  readonly quota?: StagingQuota
 }
 
 /** Resolves the caller the way every file route does (front/server.ts). */
@@ -79,6 +84,10 @@ interface Call {
   failure?: unknown
   /** An upload stored by its creation request, to remove from the staging folder once answered. */
   stored?: string
+  /** A creation's body length, to charge once the upload has an id… */
+  readonly reserve?: number
+  /** …and the upload it was charged to. */
+  created?: string
 }
 
 const NOT_FOUND = () => new ApiError('NOT_FOUND', 'no such upload')
@@ -91,6 +100,10 @@ export class TusUploads {
   readonly #calls = new WeakMap<Request, Call>()
   /** Uploads being stored into their target, by id: a second finisher waits for the first. */
   readonly #commits = new Map<string, Promise<void>>()
+  /** The staged bytes of each upload, counted against its owner's and the server's limits. */
+  readonly #holds = new Map<string, StagingHold>()
+  /** Bytes charged to an upload's hold for the request writing it now (its declared length). */
+  readonly #reserved = new Map<string, number>()
   readonly #sweeper: NodeJS.Timeout
 
   /** Opens the staging folder and removes what expired while filegate was stopped. */
@@ -98,13 +111,22 @@ export class TusUploads {
     await mkdir(opts.dir, { recursive: true, mode: 0o700 })
     const uploads = new TusUploads(opts)
     await uploads.sweep()
+    await uploads.#countStaged()
     return uploads
   }
 
   private constructor(opts: TusOptions) {
     this.#opts = opts
     this.#records = new StoreConfigstore(opts.state)
-    this.#store = new StagingStore({ directory: opts.dir, configstore: this.#records, expirationPeriodInMilliseconds: opts.expiryMs })
+    this.#store = new StagingStore({
+      directory: opts.dir,
+      configstore: this.#records,
+      expirationPeriodInMilliseconds: opts.expiryMs,
+      chargeOf: (id) => {
+        const hold = this.#holds.get(id)
+        return hold && { hold, reserved: this.#reserved.get(id) ?? 0 }
+      },
+    })
     this.#server = new Server({
       path: TUS_PATH,
       datastore: this.#store,
@@ -127,6 +149,14 @@ export class TusUploads {
         metadata[OWNER] = ownerOf(call.access)
         metadata[TARGET] = call.target!
         metadata[OVERWRITE] = String(call.overwrite)
+        if (viaShare(call.access)) metadata[VIA] = 'share'
+        const hold = this.#holdOf(upload.id, metadata)
+        if (hold && call.reserve !== undefined) {
+          // creation-with-upload: the body's declared length, charged before it is read
+          await hold.grow(call.reserve)
+          this.#reserved.set(upload.id, call.reserve)
+          call.created = upload.id
+        }
         return { metadata }
       },
       onUploadFinish: async (req, upload) => {
@@ -176,14 +206,75 @@ export class TusUploads {
     const access = await authenticate()
     await this.#commits.get(id)?.catch(() => {})
     const upload = await this.#owned(id, access)
-    if (req.method === 'PATCH') need(access, 'can_upload')
+    if (req.method === 'PATCH') {
+      need(access, 'can_upload')
+      return this.#patch(req, access, upload)
+    }
     if (req.method === 'HEAD' && upload.size !== undefined && upload.offset === upload.size) {
       // All bytes are in but the target is not stored yet (it failed before): store it
       // now, so that an offset equal to the length always means the file is there.
       await this.#commit(upload, access, req.requestId)
       return { status: 200, headers: headHeaders(upload) }
     }
-    return this.#delegate(req, { access, requestId: req.requestId })
+    const reply = await this.#delegate(req, { access, requestId: req.requestId })
+    if (req.method === 'DELETE' && reply.status === 204) this.#dropHold(id) // terminated: its bytes are gone
+    return reply
+  }
+
+  /**
+   * A PATCH: its declared length is charged to the upload's hold before a byte is read
+   * (over a limit, 413 or 507 comes before the body); what is not sent is given back.
+   */
+  async #patch(req: HttpRequest, access: Access, upload: Upload): Promise<HttpReply> {
+    const hold = this.#holdOf(upload.id, upload.metadata ?? {})
+    const length = Number(req.header('content-length') ?? NaN)
+    const declared = Number.isSafeInteger(length) && length > 0 ? Math.min(length, upload.size === undefined ? length : upload.size - upload.offset) : 0
+    if (hold && declared > 0) {
+      if (this.#reserved.has(upload.id)) throw new ApiError('CONFLICT', 'this upload is being written by another request')
+      await hold.grow(declared)
+      this.#reserved.set(upload.id, declared)
+    }
+    try {
+      return await this.#delegate(req, { access, requestId: req.requestId })
+    } finally {
+      if (declared > 0 && this.#reserved.get(upload.id) === declared) {
+        this.#reserved.delete(upload.id)
+        // The write set the hold to what is on disk; a PATCH that never wrote gives its reservation back.
+        const size = await stat(join(this.#opts.dir, upload.id)).then((st) => st.size, () => null)
+        if (size === null) this.#dropHold(upload.id)
+        else hold?.setTo(size)
+      }
+    }
+  }
+
+  /** The hold of upload `id`'s staged bytes (made on first use); none without a quota. */
+  #holdOf(id: string, metadata: Record<string, string | null>): StagingHold | undefined {
+    const quota = this.#opts.quota
+    if (!quota) return undefined
+    let hold = this.#holds.get(id)
+    if (!hold) {
+      const owner = metadata[OWNER] ?? id
+      hold = quota.hold(this.#opts.dir, metadata[VIA] === 'share' ? { login: null, share: owner } : { login: owner, share: null })
+      this.#holds.set(id, hold)
+    }
+    return hold
+  }
+
+  #dropHold(id: string): void {
+    this.#holds.get(id)?.release()
+    this.#holds.delete(id)
+    this.#reserved.delete(id)
+  }
+
+  /** Counts the uploads staged before a restart against their owners' limits. */
+  async #countStaged(): Promise<void> {
+    if (!this.#opts.quota) return
+    for (const id of await this.#opts.state.expiredTusUploads(Number.MAX_SAFE_INTEGER)) {
+      const r = await this.#opts.state.getTusUpload(id)
+      const size = await stat(join(this.#opts.dir, id)).then((st) => st.size, () => null)
+      if (r === null || size === null) continue
+      this.#holdOf(id, (JSON.parse(r.upload) as Upload).metadata ?? {})?.setTo(size)
+    }
   }
 
   /** OPTIONS: the protocol's discovery headers, added to the CORS preflight answer. */
@@ -208,6 +299,10 @@ export class TusUploads {
     const now = Date.now()
     const { dir, expiryMs, state } = this.#opts
     for (const id of await state.expiredTusUploads(now - expiryMs)) if (!this.#commits.has(id)) await this.#discard(id)
+    // Uploads another node (sharing the staging folder) finished or terminated: no longer counted here.
+    for (const id of [...this.#holds.keys()]) {
+      if (!this.#reserved.has(id) && !this.#commits.has(id) && (await state.getTusUpload(id)) === null) this.#dropHold(id)
+    }
     for (const name of await readdir(dir)) {
       if (name.endsWith('.json') && UPLOAD_ID.test(name.slice(0, -'.json'.length))) {
         await this.#adopt(name.slice(0, -'.json'.length))
@@ -248,8 +343,33 @@ export class TusUploads {
     const { path, dirHint } = parseClientPath(req.query.get('path') ?? metadata.path ?? undefined, 'path')
     if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', 'the upload path must name a file, not a directory')
     const overwrite = flag(req, 'overwrite', true)
+    const length = Number(req.header('upload-length') ?? NaN)
+    const owner = viaShare(access) ? { login: null, share: ownerOf(access) } : { login: ownerOf(access), share: null }
+    // An upload that could never be staged is refused before it exists.
+    if (Number.isSafeInteger(length)) this.#opts.quota?.fits(owner, length)
     await checkUploadTarget(ctxOf(req), access, path, overwrite)
-    return this.#delegate(req, { access, requestId: req.requestId, target: path, overwrite: overwrite && access.may_replace })
+    // The target is looked at now, as cat's write would (a link that leads outside the
+    // storage, or a parent that is a file, is refused), not after the body is staged.
+    if (overwrite && access.may_replace) {
+      await access.storage.stat(ctxOf(req), path).catch((err: unknown) => {
+        if ((err as { code?: unknown }).code !== 'ENOENT') throw err
+      })
+    }
+    const body = Number(req.header('content-length') ?? NaN)
+    const reserve = Number.isSafeInteger(body) && body > 0 ? body : undefined
+    const call: Call = { access, requestId: req.requestId, target: path, overwrite: overwrite && access.may_replace, ...(reserve === undefined ? {} : { reserve }) }
+    try {
+      return await this.#delegate(req, call)
+    } finally {
+      const id = call.created
+      if (id !== undefined) {
+        // creation-with-upload: the write set the hold to what is on disk, if anything is
+        this.#reserved.delete(id)
+        const size = await stat(join(this.#opts.dir, id)).then((st) => st.size, () => null)
+        if (size === null) this.#dropHold(id)
+        else this.#holds.get(id)?.setTo(size)
+      }
+    }
   }
 
   async #delegate(req: HttpRequest, call: Call): Promise<HttpReply> {
@@ -319,6 +439,7 @@ export class TusUploads {
   async #discard(id: string): Promise<void> {
     await this.#opts.state.deleteTusUpload(id)
     await rm(join(this.#opts.dir, id), { force: true })
+    this.#dropHold(id)
   }
 }
 
@@ -343,6 +464,9 @@ function uploadIdOf(path: string): string | undefined {
 function ownerOf(access: Access): string {
   return createHash('sha256').update(`filegate tus owner\0${access.session.id}`).digest('base64url')
 }
+
+/** Whether `access` is a share link's (its uploads count against the share's staging limit). */
+const viaShare = (access: Access): boolean => access.session.id.startsWith('share:')
 
 /** The client's own metadata, as the header shows it; null when there is none. */
 function clientMetadata(metadata: Record<string, string | null>): string | null {

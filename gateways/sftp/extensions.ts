@@ -30,6 +30,8 @@ export interface ExtensionContext {
   path(raw: string): string
   /** An open file of this session, by handle (throws EINVAL, EISDIR). */
   file(handle: Buffer): FileHandle
+  /** Waits for this session's OPEN and CLOSE of these paths that came before (call it before any await). */
+  settled(paths: readonly string[]): Promise<void>
   ok(): void
   reply(data: Buffer): void
 }
@@ -72,8 +74,9 @@ export async function handleExtended(name: string, data: Buffer, x: ExtensionCon
   switch (name) {
     case 'posix-rename@openssh.com': {
       // Unlike SFTP v3's RENAME, replaces an existing file target.
-      const [from, to] = fields(data, (f) => [f.string(), f.string()] as const)
-      await x.fs.rename(x.ctx(), x.path(from), x.path(to), { overwrite: true })
+      const [from, to] = fields(data, (f) => [x.path(f.string()), x.path(f.string())] as const)
+      await x.settled([from, to])
+      await x.fs.rename(x.ctx(), from, to, { overwrite: true })
       return x.ok()
     }
     case 'limits@openssh.com':

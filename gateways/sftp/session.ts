@@ -3,8 +3,11 @@
  * One SFTP v3 session (a `sftp` subsystem channel) over a logged-in user's
  * `ProtocolFs`: each request's path goes through `resolveProtocolPath` (the working
  * directory is `/`, the user's root), each failure through the one status table
- * (./errors.ts). The session holds its handle table and nothing else; its end aborts
- * every handle still open, so a transfer cut before CLOSE commits nothing.
+ * (./errors.ts). The session holds its handle table and what it is writing
+ * (./own-writes.ts: its own files are visible to it from OPEN on); its end aborts every
+ * handle still open, so a transfer cut before CLOSE commits nothing. READDIRs on one
+ * handle are answered one after another, each with the next names: clients (paramiko,
+ * sshfs) send several at once.
  */
 import { setMaxListeners } from 'node:events'
 import { FsError } from '../../core/errors.js'
@@ -16,6 +19,7 @@ import { toStatus } from './errors.js'
 import { ADVERTISED, handleExtended } from './extensions.js'
 import { HandleTable } from './handles.js'
 import { MAX_HANDLES, MAX_PACKET, MAX_READ } from './limits.js'
+import { type OwnWrite, OwnWrites, ReadAfterWrite } from './own-writes.js'
 import { type Attrs, OPEN_MODE, STATUS } from './wire/codec.js'
 import { type SftpChannel, SftpServer } from './wire/server.js'
 /** Entries fetched from the storage per listing page, and sent per READDIR answer. */
@@ -28,6 +32,8 @@ interface FileState {
   readonly file: FileHandle
   /** FSETSTAT on a handle open for writing: applied once CLOSE has committed the file. */
   after?: Attrs
+  /** For a file open for writing: what the session's later requests on its path see. */
+  own?: OwnWrite<FileState>
 }
 
 interface DirState {
@@ -37,6 +43,10 @@ interface DirState {
   pending: FsEntry[]
   cursor: string | null
   done: boolean
+  /** The READDIR before this one (they are answered in turn). */
+  turn: Promise<unknown>
+  /** Files of the folder this session is writing and no page has shown yet: shown at the end. */
+  own: Map<string, FileState>
 }
 
 type Open = FileState | DirState
@@ -117,6 +127,7 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
       if (h.kind !== 'file') continue
       work.busy--
       h.file.abort()
+      h.own?.end()
     }
   }
 
@@ -149,6 +160,16 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
     if (a.mode !== undefined && !fs.abilities.modes) throw new FsError('ENOTSUP', 'this storage keeps no permission bits')
     if (a.mtime !== undefined && !fs.abilities.setTimes) throw new FsError('ENOTSUP', 'this storage does not let modification times be set')
   }
+  /** A file open for writing: its size now, the rest once CLOSE has committed it. */
+  const setOnHandle = async (h: FileState, a: Attrs): Promise<void> => {
+    // A size cannot wait (it would undo later writes): the handle sets it (a file being
+    // uploaded in order only keeps its size, which is what scp asks after writing).
+    if (a.size !== undefined) await h.file.truncate(a.size)
+    // Times and modes set now would be replaced by the commit (OpenSSH's `put -p` sends
+    // them just before CLOSE), so they are applied after it.
+    const { size: _size, ...rest } = a
+    if (Object.keys(rest).length > 0) h.after = { ...h.after, ...rest }
+  }
   const applySettable = async (p: string, a: Attrs): Promise<void> => {
     if (a.size !== undefined) await fs.truncate(ctx(), p, a.size)
     if (a.mode !== undefined) await fs.setMode(ctx(), p, a.mode & 0o7777)
@@ -157,17 +178,47 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
     }
   }
 
+  const own = new OwnWrites<FileState>()
+  /** Runs `fn` once this session's OPEN and CLOSE of `raw` before now are over; it gets the file if still open for writing. */
+  const afterOwn = <T>(raw: string, fn: (p: string, writing: FileState | null) => Promise<T>): Promise<T> => {
+    const p = path(raw)
+    const before = own.before(p)
+    return OwnWrites.settle(before).then((writing) => fn(p, writing))
+  }
+
+  /** Waits for this session's OPEN and CLOSE of `paths` that came before now. */
+  const settled = (paths: readonly string[]): Promise<void> => {
+    const before = paths.map((p) => own.before(p))
+    return Promise.all(before.map((b) => OwnWrites.settle(b))).then(() => {})
+  }
+
   sftp.on('OPEN', (reqid, filename, pflags) => {
     // Attributes sent with OPEN (OpenSSH sends the local file's permissions) are not
     // applied: a client that means to keep them sends SETSTAT/FSETSTAT (`put -p`).
     run(reqid, 'OPEN', async () => {
-      if (handles.size >= MAX_HANDLES) throw new FsError('EINVAL', `too many open handles (at most ${MAX_HANDLES} per session)`)
-      const file = await fs.open(ctx(), path(filename), flagsOf(pflags))
-      if (life.signal.aborted) return file.abort()
+      const p = path(filename)
+      const flags = flagsOf(pflags)
+      const before = own.before(p)
+      const mine = flags.write ? own.begin(p) : undefined
       try {
-        sftp.handle(reqid, newHandle({ kind: 'file', file }))
+        if (handles.size >= MAX_HANDLES) throw new FsError('EINVAL', `too many open handles (at most ${MAX_HANDLES} per session)`)
+        const writing = await OwnWrites.settle(before)
+        const open = () => fs.open(ctx(), p, flags)
+        const file = writing && !flags.write ? new ReadAfterWrite(p, flags, writing.file, writing.own!, open) : await open()
+        if (life.signal.aborted) {
+          file.abort()
+          return mine?.settleOpen(null)
+        }
+        const state: FileState = { kind: 'file', file, ...(mine ? { own: mine } : {}) }
+        try {
+          sftp.handle(reqid, newHandle(state))
+        } catch (err) {
+          file.abort()
+          throw err
+        }
+        mine?.settleOpen(state)
       } catch (err) {
-        file.abort()
+        mine?.settleOpen(null)
         throw err
       }
     })
@@ -198,8 +249,16 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
       if (h === undefined) throw new FsError('EINVAL', 'no such handle')
       if (h.kind === 'file') {
         work.busy-- // this CLOSE request counts until its answer is sent
-        await h.file.close()
-        if (h.after !== undefined) await applySettable(h.file.path, h.after)
+        const commit = (async () => {
+          await h.file.close()
+          if (h.after !== undefined) await applySettable(h.file.path, h.after)
+        })()
+        if (h.own) h.own.closing = commit.then(() => {}, () => {})
+        try {
+          await commit
+        } finally {
+          h.own?.end()
+        }
       }
       ok(reqid)
     })
@@ -210,31 +269,58 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
       const p = path(raw)
       const e = await fs.stat(ctx(), p)
       if (e.kind !== 'dir') throw new FsError('ENOTDIR', `${raw} is not a directory`)
-      sftp.handle(reqid, newHandle({ kind: 'dir', path: p, pending: [], cursor: null, done: false }))
+      // This session's files in that folder: their OPENs and CLOSEs in progress are over first.
+      const mine = own.inDir(p)
+      const ownFiles = new Map<string, FileState>()
+      for (const w of mine) {
+        const writing = await OwnWrites.settle(w)
+        if (writing) ownFiles.set(w.path.slice(w.path.lastIndexOf('/') + 1), writing)
+      }
+      sftp.handle(reqid, newHandle({ kind: 'dir', path: p, pending: [], cursor: null, done: false, turn: Promise.resolve(), own: ownFiles }))
     })
   })
+
+  /** The next names of a listing (none: its end). */
+  const nextNames = async (d: DirState): Promise<FsEntry[]> => {
+    while (d.pending.length === 0 && !d.done) {
+      const page = await fs.list(ctx(), d.path, { cursor: d.cursor, limit: LIST_PAGE })
+      d.cursor = page.cursor
+      d.done = page.cursor === null
+      d.pending = []
+      for (const e of page.entries) {
+        // A file this session is writing shows as written so far (its new size).
+        const mine = d.own.get(e.name)
+        d.own.delete(e.name)
+        d.pending.push(mine && !mine.own?.over ? await mine.file.stat() : e)
+      }
+      // Files this session is writing that the storage does not have yet.
+      if (d.done) for (const h of d.own.values()) if (!h.own?.over) d.pending.push(await h.file.stat())
+    }
+    return d.pending.splice(0, NAMES_PER_READDIR)
+  }
 
   sftp.on('READDIR', (reqid, id) => {
     run(reqid, 'READDIR', async () => {
       const d = dirOf(id)
-      while (d.pending.length === 0 && !d.done) {
-        const page = await fs.list(ctx(), d.path, { cursor: d.cursor, limit: LIST_PAGE })
-        d.pending = [...page.entries]
-        d.cursor = page.cursor
-        d.done = page.cursor === null
-      }
-      if (d.pending.length === 0) return void sftp.status(reqid, STATUS.EOF)
+      // One at a time, in the order they came: each answer holds the names after the last.
+      const batch = d.turn.then(() => nextNames(d))
+      d.turn = batch.catch(() => {})
+      const names = await batch
+      if (names.length === 0) return void sftp.status(reqid, STATUS.EOF)
       const now = Date.now()
-      const batch = d.pending.splice(0, NAMES_PER_READDIR)
       sftp.name(
         reqid,
-        batch.map((e) => ({ filename: e.name, longname: longName(e, opts.user, now), attrs: toAttrs(e) })),
+        names.map((e) => ({ filename: e.name, longname: longName(e, opts.user, now), attrs: toAttrs(e) })),
       )
     })
   })
 
-  sftp.on('STAT', (reqid, raw) => run(reqid, 'STAT', async () => void sftp.attrs(reqid, toAttrs(await fs.stat(ctx(), path(raw))))))
-  sftp.on('LSTAT', (reqid, raw) => run(reqid, 'LSTAT', async () => void sftp.attrs(reqid, toAttrs(await fs.lstat(ctx(), path(raw))))))
+  sftp.on('STAT', (reqid, raw) => {
+    run(reqid, 'STAT', () => afterOwn(raw, async (p, w) => void sftp.attrs(reqid, toAttrs(w ? await w.file.stat() : await fs.stat(ctx(), p)))))
+  })
+  sftp.on('LSTAT', (reqid, raw) => {
+    run(reqid, 'LSTAT', () => afterOwn(raw, async (p, w) => void sftp.attrs(reqid, toAttrs(w ? await w.file.stat() : await fs.lstat(ctx(), p)))))
+  })
   sftp.on('FSTAT', (reqid, id) => {
     run(reqid, 'FSTAT', async () => {
       const h = handles.get(id)
@@ -244,12 +330,13 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
   })
 
   sftp.on('SETSTAT', (reqid, raw, attrs) => {
-    run(reqid, 'SETSTAT', async () => {
-      const a = attrs
-      checkSettable(a)
-      await applySettable(path(raw), a)
-      ok(reqid)
-    })
+    run(reqid, 'SETSTAT', () =>
+      afterOwn(raw, async (p, w) => {
+        checkSettable(attrs)
+        await (w ? setOnHandle(w, attrs) : applySettable(p, attrs))
+        ok(reqid)
+      }),
+    )
   })
 
   sftp.on('FSETSTAT', (reqid, id, attrs) => {
@@ -260,22 +347,23 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
       checkSettable(a)
       if (h.kind === 'dir') return void (await applySettable(h.path, a), ok(reqid))
       if (!h.file.flags.write) return void (await applySettable(h.file.path, a), ok(reqid))
-      // A file being written is committed at CLOSE: times and modes set now would be
-      // replaced then (OpenSSH's `put -p` sends them just before CLOSE), so they are
-      // applied after the commit. A size cannot wait: it would undo later writes.
-      if (a.size !== undefined) throw new FsError('ENOTSUP', 'a file open for writing cannot be truncated: close it first, or set its size by path')
-      h.after = { ...h.after, ...a }
+      await setOnHandle(h, a)
       ok(reqid)
     })
   })
 
-  sftp.on('REMOVE', (reqid, raw) => run(reqid, 'REMOVE', async () => (await fs.unlink(ctx(), path(raw)), ok(reqid))))
+  sftp.on('REMOVE', (reqid, raw) => run(reqid, 'REMOVE', () => afterOwn(raw, async (p) => (await fs.unlink(ctx(), p), ok(reqid)))))
   sftp.on('RMDIR', (reqid, raw) => run(reqid, 'RMDIR', async () => (await fs.rmdir(ctx(), path(raw)), ok(reqid))))
   // Attributes sent with MKDIR are not applied (as with OPEN).
   sftp.on('MKDIR', (reqid, raw) => run(reqid, 'MKDIR', async () => (await fs.mkdir(ctx(), path(raw)), ok(reqid))))
   // SFTP v3's RENAME never replaces an existing target (posix-rename@openssh.com does).
   sftp.on('RENAME', (reqid, from, to) => {
-    run(reqid, 'RENAME', async () => (await fs.rename(ctx(), path(from), path(to), { overwrite: false }), ok(reqid)))
+    run(reqid, 'RENAME', async () => {
+      const [a, b] = [path(from), path(to)]
+      await settled([a, b])
+      await fs.rename(ctx(), a, b, { overwrite: false })
+      ok(reqid)
+    })
   })
   sftp.on('REALPATH', (reqid, raw) => {
     run(reqid, 'REALPATH', () => {
@@ -294,6 +382,7 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
         ctx,
         path,
         file: (id) => fileOf(id).file,
+        settled,
         ok: () => ok(reqid),
         reply: (bytes) => sftp.extendedReply(reqid, bytes),
       }),

@@ -112,7 +112,7 @@ t.test('unknown endpoint → 404 NOT_FOUND JSON; wrong method → 400', async (t
   const token = await tmpSession(url)
   await expectError(t, await fetch(`${url}/api/files/nope?path=/`), 404, 'NOT_FOUND', 'unknown file endpoint')
   await expectError(t, await fetch(`${url}/no/such/thing`), 404, 'NOT_FOUND', 'unknown path')
-  await expectError(t, await fetch(`${url}/`), 404, 'NOT_FOUND', 'the bare root')
+  await expectError(t, await fetch(`${url}/s`), 404, 'NOT_FOUND', 'a share page with no id')
   await expectError(t, await fetch(`${url}/api/files/ls/extra?path=/`), 404, 'NOT_FOUND', 'a known endpoint with a suffix')
   const call = api(url, token)
   await expectError(t, await call('GET', '/api/files/mv', { from: '/a', to: '/b' }), 400, 'INVALID_INPUT', 'GET mv')

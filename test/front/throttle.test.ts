@@ -117,8 +117,7 @@ t.test('counts kept in the store: lock-outs kept, scopes and throttles apart, sh
   const th = new Throttle({ state, max: 3, windowMs: 60_000, what: 'tests' })
   for (let i = 0; i < 3; i++) await th.attempt('s', '10.0.0.1')
   await t.rejects(th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'locked out after 3')
-  await th.attempt('other', '10.0.0.1')
-  await th.succeeded('other', '10.0.0.1')
+  await (await th.begin('other', '10.0.0.1')).right('forget')
   await t.rejects(th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'a success in another scope changes nothing')
   await new Throttle({ state, max: 3, windowMs: 60_000, what: 'other tests' }).attempt('s', '10.0.0.1')
   for (let i = 0; i < 1000; i++) await th.attempt('s', `10.1.${i >> 8}.${i & 255}`)
@@ -152,21 +151,32 @@ t.test('IPv6 addresses count by their /64; IPv4-mapped ones as IPv4', async (t) 
   await t.rejects(th.attempt('s', '2001:db8:1:2::3'), { code: 'RATE_LIMITED' }, 'rotating addresses inside a /64 does not help')
 })
 
-t.test('refund takes back one attempt, not the failures before it', async (t) => {
+t.test('a right attempt takes back its own count, not the failures before it; a refused one counts nothing; near the limit, attempts wait for those being checked', async (t) => {
   const state = await openSqliteState(t.testdir())
   t.teardown(() => state.close())
   const th = new Throttle({ state, max: 3, windowMs: 60_000, what: 'tries' })
-  await th.attempt('s', '10.0.0.1')
-  await th.attempt('s', '10.0.0.1')
-  await th.attempt('s', '10.0.0.1') // the third: locked, until it turns out to have succeeded
-  await th.refund('s', '10.0.0.1')
-  await th.attempt('s', '10.0.0.1') // the third failure
-  await t.rejects(th.attempt('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'two failures and one more: locked')
-  await th.refund('s', '10.0.0.9')
-  await th.attempt('s', '10.0.0.9')
-  await th.attempt('s', '10.0.0.9')
-  await th.attempt('s', '10.0.0.9')
-  await t.rejects(th.attempt('s', '10.0.0.9'), { code: 'RATE_LIMITED' }, 'a refund for an address never seen gave nothing in advance')
+  const count = async () => (await state.throttlePeek(`tries\t10.0.0.1\ts`, Date.now()))?.count ?? 0
+  await (await th.begin('s', '10.0.0.1')).wrong()
+  await (await th.begin('s', '10.0.0.1')).wrong()
+  const third = await th.begin('s', '10.0.0.1')
+  t.equal(await count(), 3, 'an attempt being checked is counted')
+  let fourthIn = false
+  const fourth = th.begin('s', '10.0.0.1').then((a) => ((fourthIn = true), a))
+  await new Promise((r) => setTimeout(r, 100))
+  t.equal(fourthIn, false, 'a fourth waits while the third is being checked')
+  t.equal(await count(), 3, 'and is not counted meanwhile')
+  await third.right()
+  const admitted = await fourth
+  t.ok(fourthIn, 'the third was right: the fourth is checked')
+  t.equal(await count(), 3, 'two failures and the fourth, the right third taken back')
+  await admitted.wrong()
+  await t.rejects(th.begin('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'three failures: locked')
+  await t.rejects(th.begin('s', '10.0.0.1'), { code: 'RATE_LIMITED' }, 'still locked')
+  t.equal(await count(), 3, 'refused attempts are not counted')
+  const last = await th.begin('s', '10.0.0.9')
+  await last.right()
+  await last.right()
+  t.equal(await state.throttlePeek(`tries\t10.0.0.9\ts`, Date.now()), null, 'a ticket settles once: nothing given in advance')
 })
 
 t.test('check and failed, for signatures: a success counts nothing, failures lock out as attempts do', async (t) => {

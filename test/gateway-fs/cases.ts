@@ -288,9 +288,12 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       t.equal(readFileSync(join(f.backing, 'new'), 'utf8'), 'fresh', 'exclusive create')
 
       h = await f.fs.open(ctx(), '/empty', PUT)
-      t.match(await f.fs.stat(ctx(), '/empty'), { kind: 'file', size: 0 }, 'a file being created is there for stat (sshfs stats it right after OPEN)')
       await h.write(0, Buffer.from('abc'))
-      t.match(await f.fs.lstat(ctx(), '/empty'), { kind: 'file', size: 3 }, 'and for lstat, with what was written')
+      t.match(await h.stat(), { kind: 'file', size: 3 }, 'a file being created: its handle counts what was written')
+      // Other handles, sessions and doors see the storage: nothing before close (an SFTP
+      // session shows its own files itself, gateways/sftp/own-writes.ts).
+      await rejects(t, f.fs.stat(ctx(), '/empty'), 'ENOENT', 'not there for the view’s stat before close')
+      await rejects(t, f.fs.lstat(ctx(), '/empty'), 'ENOENT', 'nor lstat')
       t.notOk(names(f.backing).includes('empty'), 'not on the storage before close')
       h.abort()
       await rejects(t, f.fs.stat(ctx(), '/empty'), 'ENOENT', 'gone with an abort')
@@ -337,6 +340,39 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       t.equal(readFileSync(join(f.backing, 'd'), 'utf8'), 'w+')
       t.same(f.staged(), [], 'no staging file left')
       t.same(names(f.backing), ['a', 'b', 'c', 'd', 'empty', 'new'], 'no temporary file left')
+    })
+
+    await t.test('truncate on an open handle: cut or extended where written in place or staged; an upload keeps its size', async (t) => {
+      const f = await make(t)
+      // scp over SFTP: writes over the old file without truncation, then sets the size it wrote.
+      f.put('over', 'the old content, longer')
+      let h = await f.fs.open(ctx(), '/over', flags({ write: true, create: true }))
+      await h.write(0, Buffer.from('new'))
+      await h.truncate(3)
+      t.equal((await h.stat()).size, 3, 'stat after truncate: the new size')
+      await h.truncate(5)
+      await h.close()
+      t.same(readFileSync(join(f.backing, 'over')), Buffer.from('new\0\0'), 'cut, then extended with zeros, committed')
+
+      f.put('rw', '0123456789')
+      h = await f.fs.open(ctx(), '/rw', flags({ read: true, write: true }))
+      await h.write(0, Buffer.from('ab'))
+      await h.truncate(4)
+      t.equal(Buffer.from(await h.read(0, 100)).toString(), 'ab23', 'reads after truncate see the new end')
+      await h.close()
+      t.equal(readFileSync(join(f.backing, 'rw'), 'utf8'), 'ab23')
+
+      h = await f.fs.open(ctx(), '/put', PUT)
+      await h.write(0, Buffer.from('0123456789'))
+      await h.truncate(10)
+      await rejects(t, h.truncate(4), 'ENOTSUP', 'an upload in order cannot be cut')
+      await h.close()
+      t.equal(readFileSync(join(f.backing, 'put'), 'utf8'), '0123456789', 'the upload is whole')
+
+      const r = await f.fs.open(ctx(), '/put', R)
+      await rejects(t, r.truncate(1), 'EACCES', 'a read handle cannot truncate')
+      await r.close()
+      t.same(f.staged(), [], 'no staging file left')
     })
 
     await t.test('append then abort: the old content stays, no staging copy is left', async (t) => {

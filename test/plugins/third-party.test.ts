@@ -163,7 +163,7 @@ t.test('a plugin that fails at start-up stops it, naming the plugin', async (t) 
     ['refuses its options', [{ ...EXAMPLE, options: { colour: 'red' } }], /plugin "plg_example" refused to start: unknown option "colour"/],
     ['is not where the path says', [{ name: 'plg_gone', path: '/nonexistent/plg_gone/index.js' }], /plugin "plg_gone" failed to load from \/nonexistent\/plg_gone\/index\.js/],
     ['is named otherwise', [{ name: 'plg_renamed', path: fixture('plg_example') }], /plugin "plg_renamed" \(.*\): it is named "plg_example"/],
-    ['is not built in and has no path', ['plg_nope'], /no built-in plugin is named "plg_nope" \(built in: plg_image_ascii\); a third-party plugin needs/],
+    ['is not built in and has no path', ['plg_nope'], /no built-in plugin is named "plg_nope" \(built in: plg_image_ascii, plg_image_thumbnail\); a third-party plugin needs/],
     ['takes a built-in name', [{ name: 'plg_image_ascii', path: fixture('plg_example') }], /"plg_image_ascii" is a built-in plugin's name/],
   ]
   for (const [what, plugins, message] of cases) {

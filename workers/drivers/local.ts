@@ -21,15 +21,19 @@
  * hard-linked to it when the target must not be replaced) once complete. It is
  * created, committed and cleaned up through its folder's pin: a folder moved or
  * removed meanwhile fails the upload and keeps no temporary file, and removing a
- * folder removes the hidden files of uploads in progress there.
+ * folder removes the hidden files of uploads in progress there. Those a whole-process
+ * crash left are swept (local/temp-sweep.ts): when a root is first used in a worker
+ * thread and hourly while it is used, once unchanged for an hour; a live upload
+ * touches its file every few minutes, so it is never taken for one.
  */
 import { constants as fsc, type Stats } from 'node:fs'
 import * as fs from 'node:fs/promises'
 import * as nodePath from 'node:path'
 import type { ByteRange, Driver, Entry, Features, OpContext, Space, WriteOptions } from '../../core/driver.js'
 import { FsError, type FsErrorCode, isFsError } from '../../core/errors.js'
-import { baseName } from '../../core/paths.js'
+import { baseName, parentOf } from '../../core/paths.js'
 import { createPathPinner, createPinner, type Pin, type PinOptions, type Pinner } from './local/pin.js'
+import { TEMP_SWEEP_DEFAULTS, type TempSweepOptions, liveUpload, sweepIfDue } from './local/temp-sweep.js'
 import { isTempUploadName, tempUploadName } from './upload-names.js'
 import { inParallel } from '../inflight.js'
 
@@ -42,6 +46,8 @@ export interface LocalConfig {
   readonly createRoot?: boolean
   /** 'path' forces the portable containment of systems without /proc/self/fd (for tests). */
   readonly pinning?: 'auto' | 'path'
+  /** When crash debris (hidden upload files) is swept (default TEMP_SWEEP_DEFAULTS); false: never (for tests). */
+  readonly tempSweep?: TempSweepOptions | false
 }
 
 /** Bytes per read chunk: large chunks are what make loopback downloads fast (see bench). */
@@ -99,10 +105,18 @@ class LocalDriver implements Driver {
   readonly features = FEATURES
   readonly #realRoot: string
   readonly #pinner: Pinner
+  readonly #sweep: TempSweepOptions | false
 
-  constructor(realRoot: string, pinner: Pinner) {
+  constructor(realRoot: string, pinner: Pinner, sweep: TempSweepOptions | false) {
     this.#realRoot = realRoot
     this.#pinner = pinner
+    this.#sweep = sweep
+    this.sweepDue()
+  }
+
+  /** Sweeps the crash debris of the root in the background if this thread has not lately. @returns the sweep, for tests */
+  sweepDue(): Promise<number> | null {
+    return this.#sweep === false ? null : sweepIfDue(this.#realRoot, this.#sweep)
   }
 
   async stat(_ctx: OpContext, path: string): Promise<Entry> {
@@ -181,10 +195,15 @@ class LocalDriver implements Driver {
       const existing = await this.#target(dir, name, path)
       if (existing?.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
       if (existing && opts.overwrite === false) throw new FsError('EEXIST', `${path}: already exists`, { path })
-      const tmp = dir.child(tempUploadName(ctx, path))
+      this.sweepDue()
+      const tmpName = tempUploadName(ctx, path)
+      const tmp = dir.child(tmpName)
       let fh: fs.FileHandle | null = null
+      let ended = (): void => {}
       try {
         fh = await fs.open(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o644)
+        const open = fh
+        ended = liveUpload(nodePath.join(this.#realRoot, parentOf(path), tmpName), () => open.utimes(new Date(), new Date()))
         for await (const chunk of body) {
           if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled', { path })
           await writeAll(fh, chunk)
@@ -208,6 +227,8 @@ class LocalDriver implements Driver {
         // Through the folder's descriptor: found wherever the folder went meanwhile.
         await fs.unlink(tmp).catch(() => {})
         throw err
+      } finally {
+        ended()
       }
     })
   }
@@ -458,5 +479,5 @@ export async function createLocalDriver(cfg: LocalConfig): Promise<Driver> {
   } catch (err) {
     throw isFsError(err) ? err : new FsError('ENOENT', 'the storage root folder does not exist', { cause: err })
   }
-  return new LocalDriver(real, cfg.pinning === 'path' ? createPathPinner(real) : await createPinner(real))
+  return new LocalDriver(real, cfg.pinning === 'path' ? createPathPinner(real) : await createPinner(real), cfg.tempSweep ?? TEMP_SWEEP_DEFAULTS)
 }

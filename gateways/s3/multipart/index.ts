@@ -27,13 +27,14 @@ export interface Multipart {
  * `<staging_dir>/s3-multipart/` (where every node reaches), records in the state store;
  * swept now (in the background) and periodically.
  */
-export function createMultipart(ctx: Pick<GatewayContext, 'state' | 'stagingDir' | 'log'>, opts: { readonly expiryHours: number; readonly meta: Pick<ObjectMeta, 'put'> }): Multipart {
+export function createMultipart(ctx: Pick<GatewayContext, 'state' | 'stagingDir' | 'log' | 'stagingQuota'>, opts: { readonly expiryHours: number; readonly meta: Pick<ObjectMeta, 'put'> }): Multipart {
   const uploads = new MultipartUploads({
     state: ctx.state,
     stagingDir: join(ctx.stagingDir, 's3-multipart'),
     meta: opts.meta,
     expiryMs: opts.expiryHours * 3_600_000,
     log: (level, msg, fields) => ctx.log(level, msg, fields),
+    quota: ctx.stagingQuota,
   })
   uploads.start().catch((err: unknown) => ctx.log('warn', 's3 multipart sweep failed', { error: String(err) }))
   return {

@@ -4,7 +4,8 @@
  * `<staging dir>/<uploadId>/` (0700), one file per part (0600, `<number>.<random>`, so a
  * part re-sent while the previous one is read by a Complete never overwrites it). Parts
  * are streamed to disk as they arrive, their MD5 computed on the way: memory stays at
- * one chunk whatever the part's size.
+ * one chunk whatever the part's size. Each byte is charged to its upload's hold
+ * (core/staging-quota.ts) before it is written.
  */
 import { randomBytes } from 'node:crypto'
 import { createReadStream } from 'node:fs'
@@ -12,6 +13,7 @@ import * as fs from 'node:fs/promises'
 import { join } from 'node:path'
 import { md5While } from '../meta/md5.js'
 import { stagingError } from '../../../core/errors.js'
+import type { StagingHold } from '../../../core/staging-quota.js'
 
 /** An upload id: 32 hex digits (128 random bits); nothing else ever names a folder here. */
 export const UPLOAD_ID = /^[0-9a-f]{32}$/
@@ -52,20 +54,28 @@ export class PartStaging {
    * end, a client gone) removes the file too.
    * @throws UploadGone when the upload's folder is gone (aborted, swept)
    */
-  async write(id: string, number: number, body: AsyncIterable<Uint8Array>, maxBytes: number): Promise<{ file: string; size: number; md5: string }> {
+  async write(id: string, number: number, body: AsyncIterable<Uint8Array>, maxBytes: number, hold?: StagingHold, reserved = 0): Promise<{ file: string; size: number; md5: string }> {
     const file = `${String(number).padStart(5, '0')}.${randomBytes(8).toString('hex')}`
     const path = join(this.#uploadDir(id), file)
     let fh: fs.FileHandle
     try {
       fh = await fs.open(path, 'wx', 0o600)
     } catch (err) {
+      hold?.shrink(reserved)
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new UploadGone()
       throw stagingError(err)
     }
     const hashed = md5While(body)
+    // `reserved` bytes were charged to `hold` before the body was read (its declared
+    // length); the bytes past them are charged as they come, before they are written.
+    let charged = reserved
     try {
       for await (const chunk of hashed.body) {
         if (hashed.bytes > maxBytes) throw new PartTooLarge()
+        if (hold && hashed.bytes > charged) {
+          await hold.grow(hashed.bytes - charged)
+          charged = hashed.bytes
+        }
         let done = 0
         while (done < chunk.byteLength) done += (await fh.write(chunk, done, chunk.byteLength - done)).bytesWritten
       }
@@ -73,8 +83,10 @@ export class PartStaging {
     } catch (err) {
       await fh.close().catch(() => {})
       await fs.rm(path, { force: true })
+      hold?.shrink(charged)
       throw stagingError(err)
     }
+    if (charged > hashed.bytes) hold?.shrink(charged - hashed.bytes)
     return { file, size: hashed.bytes, md5: hashed.digest() }
   }
 
@@ -83,9 +95,12 @@ export class PartStaging {
     yield* createReadStream(join(this.#uploadDir(id), file), { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>
   }
 
-  /** Removes one part file (a replaced part); gone already is fine. */
-  async removePart(id: string, file: string): Promise<void> {
-    await fs.rm(join(this.#uploadDir(id), file), { force: true })
+  /** Removes one part file (a replaced part); gone already is fine. @returns the bytes it held (0: gone already) */
+  async removePart(id: string, file: string): Promise<number> {
+    const path = join(this.#uploadDir(id), file)
+    const size = await fs.stat(path).then((st) => st.size, () => 0)
+    await fs.rm(path, { force: true })
+    return size
   }
 
   /** Removes an upload's folder and everything in it. */

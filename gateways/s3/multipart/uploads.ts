@@ -28,6 +28,7 @@ import { compareKeys, keyPath } from '../keys.js'
 import { type ObjectMeta, fromRecordedMeta, multipartEtag, unquoteEtag } from '../meta/index.js'
 import { statObject } from '../objects.js'
 import { type S3Request, makeFolders, statBucket, unmakeFolders } from '../request.js'
+import type { StagingHold, StagingQuota } from '../../../core/staging-quota.js'
 import { PartStaging, PartTooLarge, UPLOAD_ID, UploadGone, newUploadId } from './staging.js'
 import type { RequestedPart } from './xml.js'
 
@@ -49,6 +50,8 @@ export interface MultipartOptions {
   /** Uploads not completed this long after their creation are removed (`s3.multipart_expiry_hours`). */
   readonly expiryMs: number
   readonly log?: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void
+  /** The bounds on staged bytes (per gateway user, in total, the disk's reserve); none: unbounded. */
+  readonly quota?: StagingQuota
 }
 
 export interface PartInfo {
@@ -78,6 +81,8 @@ export class MultipartUploads {
   readonly #staging: PartStaging
   /** Uploads being completed in this process: a second Complete waits for none, it is refused. */
   readonly #completing = new Set<string>()
+  /** The staged bytes of each upload, counted against its user's and the server's limits. */
+  readonly #holds = new Map<string, StagingHold>()
   #timer: NodeJS.Timeout | null = null
 
   constructor(opts: MultipartOptions) {
@@ -93,6 +98,30 @@ export class MultipartUploads {
     }, every)
     this.#timer.unref()
     await this.sweep()
+    await this.#adopt()
+  }
+
+  /** Counts the parts staged before a restart against their users' limits. */
+  async #adopt(): Promise<void> {
+    if (!this.#o.quota) return
+    for (const up of await this.#o.state.expiredMultipartUploads(Number.MAX_SAFE_INTEGER)) {
+      if (up.completed_etag !== null || this.#holds.has(up.id)) continue
+      const parts = await this.#o.state.listMultipartParts(up.id)
+      this.#hold(up.id, up.user)?.setTo(parts.reduce((n, p) => n + p.size, 0))
+    }
+  }
+
+  /** The hold of upload `id`'s staged bytes (made on first use); none without a quota. */
+  #hold(id: string, user: string): StagingHold | undefined {
+    if (!this.#o.quota) return undefined
+    let h = this.#holds.get(id)
+    if (!h) this.#holds.set(id, (h = this.#o.quota.hold(this.#staging.dir, { login: `gateway:${user}`, share: null })))
+    return h
+  }
+
+  #dropHold(id: string): void {
+    this.#holds.get(id)?.release()
+    this.#holds.delete(id)
   }
 
   stop(): void {
@@ -123,9 +152,9 @@ export class MultipartUploads {
    */
   async uploadPart(r: S3Request, id: string, partNumber: string | null): Promise<string> {
     const number = this.#partNumber(partNumber)
-    await this.#upload(r, id, { write: true })
+    const up = await this.#upload(r, id, { write: true })
     if (r.caller.contentLength !== null && r.caller.contentLength > MAX_PART_BYTES) throw tooLarge()
-    return this.#store(id, number, r.caller.body)
+    return this.#store(up, number, r.caller.body, r.caller.contentLength ?? 0)
   }
 
   /**
@@ -134,7 +163,7 @@ export class MultipartUploads {
    */
   async copyPart(r: S3Request, id: string, partNumber: string | null, source: { readonly bucket: string; readonly key: string; readonly range: string | undefined }): Promise<{ etag: string; modified: number }> {
     const number = this.#partNumber(partNumber)
-    await this.#upload(r, id, { write: true })
+    const up = await this.#upload(r, id, { write: true })
     const src = await statObject({ ...r, bucket: source.bucket }, source.key)
     if (src.folder) throw new S3Error('InvalidRequest', 'A folder marker cannot be copied on this server.', 400)
     const { start, end } = copyRange(source.range, src.entry.size)
@@ -152,7 +181,7 @@ export class MultipartUploads {
         await h.close().catch(() => {})
       }
     }
-    const etag = await this.#store(id, number, bytes())
+    const etag = await this.#store(up, number, bytes(), end - start + 1)
     return { etag, modified: Date.now() }
   }
 
@@ -214,6 +243,7 @@ export class MultipartUploads {
     }
     await this.#o.state.completeMultipartUpload(id, etag)
     await this.#staging.remove(id)
+    this.#dropHold(id)
     return etag
   }
 
@@ -255,12 +285,18 @@ export class MultipartUploads {
       const up = UPLOAD_ID.test(name) ? await this.#o.state.getMultipartUpload(name) : null
       if (!up || up.completed_etag !== null) {
         await this.#staging.removeEntry(name)
+        if (UPLOAD_ID.test(name)) this.#dropHold(name)
         continue
       }
       const known = new Set((await this.#o.state.listMultipartParts(name)).map((p) => p.file))
       for (const f of await this.#staging.files(name)) {
         if (!known.has(f) && (await this.#staging.idleFor(name, f)) >= PART_IDLE_MS) await this.#staging.removePart(name, f)
       }
+    }
+    // Uploads another node (sharing the staging folder) completed or aborted: no longer counted here.
+    for (const id of [...this.#holds.keys()]) {
+      const up = await this.#o.state.getMultipartUpload(id)
+      if ((!up || up.completed_etag !== null) && !this.#completing.has(id)) this.#dropHold(id)
     }
     if (removed > 0) this.#o.log?.('info', 's3 multipart uploads expired', { count: removed })
     return removed
@@ -297,28 +333,43 @@ export class MultipartUploads {
     return chosen
   }
 
-  /** Streams a part to staging and records it, replacing one of the same number. @returns its MD5 */
-  async #store(id: string, number: number, body: AsyncIterable<Uint8Array>): Promise<string> {
+  /**
+   * Streams a part to staging and records it, replacing one of the same number. Its
+   * declared length (`expected`) is charged to the upload's hold before any byte is read:
+   * over a limit, the answer comes before the body. @returns its MD5
+   */
+  async #store(up: MultipartUploadRecord, number: number, body: AsyncIterable<Uint8Array>, expected: number): Promise<string> {
+    const id = up.id
+    const hold = this.#hold(id, up.user)
     let part: { file: string; size: number; md5: string }
     try {
-      part = await this.#staging.write(id, number, body, MAX_PART_BYTES)
+      if (hold && expected > 0) await hold.grow(expected)
+      part = await this.#staging.write(id, number, body, MAX_PART_BYTES, hold, hold ? expected : 0)
     } catch (err) {
-      if (err instanceof UploadGone) throw noSuchUpload(id)
+      if (err instanceof UploadGone || (isFsError(err) && err.code === 'ECANCELED' && !this.#holds.has(id))) {
+        this.#dropHold(id)
+        throw noSuchUpload(id)
+      }
       if (err instanceof PartTooLarge) throw tooLarge()
-      throw err
+      throw quotaError(err)
     }
     const prev = await this.#o.state.putMultipartPart({ upload_id: id, number, size: part.size, etag: part.md5, file: part.file, modified: Date.now() })
     if (prev === 'no-upload') {
       await this.#staging.removePart(id, part.file) // aborted while it streamed in
+      this.#dropHold(id)
       throw noSuchUpload(id)
     }
-    if (prev !== null && !this.#completing.has(id)) await this.#staging.removePart(id, prev)
+    if (prev !== null && !this.#completing.has(id)) {
+      const freed = await this.#staging.removePart(id, prev)
+      hold?.shrink(freed)
+    }
     return part.md5
   }
 
   async #remove(id: string): Promise<void> {
     await this.#o.state.deleteMultipartUpload(id)
     await this.#staging.remove(id)
+    this.#dropHold(id)
   }
 
   /**
@@ -345,6 +396,19 @@ export class MultipartUploads {
     }
     return n
   }
+}
+
+/**
+ * A refusal of the staging bounds (core/staging-quota.ts) in S3's words: the user's own
+ * limit is EntityTooLarge (400: a retry cannot help, the upload must be finished or
+ * aborted first); the server's total or its disk's reserve is InsufficientStorage (507),
+ * as a full disk is answered. Anything else is returned as it was.
+ */
+function quotaError(err: unknown): unknown {
+  if (!isFsError(err)) return err
+  if (err.code === 'EFBIG') return new S3Error('EntityTooLarge', `Your proposed upload exceeds the maximum allowed size: ${err.message}`, 400)
+  if (err.code === 'ENOSPC') return new S3Error('InsufficientStorage', err.message, 507)
+  return err
 }
 
 const tooLarge = () => new S3Error('EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size', 400, { MaxSizeAllowed: String(MAX_PART_BYTES) })

@@ -18,8 +18,8 @@ import type { Duplex } from 'node:stream'
 import { type Attrs, Fields, Malformed, Out, PACKET, STATUS, sizeOf } from './codec.js'
 import { PacketReader } from './framing.js'
 
-/** The accepted subsystem channel (ssh2's `ServerChannel`). */
-export type SftpChannel = Duplex & { close(): void }
+/** The accepted subsystem channel (ssh2's `ServerChannel`; `exit` sends exit-status). */
+export type SftpChannel = Duplex & { close(): void; exit?(status: number): void }
 
 export interface NameEntry {
   readonly filename: string
@@ -111,7 +111,7 @@ export class SftpServer {
         // Never thrown out of an event handler: that would take the whole process down.
         if (err instanceof Malformed) this.opts.log('info', 'sftp protocol error: channel closed', { err: err.message })
         else this.opts.log('error', 'sftp session failed: channel closed', { err: String((err as Error)?.stack ?? err) })
-        this.end()
+        this.end(1)
       }
     })
     // The client is done (EOF): close our side too, or it waits for us.
@@ -128,10 +128,15 @@ export class SftpServer {
     this.handlers[type] = handler as Partial<Requests>[K]
   }
 
-  /** Ends the channel (both ways). */
-  end(): void {
+  /**
+   * Ends the channel (both ways), with an exit-status first as sshd's subsystems end:
+   * 0 when the client ended the session, else `status`. Without one, OpenSSH's ssh exits
+   * 255, and so does scp (≥ 9 speaks SFTP) after a transfer that went well.
+   */
+  end(status = 0): void {
     if (this.closed) return
     this.flush()
+    this.channel.exit?.(status)
     this.channel.end()
     this.channel.close()
     this.over()

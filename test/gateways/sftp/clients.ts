@@ -29,6 +29,8 @@ export function runCommand(cmd: string, args: readonly string[], opts: { env?: N
   let stderr = ''
   child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()))
   child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()))
+  // A child that leaves before reading all its input (sshfs daemonizes) is no error of the run.
+  child.stdin!.on('error', () => {})
   child.stdin!.end(opts.input ?? '')
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000)
   const done = new Promise<Ran>((resolve) => {
@@ -57,10 +59,10 @@ export function sftpBatch(t: Test, l: Login, batch: string, extra: readonly stri
   return runCommand('/usr/bin/sftp', [...extra, ...SSH_OPTS, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'NumberOfPasswordPrompts=1', '-P', String(l.port), '-b', '-', `${l.user}@127.0.0.1`], { env, input: batch })
 }
 
-/** `ssh ... command` with a password (for the refusal of exec/shell). */
-export function sshExec(t: Test, l: Login, command: string, extra: readonly string[] = []): Promise<Ran> {
+/** `ssh ... command` with a password (for the refusal of exec/shell; `-s` in `extra`: a subsystem), `input` on its stdin. */
+export function sshExec(t: Test, l: Login, command: string, extra: readonly string[] = [], input = ''): Promise<Ran> {
   const env = { ...process.env, SSH_ASKPASS: askpass(serverDir(t, 'askpass'), l.password), SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' }
-  return runCommand('/usr/bin/ssh', [...extra, ...SSH_OPTS, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'NumberOfPasswordPrompts=1', '-p', String(l.port), `${l.user}@127.0.0.1`, command], { env })
+  return runCommand('/usr/bin/ssh', [...extra, ...SSH_OPTS, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'NumberOfPasswordPrompts=1', '-p', String(l.port), `${l.user}@127.0.0.1`, command], { env, input })
 }
 
 /** ssh2's client, logged in, with its SFTP channel; closed at teardown. */
@@ -95,3 +97,12 @@ sftp = paramiko.SFTPClient.from_transport(t)
     timeoutMs: 120_000,
   })
 }
+
+/** OpenSSH `scp` (≥ 9: over SFTP) with a password login; `args` are scp's own (files, -p, -r). */
+export function scp(t: Test, l: Login, args: readonly string[]): Promise<Ran> {
+  const env = { ...process.env, SSH_ASKPASS: askpass(serverDir(t, 'askpass'), l.password), SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' }
+  return runCommand('/usr/bin/scp', [...SSH_OPTS, '-o', 'BatchMode=no', '-o', 'PubkeyAuthentication=no', '-o', 'NumberOfPasswordPrompts=1', '-P', String(l.port), ...args], { env })
+}
+
+/** `user@127.0.0.1:path`, as scp names a remote file. */
+export const remote = (l: Login, path: string): string => `${l.user}@127.0.0.1:${path}`

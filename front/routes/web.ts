@@ -1,0 +1,90 @@
+/**
+ * @module front/routes/web
+ * The web file manager (docs/web.md): its page at `/` and at `/s/<share id>` (the
+ * same page: it reads the path to know whether it opens a share), and its static
+ * files under `/web/` (front/web/). The page uses the public HTTP API only; these
+ * routes serve files and nothing else, with a strict Content-Security-Policy: only
+ * this origin's scripts, styles and fetches, no inline script or style, images and
+ * previews from blob: URLs made by the page itself.
+ */
+import { readFile, readdir } from 'node:fs/promises'
+import { ApiError } from '../../core/api-error.js'
+import type { HttpReply, HttpRequest } from '../../core/http.js'
+
+const TYPES: Readonly<Record<string, string>> = {
+  html: 'text/html; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+}
+/** What a file under /web/ may be named: no folders, no dot files, nothing to climb with. */
+const ASSET_NAME = /^[a-z0-9][a-z0-9-]*\.(?:js|css)$/
+/** A share id as front/shares.ts makes them (URL-safe base64); anything else still gets the page, which says the link is unknown. */
+const SHARE_PAGE = /^\/s\/[A-Za-z0-9_-]{1,64}$/
+
+export const WEB_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' blob: data:",
+  "connect-src 'self'",
+  // A PDF preview is the browser's own viewer in a frame, over a blob: URL the page made.
+  'frame-src blob:',
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ')
+
+const cache = new Map<string, string>()
+let names: Promise<Set<string>> | undefined
+
+/** The folder of the page's files: next to the built module's sources (a build does not copy them; dist/ points back). */
+async function read(file: string): Promise<string> {
+  let text = cache.get(file)
+  if (text === undefined) {
+    text = await readFile(new URL(`../web/${file}`, import.meta.url), 'utf8').catch(() => readFile(new URL(`../../../front/web/${file}`, import.meta.url), 'utf8'))
+    cache.set(file, text)
+  }
+  return text
+}
+
+/** The files under /web/, listed once: a request names one of them or gets 404. */
+function assetNames(): Promise<Set<string>> {
+  names ??= readdir(new URL('../web/', import.meta.url))
+    .catch(() => readdir(new URL('../../../front/web/', import.meta.url)))
+    .then((list) => new Set(list.filter((n) => ASSET_NAME.test(n))))
+  return names
+}
+
+/** The route `path` matches, for the request log (a share id is a credential: never logged); null when not the web app's. */
+export function webPattern(path: string): string | null {
+  if (path === '/') return '/'
+  if (SHARE_PAGE.test(path)) return '/s/{id}'
+  if (path.startsWith('/web/') && ASSET_NAME.test(path.slice('/web/'.length))) return '/web/{file}'
+  return null
+}
+
+/** Answers `/`, `/s/<id>` and `/web/<file>`; null when `path` is none of them. */
+export function webRoute(req: HttpRequest, path: string): Promise<HttpReply> | null {
+  if (path === '/' || SHARE_PAGE.test(path)) return serve(req, 'index.html')
+  if (!path.startsWith('/web/')) return null
+  return (async () => {
+    const file = path.slice('/web/'.length)
+    if (!ASSET_NAME.test(file) || !(await assetNames()).has(file)) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
+    return serve(req, file)
+  })()
+}
+
+async function serve(req: HttpRequest, file: string): Promise<HttpReply> {
+  if (req.method !== 'GET' && req.method !== 'HEAD') throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use GET`)
+  const text = await read(file)
+  const headers = {
+    'content-type': TYPES[file.split('.').pop()!]!,
+    // Files change with a new version of filegate: revalidate rather than keep a stale page.
+    'cache-control': 'no-cache',
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'no-referrer',
+    'content-security-policy': WEB_CSP,
+  }
+  return req.method === 'HEAD' ? { status: 200, headers, length: Buffer.byteLength(text) } : { status: 200, headers, body: text }
+}
