@@ -121,6 +121,15 @@ export interface HttpListenOptions {
    * default: the HTTP API's JSON envelope.
    */
   readonly errorReply?: (err: unknown, req: HttpRequest) => HttpReply
+  /**
+   * The handler needs every header byte as sent and `100 Continue` only once it reads the
+   * body (S3 signs header bytes and checks a request before inviting its body): served by
+   * node:http, since uWS trims bytes outside ASCII at a value's ends and answers 100
+   * Continue itself (docs/http-engines.md).
+   */
+  readonly exactHeaders?: boolean
+  /** What the request log shows for a path (its route; default: the path as sent). */
+  readonly routeOf?: (path: string) => string
 }
 
 export interface HttpListener {

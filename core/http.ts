@@ -17,6 +17,12 @@ export interface HttpRequest {
   header(name: string): string | undefined
   /** Every header, by lower-case name (repeated ones joined as `header` gives them): e.g. S3's `x-amz-meta-*`. */
   headers(): Iterable<readonly [string, string]>
+  /**
+   * A header's value byte for byte as sent (what S3 signs); absent: the UTF-8 of `header`.
+   * Engines differ in how `header` renders bytes outside ASCII (node:http one character
+   * per byte, uWS decoded UTF-8), so a handler that needs the bytes asks for them here.
+   */
+  headerBytes?(name: string): Uint8Array | undefined
   readonly remoteAddress: string
   /** Echoed from the client's X-Request-Id when sane, else generated. */
   readonly requestId: string

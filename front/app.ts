@@ -135,7 +135,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
       }),
     )
   }
-  if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain, multipartExpiryHours: config.s3.multipart_expiry_hours }))
+  if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain, multipartExpiryHours: config.s3.multipart_expiry_hours, corsOrigins: config.cors.origins }))
   // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
   const publicUrl = () => publicOrigin(config, server?.port ?? config.port)
   if (config.mcp.enabled) {
@@ -240,14 +240,14 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
       oauth.bearer,
     ]),
     listenHttp: async (o) => {
-      const own = await listenWith(http, o.host, o.port, {
+      const own = await listenWith(o.exactHeaders && http.engine === 'uws' ? pickEngine('node') : http, o.host, o.port, {
         handler: o.handler,
         maxBodyBytes: o.maxBodyBytes,
         trustProxy,
         ...(o.errorReply ? { errorReply: o.errorReply } : {}),
         onRequestDone: (r) => {
           // Gateways' paths can carry credentials (presigned URLs keep them in the query, never logged).
-          if (config.log.requests) logger.log(r.status >= 500 ? 'warn' : 'info', 'request', { ...r, port: own.port })
+          if (config.log.requests) logger.log(r.status >= 500 ? 'warn' : 'info', 'request', { ...r, ...(o.routeOf ? { path: o.routeOf(r.path) } : {}), port: own.port })
         },
       })
       return {

@@ -181,6 +181,16 @@ export abstract class Exchange implements HttpRequest {
     return this.#headers.entries()
   }
 
+  headerBytes(name: string): Uint8Array | undefined {
+    const v = this.#headers.get(name)
+    return v === undefined ? undefined : Buffer.from(v, this.headerEncoding)
+  }
+
+  /** How the engine turned a header's bytes into the string `header` gives, so `headerBytes` can turn it back. */
+  protected get headerEncoding(): 'latin1' | 'utf8' {
+    return 'utf8'
+  }
+
   abstract get body(): AsyncIterable<Uint8Array>
 
   /** Answers the request: refused before routing, 503 while shutting down, else the handler's reply. */

@@ -23,8 +23,8 @@ const IDLE_TIMEOUT_MS = 60_000
 export async function listenNode(host: string, port: number, opts: ServerOptions): Promise<HttpServer> {
   const inFlight = new InFlight()
   let draining = false
-  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    const exchange = new NodeExchange(req, res, opts)
+  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse, expectsContinue = false): void => {
+    const exchange = new NodeExchange(req, res, opts, expectsContinue)
     inFlight.track(exchange.done)
     exchange.start(draining)
   }
@@ -41,6 +41,10 @@ export async function listenNode(host: string, port: number, opts: ServerOptions
   // An Expect other than 100-continue is served as uWS serves it (RFC 9110 lets a server
   // ignore it), not with node's bare 417 (no envelope, no request id).
   server.on('checkExpectation', onRequest)
+  // `Expect: 100-continue`: the interim 100 goes out when the handler first reads the
+  // body, i.e. once it has checked who is asking and what they may do (node would send it
+  // at once); a request refused before that never invites its body.
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => onRequest(req, res, true))
   // One more than the limit, so that a request over it is seen (and refused with 431).
   server.maxHeadersCount = MAX_HEADERS + 1
   server.setTimeout(IDLE_TIMEOUT_MS, (socket) => socket.destroy())
@@ -86,11 +90,14 @@ class NodeExchange extends Exchange {
   readonly #req: http.IncomingMessage
   readonly #res: http.ServerResponse
   #done = false
+  /** The client waits for `100 Continue` before it sends the body. */
+  #continuePending: boolean
 
-  constructor(req: http.IncomingMessage, res: http.ServerResponse, opts: ServerOptions) {
+  constructor(req: http.IncomingMessage, res: http.ServerResponse, opts: ServerOptions, expectsContinue: boolean) {
     super(headOf(req), opts)
     this.#req = req
     this.#res = res
+    this.#continuePending = expectsContinue
     res.once('close', () => {
       if (!res.writableFinished) {
         this.#done = true
@@ -111,8 +118,17 @@ class NodeExchange extends Exchange {
     return this.#req.complete
   }
 
+  /** node:http gives header values one character per byte (latin1): `headerBytes` is exact. */
+  protected override get headerEncoding(): 'latin1' {
+    return 'latin1'
+  }
+
   async *#readBody(): AsyncGenerator<Uint8Array, void, undefined> {
     if (this.bodyError) throw this.bodyError
+    if (this.#continuePending) {
+      this.#continuePending = false
+      if (!this.#done && !this.#res.headersSent) this.#res.writeContinue()
+    }
     const max = this.opts.maxBodyBytes
     let received = 0
     try {

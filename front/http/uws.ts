@@ -89,7 +89,13 @@ export async function listenUws(host: string, port: number, opts: ServerOptions)
   }
 }
 
-/** Reads everything uWS offers during the handler callback: `req` is valid only then. */
+/**
+ * Reads everything uWS offers during the handler callback: `req` is valid only then.
+ * Header values come decoded as UTF-8, and uWS's parser has already trimmed every byte
+ * outside ASCII from both ends of each (it takes them for white space), which nothing
+ * here can restore: a listener that needs the bytes as sent asks for node:http
+ * (core/gateway.ts, exactHeaders), as the S3 gateway does.
+ */
 function headOf(res: UWS.HttpResponse, req: UWS.HttpRequest) {
   const headers: [string, string][] = []
   req.forEach((k, v) => headers.push([k, v]))

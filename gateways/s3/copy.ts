@@ -2,8 +2,9 @@
  * @module gateways/s3/copy
  * CopyObject: `x-amz-copy-source` (`[/]bucket/key[?versionId=...]`, URL-encoded) onto
  * the request's key, inside the caller's view (ProtocolFs.copy: server-side where the
- * storage can). The metadata directive COPY keeps the source's ETag, Content-Type and
- * `x-amz-meta-*`; REPLACE takes those of the request.
+ * storage can). The metadata directive COPY keeps the source's ETag, Content-Type,
+ * standard headers (Cache-Control, ...) and `x-amz-meta-*`; REPLACE takes those of the
+ * request.
  */
 import type { HttpReply } from '../../core/http.js'
 import { parentOf } from '../../core/paths.js'
@@ -11,7 +12,7 @@ import { evaluate } from './conditions.js'
 import { S3Error } from './errors.js'
 import { decodePathPart, keyPath } from './keys.js'
 import { metaOf, statObject } from './objects.js'
-import { userMetaFrom } from './meta/index.js'
+import { standardHeadersFrom, userMetaFrom } from './meta/index.js'
 import { type S3Request, makeFolders, unmakeFolders } from './request.js'
 import { isoTime } from './xml.js'
 import { xmlReply } from './xml.js'
@@ -46,7 +47,10 @@ export async function copyObject(r: S3Request, source: string): Promise<HttpRepl
     )
   }
   const contentType = r.req.header('content-type')
-  const meta = replace ? { etag: srcMeta.etag, userMeta: userMetaFrom(r.req.headers()), ...(contentType === undefined ? {} : { contentType }) } : srcMeta
+  const headers = standardHeadersFrom(r.req)
+  const meta = replace
+    ? { etag: srcMeta.etag, userMeta: userMetaFrom(r.req), ...(Object.keys(headers).length === 0 ? {} : { headers }), ...(contentType === undefined ? {} : { contentType }) }
+    : srcMeta
   let entry = from.entry
   if (to.path !== from.path) {
     const made = await makeFolders(r, parentOf(to.path))

@@ -13,6 +13,7 @@ import type { HttpHandler, HttpReply, HttpRequest } from '../../core/http.js'
 import { bucketLocation, bucketVersioning, createBucket, deleteBucket, headBucket, listBuckets } from './buckets.js'
 import { type S3Caller, authenticate } from './auth/index.js'
 import { copyObject } from './copy.js'
+import { corsHeaders, listedOrigins, preflight } from './cors.js'
 import { deleteObjects } from './deletes.js'
 import { S3Error, notImplemented, toS3Error } from './errors.js'
 import { decodePathPart } from './keys.js'
@@ -32,6 +33,8 @@ export interface S3HandlerOptions {
   /** Virtual-hosted style: `<bucket>.<baseDomain>` in the Host header names the bucket. null: path-style only. */
   readonly baseDomain: string | null
   readonly multipart?: MultipartRoute
+  /** Browser origins allowed (the service's `cors.origins`): their preflights are answered, their requests get CORS headers. */
+  readonly corsOrigins?: readonly string[]
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 }
 
@@ -49,6 +52,27 @@ const UNSUPPORTED = [
 ]
 
 const isMultipart = (q: URLSearchParams): boolean => q.has('uploads') || q.has('uploadId')
+
+/** Canned ACLs that say what is true here anyway: only the key's user has access. */
+const TRUE_ACLS = new Set(['private', 'bucket-owner-full-control'])
+
+/**
+ * Request headers that ask for something this server would not keep (an ACL granting
+ * others, encryption at rest, object lock, tags): refused with NotImplemented rather
+ * than stored without it, so a client never believes an object is public, encrypted or
+ * locked when it is not. Storage classes are taken as STANDARD (they change no promise).
+ */
+function refuseUnkept(req: HttpRequest): void {
+  const acl = req.header('x-amz-acl')
+  if (acl !== undefined && !TRUE_ACLS.has(acl.trim())) throw notImplemented(`The canned ACL "${acl}"`)
+  for (const [name] of req.headers()) {
+    if (name.startsWith('x-amz-grant-')) throw notImplemented('ACL grants')
+    if (name.startsWith('x-amz-server-side-encryption')) throw notImplemented('Server-side encryption')
+    if (name.startsWith('x-amz-object-lock-')) throw notImplemented('Object lock')
+    if (name === 'x-amz-tagging') throw notImplemented('Object tagging')
+    if (name === 'x-amz-website-redirect-location') throw notImplemented('Website redirects')
+  }
+}
 
 /** Bucket and key of a request: from the Host (virtual-hosted) or the path's first segment. */
 export function address(req: HttpRequest, baseDomain: string | null): { bucket: string; key: string } {
@@ -68,6 +92,7 @@ async function route(r: S3Request, multipart: MultipartRoute | undefined): Promi
   const m = req.method
   const writes = m === 'PUT' || m === 'POST' || m === 'DELETE'
   if (writes && r.caller.fs.readOnly) throw new S3Error('AccessDenied', 'Access Denied: this key is read-only.', 403)
+  if (m === 'PUT' || m === 'POST') refuseUnkept(req)
   const sub = UNSUPPORTED.find((s) => q.has(s))
   if (sub !== undefined) throw notImplemented(`The "${sub}" sub-resource`)
   if (r.bucket === '') {
@@ -117,7 +142,20 @@ const methodNotAllowed = (method: string, what: string): S3Error =>
   new S3Error('MethodNotAllowed', `The specified method is not allowed against this resource (${what}).`, 405, { Method: method, ResourceType: what.replace(/^an? |^the /, '').toUpperCase() })
 
 export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
+  const origins = opts.corsOrigins ?? []
+  const allowed = listedOrigins(origins)
   return async (req) => {
+    const cors = corsHeaders(req, allowed)
+    // A preflight carries no signature: answered before authentication, never a login.
+    if (req.method === 'OPTIONS') {
+      let reply: HttpReply
+      try {
+        reply = preflight(req, allowed, origins.length > 0)
+      } catch (err) {
+        reply = errorReply(req, err, opts.log)
+      }
+      return { ...reply, headers: { ...reply.headers, ...ids(req) } }
+    }
     let caller: S3Caller | null = null
     let reply: HttpReply
     try {
@@ -132,7 +170,7 @@ export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
     const done = reply.finally
     return {
       ...reply,
-      headers: { ...reply.headers, ...ids(req) },
+      headers: { ...reply.headers, ...cors, ...ids(req) },
       finally: (err) => {
         try {
           done?.(err)
@@ -142,6 +180,18 @@ export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
       },
     }
   }
+}
+
+/**
+ * What the request log shows for a path: its shape, never a bucket or key (they are
+ * the user's names; docs/security.md, "Logging"). With virtual-hosted style the
+ * bucket is in the Host, so the shape names one segment less than it holds.
+ */
+export function s3Route(path: string): string {
+  const rest = path.replace(/^\/+/, '')
+  if (rest === '') return '/'
+  const i = rest.indexOf('/')
+  return i < 0 || i === rest.length - 1 ? '/{bucket}' : '/{bucket}/{key}'
 }
 
 /** S3's error document (no body on HEAD, as S3), for the handler's errors and the engine's own refusals. */

@@ -6,7 +6,7 @@
  * buckets (its top-level folders) and their objects.
  */
 import type { Gateway, GatewayContext, HttpListener } from '../../core/gateway.js'
-import { createS3Handler, errorReply } from './handler.js'
+import { createS3Handler, errorReply, s3Route } from './handler.js'
 import { ObjectMeta } from './meta/index.js'
 import { type Multipart, createMultipart } from './multipart/index.js'
 
@@ -22,6 +22,8 @@ export interface S3GatewayOptions {
   readonly multipartExpiryHours?: number
   /** Time requests in flight get to finish at a stop that does not say (default 5 s). */
   readonly graceMs?: number
+  /** Browser origins allowed (the service's `cors.origins`, gateways/s3/cors.ts); default none. */
+  readonly corsOrigins?: readonly string[]
 }
 
 export function createS3Gateway(opts: S3GatewayOptions): Gateway {
@@ -37,10 +39,12 @@ export function createS3Gateway(opts: S3GatewayOptions): Gateway {
       const meta = new ObjectMeta(ctx.state)
       const mp = createMultipart(ctx, { expiryHours: opts.multipartExpiryHours ?? 24, meta })
       multipart = mp
-      const handler = createS3Handler({ login: ctx.login, meta, region: opts.region, baseDomain: opts.baseDomain, log: ctx.log, multipart: (r) => mp.route(r) })
+      const handler = createS3Handler({ login: ctx.login, meta, region: opts.region, baseDomain: opts.baseDomain, log: ctx.log, multipart: (r) => mp.route(r), corsOrigins: opts.corsOrigins ?? [] })
       // Bodies stream: PutObject has no size limit of its own (S3's is 5 GiB; this server streams any size).
       // What the engine refuses itself is answered in S3's shape too (with x-amz-request-id).
-      listener = await ctx.listenHttp({ host: opts.host, port: opts.port, handler, maxBodyBytes: null, errorReply: (err, req) => errorReply(req, err, ctx.log) })
+      // Header bytes exactly as signed, and `100 Continue` only after authentication (core/gateway.ts, exactHeaders).
+      // The request log shows the route, never a bucket or key (docs/security.md).
+      listener = await ctx.listenHttp({ host: opts.host, port: opts.port, handler, maxBodyBytes: null, errorReply: (err, req) => errorReply(req, err, ctx.log), exactHeaders: true, routeOf: s3Route })
       ctx.log('info', 's3 gateway listening', { address: `${opts.host}:${listener.port}`, region: opts.region, base_domain: opts.baseDomain })
     },
     async stop(graceMs?: number) {

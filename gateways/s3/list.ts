@@ -46,8 +46,13 @@ function encodingType(r: S3Request): ((s: string) => string) {
   const v = r.req.query.get('encoding-type')
   if (v === null) return (s) => s
   if (v !== 'url') throw new S3Error('InvalidArgument', 'Invalid Encoding Method specified in Request', 400, { ArgumentName: 'encoding-type', ArgumentValue: v })
-  return (s) => encodeURIComponent(s)
+  // As S3 encodes: every byte that is not unreserved, except `/` (boto3 decodes what
+  // comes back; a `%2F` would reach the user as a different prefix than the one asked).
+  return urlEncodeKey
 }
+
+/** A key or prefix as `encoding-type=url` answers it: percent-encoded UTF-8, `/` left as it is. */
+export const urlEncodeKey = (s: string): string => encodeURIComponent(s).replace(/%2F/g, '/')
 
 /** One page: up to `max` keys and common prefixes after `after`, and whether more follow. */
 async function page(r: S3Request, prefix: string, delimiter: string | null, after: string, max: number): Promise<{ found: Found[]; truncated: boolean }> {
@@ -88,7 +93,8 @@ export async function listObjectsV2(r: S3Request): Promise<HttpReply> {
   const delimiter = q.get('delimiter') || null
   const enc = encodingType(r)
   const max = maxKeys(r)
-  const token = q.get('continuation-token')
+  // An empty `continuation-token=` is no token (SDKs send it on a first page).
+  const token = q.get('continuation-token') || null
   const startAfter = q.get('start-after')
   const after = token !== null ? decodeToken(token) : (startAfter ?? '')
   const { found, truncated } = await page(r, prefix, delimiter, after, max)

@@ -11,7 +11,7 @@ import { parseRange, resolveRange } from '../../core/range.js'
 import { evaluate, etagMatches, preconditionFailed } from './conditions.js'
 import { S3Error, noSuchKey } from './errors.js'
 import { keyPath } from './keys.js'
-import { EMPTY_MD5, type ObjectMetaValue, userMetaFrom } from './meta/index.js'
+import { EMPTY_MD5, type ObjectMetaValue, standardHeadersFrom, userMetaFrom, userMetaHeaders } from './meta/index.js'
 import { type S3Request, codeOf, makeFolders, removeEmptyParents, statBucket, unmakeFolders } from './request.js'
 import { serially } from './commits.js'
 
@@ -47,14 +47,17 @@ const httpDate = (ms: number | null): string => new Date(ms ?? 0).toUTCString()
 
 /** The headers that describe an object (GetObject, HeadObject). */
 function objectHeaders(path: string, entry: FsEntry, m: ObjectMetaValue): Record<string, string> {
-  const h: Record<string, string> = {
+  return {
     etag: `"${m.etag}"`,
     'last-modified': httpDate(entry.mtimeMs),
     'content-type': m.contentType ?? defaultType(path),
     'accept-ranges': 'bytes',
+    ...m.headers,
+    ...userMetaHeaders(m),
+    // Stored content must never run as a page of this origin (as the HTTP API serves files).
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': "sandbox; default-src 'none'",
   }
-  for (const [k, v] of Object.entries(m.userMeta)) h[`x-amz-meta-${k}`] = v
-  return h
 }
 
 /** `response-*` query parameters: headers a (presigned) request asks the reply to carry. */
@@ -150,7 +153,8 @@ async function emptyBody(r: S3Request): Promise<void> {
 
 export async function putObject(r: S3Request): Promise<HttpReply> {
   const { path, folder } = keyPath(r.bucket, r.key)
-  const userMeta = userMetaFrom(r.req.headers())
+  const userMeta = userMetaFrom(r.req)
+  const standard = standardHeadersFrom(r.req)
   const contentType = r.req.header('content-type')
   const ifNoneMatch = r.req.header('if-none-match')
   if (ifNoneMatch !== undefined && ifNoneMatch.trim() !== '*') throw new S3Error('NotImplemented', 'If-None-Match on PutObject takes only "*".', 501)
@@ -193,7 +197,7 @@ export async function putObject(r: S3Request): Promise<HttpReply> {
   }
   let etag: string
   try {
-    etag = await writeBody(r, handle, path, metadata)
+    etag = await writeBody(r, handle, path, { ...metadata, ...(Object.keys(standard).length === 0 ? {} : { headers: standard }) })
   } catch (err) {
     await unmakeFolders(r, made)
     throw exclusive && codeOf(err) === 'EEXIST' ? preconditionFailed('If-None-Match') : err

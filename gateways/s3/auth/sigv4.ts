@@ -88,9 +88,21 @@ class StringsToSign extends SignatureV4 {
   constructor() {
     super({ service: 's3', region: 'unused', credentials: { accessKeyId: '', secretAccessKey: '' }, sha256: Sha256, uriEscapePath: false, applyChecksum: false })
   }
-  make(request: SmithyRequest, signed: ReadonlySet<string>, payloadHash: string, longDate: string, scope: string): Promise<string> {
-    const canonical = this.createCanonicalRequest(request, getCanonicalHeaders(request, undefined, signed as Set<string>), payloadHash)
-    return this.createStringToSign(longDate, scope, canonical, ALGORITHM_IDENTIFIER)
+  /** `request.headers` hold each value's bytes one character per byte (rawValue). */
+  make(request: SmithyRequest, signed: ReadonlySet<string>, payloadHash: string, longDate: string, scope: string): string {
+    const headers = getCanonicalHeaders(request, undefined, signed as Set<string>)
+    const canonical = this.createCanonicalRequest(request, headers, payloadHash)
+    // Hashed as bytes: the method, path and query lines as UTF-8 (as smithy would), the
+    // header lines byte for byte, the rest ASCII. No line holds a newline of its own
+    // (header values cannot; the query is encoded).
+    const lines = canonical.split('\n')
+    const headerEnd = 3 + Object.keys(headers).length
+    const bytes = Buffer.concat([
+      Buffer.from(lines.slice(0, 3).join('\n') + '\n', 'utf8'),
+      Buffer.from(lines.slice(3, headerEnd).join('\n'), 'latin1'),
+      Buffer.from('\n' + lines.slice(headerEnd).join('\n'), 'utf8'),
+    ])
+    return `${ALGORITHM_IDENTIFIER}\n${longDate}\n${scope}\n${sha256Hex(bytes)}`
   }
 }
 const strings = new StringsToSign()
@@ -110,6 +122,13 @@ function parseLongDate(s: string): number {
   return new Date(t).getUTCDate() === d && h < 24 && mi < 60 && se < 60 ? t : NaN
 }
 const toLongDate = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/[-:]/g, '')
+
+/** A header's bytes as sent, one character per byte (the engine's `headerBytes`; else the value's UTF-8). */
+function rawValue(req: HttpRequest, name: string): string {
+  const bytes = req.headerBytes?.(name)
+  if (bytes !== undefined) return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1')
+  return Buffer.from(req.header(name) ?? '', 'utf8').toString('latin1')
+}
 
 /** Whether the request carries any signature at all (else it is anonymous). */
 export const isSigned = (req: HttpRequest): boolean => req.header('authorization') !== undefined || req.query.has('X-Amz-Signature') || req.query.has('X-Amz-Algorithm')
@@ -184,8 +203,10 @@ export async function readClaims(req: HttpRequest, opts: { readonly region: stri
   if (unsigned.length > 0) throw new S3Error('AccessDenied', 'There were headers present in the request which were not signed', 403, { HeadersNotSigned: unsigned.join(', ') })
 
   // Null-prototype records: a header or parameter named __proto__ is data like any other.
+  // Each value is its bytes as sent, one character per byte: the canonical request is
+  // hashed over those bytes (a value outside ASCII is signed as the client sent it).
   const headers: Record<string, string> = Object.create(null) as Record<string, string>
-  for (const h of signed) headers[h] = req.header(h) ?? ''
+  for (const h of signed) headers[h] = rawValue(req, h)
   const query: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>
   for (const [k, v] of req.query) {
     const had = query[k]
@@ -195,7 +216,7 @@ export async function readClaims(req: HttpRequest, opts: { readonly region: stri
   const stringsToSign: string[] = []
   for (const path of canonicalPaths(req.path)) {
     const request = { method: req.method, protocol: 'http:', hostname: headers.host ?? '', path, query, headers } as SmithyRequest
-    stringsToSign.push(await strings.make(request, set, payloadHash, longDate, scope))
+    stringsToSign.push(strings.make(request, set, payloadHash, longDate, scope))
   }
   return { accessKeyId, longDate, scope, shortDate, region, signature: parts.signature, payloadHash, presigned, stringsToSign }
 }

@@ -37,25 +37,88 @@ export interface ObjectMetaValue {
   readonly contentType?: string
   /** `x-amz-meta-*` without the prefix, lower-case names. */
   readonly userMeta: Readonly<Record<string, string>>
+  /** The standard object headers the writer gave (STANDARD_HEADERS), lower-case names; absent: none. */
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** The object headers S3 keeps as the writer sent them and answers on GET and HEAD, as Content-Type. */
+export const STANDARD_HEADERS = ['cache-control', 'content-disposition', 'content-encoding', 'content-language', 'expires'] as const
+
+/**
+ * A recorded `user_meta` (state store, multipart uploads) holds the standard headers too,
+ * under their name behind a colon: no `x-amz-meta-*` name can have one (header names
+ * are tokens), so the two never mix.
+ */
+const STANDARD_MARK = ':'
+
+/** The standard object headers of a request. */
+export function standardHeadersFrom(req: { header(name: string): string | undefined }): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const h of STANDARD_HEADERS) {
+    const v = req.header(h)
+    if (v !== undefined) out[h] = v
+  }
+  return out
+}
+
+/** `userMeta` and the standard headers as one record (`user_meta` of the state store). */
+export function toRecordedMeta(userMeta: Readonly<Record<string, string>>, headers: Readonly<Record<string, string>> = {}): Record<string, string> {
+  const out: Record<string, string> = { ...userMeta }
+  for (const [k, v] of Object.entries(headers)) out[STANDARD_MARK + k] = v
+  return out
+}
+
+/** What `toRecordedMeta` joined, apart again. */
+export function fromRecordedMeta(recorded: Readonly<Record<string, string>>): { userMeta: Record<string, string>; headers: Record<string, string> } {
+  const userMeta: Record<string, string> = {}
+  const headers: Record<string, string> = {}
+  for (const [k, v] of Object.entries(recorded)) {
+    if (k.startsWith(STANDARD_MARK)) headers[k.slice(STANDARD_MARK.length)] = v
+    else userMeta[k] = v
+  }
+  return { userMeta, headers }
 }
 
 /** S3's limit on user metadata: names (without `x-amz-meta-`) and values, UTF-8 bytes together. */
 export const MAX_USER_META_BYTES = 2048
 const PREFIX = 'x-amz-meta-'
 
+/** Request headers as `userMetaFrom` reads them: names, and each value's bytes as sent. */
+export interface MetaSource {
+  headers(): Iterable<readonly [string, string]>
+  headerBytes?(name: string): Uint8Array | undefined
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * A metadata value as text: its bytes as sent, read as UTF-8 (what clients that send
+ * non-ASCII metadata send); bytes that are not UTF-8 are taken one character per byte.
+ */
+function metaText(req: MetaSource, name: string, value: string): string {
+  const bytes = req.headerBytes?.(name)
+  if (bytes === undefined) return value
+  try {
+    return utf8.decode(bytes)
+  } catch {
+    return Buffer.from(bytes).toString('latin1')
+  }
+}
+
 /**
  * The `x-amz-meta-*` headers of a request, prefix dropped.
  * @throws S3Error MetadataTooLarge over 2 KB
  */
-export function userMetaFrom(headers: Iterable<readonly [string, string]>): Record<string, string> {
+export function userMetaFrom(req: MetaSource): Record<string, string> {
   const out: Record<string, string> = {}
   let bytes = 0
-  for (const [name, value] of headers) {
+  for (const [name, value] of req.headers()) {
     const n = name.toLowerCase()
     if (!n.startsWith(PREFIX) || n.length === PREFIX.length) continue
     const key = n.slice(PREFIX.length)
-    out[key] = value
-    bytes += Buffer.byteLength(key) + Buffer.byteLength(value)
+    const text = metaText(req, n, value)
+    out[key] = text
+    bytes += Buffer.byteLength(key) + Buffer.byteLength(text)
   }
   if (bytes > MAX_USER_META_BYTES) {
     throw new S3Error('MetadataTooLarge', `Your metadata headers exceed the maximum allowed metadata size (${MAX_USER_META_BYTES} bytes).`, 400, {
@@ -66,10 +129,18 @@ export function userMetaFrom(headers: Iterable<readonly [string, string]>): Reco
   return out
 }
 
+/**
+ * A metadata value as a reply header: as stored when it is printable ASCII, else
+ * RFC 2047 encoded (`=?UTF-8?B?...?=`), as S3 answers values outside US-ASCII.
+ */
+export function metaHeaderValue(v: string): string {
+  return /^[\x20-\x7e]*$/.test(v) ? v : `=?UTF-8?B?${Buffer.from(v, 'utf8').toString('base64')}?=`
+}
+
 /** The reply headers of an object's metadata: `x-amz-meta-*` (the ETag and Content-Type are the caller's to place). */
 export function userMetaHeaders(meta: ObjectMetaValue): Record<string, string> {
   const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(meta.userMeta)) out[PREFIX + k] = v
+  for (const [k, v] of Object.entries(meta.userMeta)) out[PREFIX + k] = metaHeaderValue(v)
   return out
 }
 
@@ -132,7 +203,7 @@ export class ObjectMeta implements ObjectMetaStore {
       mtime_ms: entry.mtimeMs,
       etag: meta.etag,
       content_type: meta.contentType ?? null,
-      user_meta: meta.userMeta,
+      user_meta: toRecordedMeta(meta.userMeta, meta.headers),
     })
   }
 
@@ -145,7 +216,8 @@ export class ObjectMeta implements ObjectMetaStore {
 /** What the record says, when it still holds for the file (same size and time). */
 function fromRecord(rec: ObjectMetaRecord | null, entry: FsEntry): ObjectMetaValue | null {
   if (!rec || rec.size !== entry.size || rec.mtime_ms !== entry.mtimeMs) return null
-  return { etag: rec.etag, userMeta: rec.user_meta, ...(rec.content_type === null ? {} : { contentType: rec.content_type }) }
+  const { userMeta, headers } = fromRecordedMeta(rec.user_meta)
+  return { etag: rec.etag, userMeta, ...(Object.keys(headers).length === 0 ? {} : { headers }), ...(rec.content_type === null ? {} : { contentType: rec.content_type }) }
 }
 
 /** A file with no record: the store's own ETag (S3), else the stable one. */
@@ -156,8 +228,13 @@ function withoutRecord(fs: ProtocolFs, path: string, entry: FsEntry): ObjectMeta
 
 const native = (m: StoredMetadata): ObjectMetaValue => ({ etag: m.etag, userMeta: m.userMeta, ...(m.contentType === undefined ? {} : { contentType: m.contentType }) })
 
-/** What the store kept is what was asked for (no Content-Type asked: the store's default is fine). */
+/**
+ * What the store kept is what was asked for (no Content-Type asked: the store's default
+ * is fine). A store keeps no standard headers (core/driver's metadata has none): asked
+ * for, they are recorded.
+ */
 function sameMeta(kept: ObjectMetaValue, asked: ObjectMetaValue): boolean {
+  if (asked.headers !== undefined && Object.keys(asked.headers).length > 0) return false
   if (asked.contentType !== undefined && kept.contentType !== asked.contentType) return false
   const a = Object.entries(asked.userMeta)
   return a.length === Object.keys(kept.userMeta).length && a.every(([k, v]) => kept.userMeta[k] === v)

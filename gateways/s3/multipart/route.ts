@@ -18,7 +18,8 @@ import type { MultipartUploadRecord } from '../../../core/state.js'
 import { parseCopySource } from '../copy.js'
 import { S3Error, toS3Error } from '../errors.js'
 import { compareKeys } from '../keys.js'
-import { quoteEtag, userMetaFrom } from '../meta/index.js'
+import { urlEncodeKey } from '../list.js'
+import { quoteEtag, standardHeadersFrom, toRecordedMeta, userMetaFrom } from '../meta/index.js'
 import type { S3Request } from '../request.js'
 import { type XmlNode, isoTime, xmlDocument, xmlReply } from '../xml.js'
 import type { MultipartUploads } from './uploads.js'
@@ -48,7 +49,8 @@ export async function multipartRoute(uploads: MultipartUploads, r: S3Request, op
   switch (req.method) {
     case 'POST':
       if (q.has('uploads') && uploadId === null) {
-        const id = await uploads.create(r, req.header('content-type') ?? null, userMetaFrom(req.headers()))
+        // The standard headers travel in the upload's recorded metadata (meta/index.ts, toRecordedMeta).
+        const id = await uploads.create(r, req.header('content-type') ?? null, toRecordedMeta(userMetaFrom(req), standardHeadersFrom(req)))
         return xmlReply('InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: id })
       }
       if (uploadId !== null) {
@@ -200,7 +202,7 @@ function afterMarkers(list: readonly MultipartUploadRecord[], keyMarker: string,
 function urlEncoding(q: URLSearchParams): (s: string) => string {
   if (q.get('encoding-type') === null) return (s) => s
   if (q.get('encoding-type') !== 'url') throw new S3Error('InvalidArgument', 'Invalid Encoding Method specified in Request', 400, { ArgumentName: 'encoding-type' })
-  return (s) => encodeURIComponent(s).replace(/%2F/g, '/')
+  return urlEncodeKey
 }
 
 function count(raw: string | null, name: string, dflt: number): number {

@@ -25,7 +25,7 @@ import type { MultipartPartRecord, MultipartUploadRecord, StateStore } from '../
 import { serially } from '../commits.js'
 import { S3Error } from '../errors.js'
 import { compareKeys, keyPath } from '../keys.js'
-import { type ObjectMeta, multipartEtag, unquoteEtag } from '../meta/index.js'
+import { type ObjectMeta, fromRecordedMeta, multipartEtag, unquoteEtag } from '../meta/index.js'
 import { statObject } from '../objects.js'
 import { type S3Request, makeFolders, statBucket, unmakeFolders } from '../request.js'
 import type { StagingHold, StagingQuota } from '../../../core/staging-quota.js'
@@ -130,12 +130,12 @@ export class MultipartUploads {
   }
 
   /** CreateMultipartUpload: the bucket must exist; the key must be one this storage can hold. */
-  async create(r: S3Request, contentType: string | null, userMeta: Readonly<Record<string, string>>): Promise<string> {
+  async create(r: S3Request, contentType: string | null, recordedMeta: Readonly<Record<string, string>>): Promise<string> {
     if (r.caller.fs.readOnly) throw accessDenied()
     objectPath(r.bucket, r.key)
     await statBucket(r)
     const id = newUploadId()
-    const rec: MultipartUploadRecord = { id, user: r.caller.user, bucket: r.bucket, key: r.key, created: Date.now(), content_type: contentType, user_meta: userMeta, completed_etag: null }
+    const rec: MultipartUploadRecord = { id, user: r.caller.user, bucket: r.bucket, key: r.key, created: Date.now(), content_type: contentType, user_meta: recordedMeta, completed_etag: null }
     await this.#o.state.putMultipartUpload(rec)
     try {
       await this.#staging.create(id)
@@ -212,7 +212,9 @@ export class MultipartUploads {
   async #complete(r: S3Request, up: MultipartUploadRecord, path: string, chosen: readonly MultipartPartRecord[]): Promise<string> {
     const id = up.id
     const etag = multipartEtag(chosen.map((p) => p.etag))
-    const metadata = { userMeta: up.user_meta, ...(up.content_type === null ? {} : { contentType: up.content_type }) }
+    const { userMeta, headers } = fromRecordedMeta(up.user_meta)
+    // The storage keeps Content-Type and x-amz-meta-*; the standard headers are recorded (meta.put).
+    const metadata = { userMeta, ...(up.content_type === null ? {} : { contentType: up.content_type }) }
     const made = await makeFolders(r, parentOf(path))
     try {
       const h = await r.caller.fs.open(r.ctx, path, FILE_WRITE, { metadata })
@@ -228,7 +230,7 @@ export class MultipartUploads {
         await serially(r.caller.fs, path, async () => {
           await h.close()
           const entry = await r.caller.fs.stat(r.ctx, path)
-          await this.#o.meta.put(r.caller.fs, path, entry, { etag, ...metadata }, r.ctx)
+          await this.#o.meta.put(r.caller.fs, path, entry, { etag, ...metadata, ...(Object.keys(headers).length === 0 ? {} : { headers }) }, r.ctx)
         })
       } catch (err) {
         h.abort()

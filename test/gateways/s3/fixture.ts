@@ -52,6 +52,10 @@ export interface S3GwOptions {
   readonly baseDomain?: string
   /** `staging_dir`. */
   readonly stagingDir?: string
+  /** `cors.origins`: browser origins the S3 gateway answers preflights for. */
+  readonly corsOrigins?: readonly string[]
+  /** `http_engine` (default: FILEGATE_HTTP_ENGINE, else auto). */
+  readonly httpEngine?: 'uws' | 'node'
 }
 
 export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S3Gw> {
@@ -67,6 +71,8 @@ export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S
       shutdown_grace_seconds: 1,
       connections: [connection],
       ...(opts.stagingDir ? { staging_dir: opts.stagingDir } : {}),
+      ...(opts.corsOrigins ? { cors: { origins: opts.corsOrigins } } : {}),
+      ...(opts.httpEngine ? { http_engine: opts.httpEngine } : {}),
     },
     opts.logger ?? silentLogger,
   )

@@ -97,7 +97,7 @@ t.test('listings match S3 order and paging, whatever the tree', async (t) => {
 
   // encoding-type=url (raw, as the SDK decodes it).
   const enc = await rawS3(gw.endpoint, gw.key, 'GET', '/tree', { query: { 'list-type': '2', prefix: 'sp', 'encoding-type': 'url' } })
-  t.match(enc.text, '<Key>sp%20ace%2Fwith%2Bplus</Key>', 'keys url-encoded')
+  t.match(enc.text, '<Key>sp%20ace/with%2Bplus</Key>', 'keys url-encoded, `/` left alone (as S3)')
   t.match(enc.text, '<EncodingType>url</EncodingType>')
   const owner = await rawS3(gw.endpoint, gw.key, 'GET', '/tree', { query: { 'list-type': '2', prefix: 'a-b', 'fetch-owner': 'true' } })
   t.match(owner.text, /<Contents><Key>a-b<\/Key>.*<Owner><ID>[^<]+<\/ID><DisplayName>[^<]+<\/DisplayName><\/Owner>/s, 'fetch-owner: the gateway user')
