@@ -23,9 +23,11 @@
  * IPv6 addresses count by their /64, the block one subscriber usually gets, so one
  * host cannot rotate through them.
  */
-import { isIPv6 } from 'node:net'
 import { ApiError } from '../core/api-error.js'
+import { addressKey } from '../core/networks.js'
 import type { StateStore } from '../core/state.js'
+
+export { addressKey }
 
 /** Ended windows are purged from the store at most this often (by each throttle). */
 const PURGE_EVERY_MS = 60_000
@@ -158,32 +160,6 @@ export class Throttle {
   #refuse(since: number, now: number): never {
     throw new ApiError('RATE_LIMITED', `too many failed ${this.#what} from this address: try again in ${Math.ceil((since + this.#windowMs - now) / 60_000)} minutes`)
   }
-}
-
-/**
- * The unit an address is counted by: an IPv4 address itself (also when written as
- * IPv4-mapped IPv6), an IPv6 address's /64.
- */
-export function addressKey(address: string): string {
-  const bare = address.replace(/%.*$/, '') // a zone id names an interface, not a host
-  if (!isIPv6(bare)) return address
-  const g = ipv6Groups(bare)
-  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return `${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`
-  return `${g
-    .slice(0, 4)
-    .map((x) => x.toString(16))
-    .join(':')}::/64`
-}
-
-/** A valid IPv6 address's eight 16-bit groups. */
-function ipv6Groups(a: string): number[] {
-  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(a)
-  const s = dotted ? `${a.slice(0, dotted.index)}${((+dotted[1]! << 8) | +dotted[2]!).toString(16)}:${((+dotted[3]! << 8) | +dotted[4]!).toString(16)}` : a
-  const [head, tail] = s.split('::') as [string, string | undefined]
-  const h = head ? head.split(':') : []
-  const t = tail ? tail.split(':') : []
-  const zeros = tail === undefined ? [] : Array<string>(8 - h.length - t.length).fill('0')
-  return [...h, ...zeros, ...t].map((x) => parseInt(x, 16))
 }
 
 /**

@@ -5,7 +5,7 @@
  * store. Every client is public (`token_endpoint_auth_method: none`): MCP clients are
  * native or browser apps that cannot keep a secret, and PKCE binds each code to the
  * app that asked for it. Registration is bounded: `registrations_per_hour` per network
- * (an IPv4 /24, an IPv6 /56: front/oauth/network.ts), and `max_clients` in all. A full
+ * (an IPv4 /24, an IPv6 /56: core/networks.ts), and `max_clients` in all. A full
  * table never closes registration to a real client: the clients that were never used
  * (no token was ever issued to them) make room, the oldest first, and clients never
  * used are forgotten after a day anyway. Only a table full of clients in use refuses.
@@ -19,7 +19,7 @@ import type { OAuthConfig } from '../../core/config.js'
 import { redirectUriProblem } from '../../core/redirect-uris.js'
 import type { StateStore } from '../../core/state.js'
 import { Throttle } from '../throttle.js'
-import { networkOf } from './network.js'
+import { networkOf } from '../../core/networks.js'
 
 export interface OAuthClient {
   readonly client_id: string

@@ -16,6 +16,7 @@
 import { randomBytes } from 'node:crypto'
 import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import type { SseTransport } from './sse-transport.js'
+import { addressKey } from '../../core/networks.js'
 
 export type McpSession =
   | (SessionBase & { readonly kind: 'streamable'; readonly transport: WebStandardStreamableHTTPServerTransport })
@@ -38,19 +39,6 @@ export interface SessionLimits {
   readonly max: number
   readonly perSubject: number
   readonly perAddress: number
-}
-
-/** The unit client addresses are counted by: an IPv4 address, an IPv6 address's /64 (what one subscriber gets). */
-export function addressKey(address: string): string {
-  const bare = address.replace(/%.*$/, '')
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(bare)
-  if (mapped) return mapped[1]!
-  if (!bare.includes(':')) return bare
-  const [head, tail] = bare.toLowerCase().split('::') as [string, string | undefined]
-  const h = head ? head.split(':') : []
-  const t = tail ? tail.split(':') : []
-  const all = tail === undefined ? h : [...h, ...Array<string>(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t]
-  return `${all.slice(0, 4).map((x) => parseInt(x, 16).toString(16)).join(':')}::/64`
 }
 
 /** 256 random bits, URL-safe: what names a session and, with its subject, lets it be used. */
