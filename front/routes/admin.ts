@@ -13,6 +13,7 @@ import { userView } from '../admin.js'
 import type { ApiKeyService } from '../api-keys.js'
 import type { S3Keys } from '../s3-keys.js'
 import { readJson } from '../http/body.js'
+import { pageFileReply, refuseWrites } from '../http/page-file.js'
 import { jsonReply, okReply } from '../http/status.js'
 import { shareView } from '../shares.js'
 
@@ -33,7 +34,6 @@ const ASSETS: Readonly<Record<string, string>> = {
   '/admin/console.css': 'console.css',
   '/admin/console.js': 'console.js',
 }
-const TYPES: Readonly<Record<string, string>> = { html: 'text/html; charset=utf-8', css: 'text/css; charset=utf-8', js: 'text/javascript; charset=utf-8' }
 const assetCache = new Map<string, string>()
 
 /** The admin API's resources: /admin/api/<resource>[/<id>]. */
@@ -59,25 +59,19 @@ export function adminRoute(deps: AdminDeps, req: HttpRequest, path: string): Pro
   return api(deps, req, path.slice('/admin/api/'.length).replace(/\/+$/, ''))
 }
 
+const CONSOLE_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'"
+
 async function asset(req: HttpRequest, path: string): Promise<HttpReply> {
   const file = ASSETS[path]
   if (!file) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
-  if (req.method !== 'GET' && req.method !== 'HEAD') throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use GET`)
+  refuseWrites(req)
   let text = assetCache.get(file)
   if (text === undefined) {
     // The console's files are plain HTML/CSS/JS next to the sources (front/admin/); a build keeps them in place.
     text = await readFile(new URL(`../admin/${file}`, import.meta.url), 'utf8').catch(() => readFile(new URL(`../../../front/admin/${file}`, import.meta.url), 'utf8'))
     assetCache.set(file, text)
   }
-  const headers = {
-    'content-type': TYPES[file.split('.').pop()!]!,
-    'cache-control': 'no-cache',
-    'x-content-type-options': 'nosniff',
-    'x-frame-options': 'DENY',
-    'referrer-policy': 'no-referrer',
-    'content-security-policy': "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
-  }
-  return req.method === 'HEAD' ? { status: 200, headers, length: Buffer.byteLength(text) } : { status: 200, headers, body: text }
+  return pageFileReply(req, file, text, CONSOLE_CSP)
 }
 
 /** One path segment, percent-decoded. @throws ApiError INVALID_INPUT on a malformed escape */

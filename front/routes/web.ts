@@ -10,12 +10,8 @@
 import { readFile, readdir } from 'node:fs/promises'
 import { ApiError } from '../../core/api-error.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
+import { pageFileReply, refuseWrites } from '../http/page-file.js'
 
-const TYPES: Readonly<Record<string, string>> = {
-  html: 'text/html; charset=utf-8',
-  css: 'text/css; charset=utf-8',
-  js: 'text/javascript; charset=utf-8',
-}
 /** What a file under /web/ may be named: no folders, no dot files, nothing to climb with. */
 const ASSET_NAME = /^[a-z0-9][a-z0-9-]*\.(?:js|css)$/
 /** A share id as front/shares.ts makes them (URL-safe base64); anything else still gets the page, which says the link is unknown. */
@@ -75,16 +71,6 @@ export function webRoute(req: HttpRequest, path: string): Promise<HttpReply> | n
 }
 
 async function serve(req: HttpRequest, file: string): Promise<HttpReply> {
-  if (req.method !== 'GET' && req.method !== 'HEAD') throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use GET`)
-  const text = await read(file)
-  const headers = {
-    'content-type': TYPES[file.split('.').pop()!]!,
-    // Files change with a new version of filegate: revalidate rather than keep a stale page.
-    'cache-control': 'no-cache',
-    'x-content-type-options': 'nosniff',
-    'x-frame-options': 'DENY',
-    'referrer-policy': 'no-referrer',
-    'content-security-policy': WEB_CSP,
-  }
-  return req.method === 'HEAD' ? { status: 200, headers, length: Buffer.byteLength(text) } : { status: 200, headers, body: text }
+  refuseWrites(req)
+  return pageFileReply(req, file, await read(file), WEB_CSP)
 }
