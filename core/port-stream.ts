@@ -128,7 +128,8 @@ export class PortWriter {
 
   /**
    * Sends a chunk, which the caller hands over: a chunk that spans its whole ArrayBuffer
-   * is transferred (the caller's view is detached), any other is copied. Returns false
+   * is transferred (the caller's view is detached), any other is copied (so is one whose
+   * memory cannot be transferred). Returns false
    * when out of credit: wait for `drained()` before writing more.
    */
   write(chunk: Uint8Array): boolean {
@@ -141,7 +142,16 @@ export class PortWriter {
       buf = new ArrayBuffer(chunk.byteLength)
       new Uint8Array(buf).set(chunk)
     }
-    this.#port.postMessage({ t: 'data', buf, n: chunk.byteLength } satisfies StreamFrame, [buf])
+    try {
+      this.#port.postMessage({ t: 'data', buf, n: chunk.byteLength } satisfies StreamFrame, [buf])
+    } catch (err) {
+      // Memory a native addon allocated (sharp's output, for one) backs an ArrayBuffer that
+      // Node 21+ refuses to transfer (DataCloneError; Node 20 copied it silently): send a copy.
+      if (buf !== chunk.buffer || (err as Error).name !== 'DataCloneError') throw err
+      const copy = new ArrayBuffer(chunk.byteLength)
+      new Uint8Array(copy).set(chunk)
+      this.#port.postMessage({ t: 'data', buf: copy, n: chunk.byteLength } satisfies StreamFrame, [copy])
+    }
     this.#credits--
     return this.#credits > 0
   }

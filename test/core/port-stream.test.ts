@@ -105,3 +105,22 @@ t.test('stalled readers that fill the budget never stop another stream: each may
   await settle()
   t.equal(budget.used, 0, 'every byte is given back')
 })
+
+// The web file manager's thumbnails failed on Node 22 only ("stream failed: DataCloneError:
+// Cannot transfer object of unsupported type"): sharp's output Buffer spans its whole
+// ArrayBuffer, so the writer transferred it, but that memory belongs to the native addon and
+// Node 21+ refuses to transfer it (Node 20 copied it silently). Such a chunk is now copied.
+t.test('a chunk whose memory a native addon allocated arrives whole (sharp output)', async (t) => {
+  const { default: sharp } = await import('sharp')
+  const png = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#c03' } }).png().toBuffer()
+  t.equal(png.byteOffset, 0, 'the Buffer spans its whole ArrayBuffer, so the writer tries to transfer it')
+  t.equal(png.byteLength, png.buffer.byteLength)
+  const expected = Buffer.from(png)
+  const { port1, port2 } = new MessageChannel()
+  const writer = new PortWriter(port1)
+  const done = writer.pipeFrom((async function* () { yield png })()).catch((err: unknown) => err)
+  const got: Uint8Array[] = []
+  for await (const c of new PortReader(port2)) got.push(c)
+  t.equal(await done, undefined, 'the writer finished without an error')
+  t.same(Buffer.concat(got), expected, 'the reader got every byte')
+})
