@@ -75,8 +75,10 @@ export interface Features {
    * Characters a name on this storage cannot hold, beyond what every door refuses
    * (control characters, core/paths.ts); '' when it holds the rest. A path with one is
    * refused with EINVAL before the driver sees it (core/paths.ts `checkStorable`).
+   * Optional so that a plugin's storage written before it existed keeps working: absent
+   * is ''.
    */
-  readonly refusedNameChars: string
+  readonly refusedNameChars?: string
 }
 
 /** Inclusive byte range, like HTTP's Range: `end` absent means to the end of the file. */

@@ -224,7 +224,7 @@ export function s3KeyPath(bucketPath: string, key: string): { readonly path: str
 
 /** The first character of `s` that a storage with these features cannot hold in a name, or null. */
 export function unstorableChar(features: Pick<Features, 'refusedNameChars'>, s: string): string | null {
-  const refused = features.refusedNameChars
+  const refused = features.refusedNameChars ?? ''
   if (refused === '') return null
   for (const c of s) if (refused.includes(c)) return c
   return null
@@ -239,6 +239,6 @@ export function checkStorable(features: Pick<Features, 'refusedNameChars'>, path
   const c = unstorableChar(features, path)
   if (c !== null) {
     const shown = c === '\\' ? 'a backslash (\\)' : `"${c}"`
-    throw new FsError('EINVAL', `this storage cannot hold ${shown} in a name (it refuses any of ${features.refusedNameChars.split('').join(' ')})`, { path })
+    throw new FsError('EINVAL', `this storage cannot hold ${shown} in a name (it refuses any of ${(features.refusedNameChars ?? '').split('').join(' ')})`, { path })
   }
 }
