@@ -267,11 +267,13 @@ export class SessionService {
     if (typeof user !== 'string' || user === '' || user.length > 200) throw new ApiError('INVALID_INPUT', '"user" must be the name of a gateway user')
     if (typeof password !== 'string') throw new ApiError('INVALID_INPUT', '"password" must be a string')
     if (user.includes('@')) throw new ApiError('INVALID_INPUT', `"${user}" is a pass-through login: log in with "label" and that account's "username" and "password"`)
+    // Read before and after the login: the token is bound to the user whose password was checked.
+    const before = await this.#state.getGatewayUser(user)
     const r = await login.login({ door: 'http', user, password, address, requestId })
     if (!r.ok) throw new ApiError(r.reason === 'throttled' ? 'RATE_LIMITED' : r.reason === 'unavailable' ? 'BACKEND_UNREACHABLE' : 'NOT_AUTHENTICATED', r.message)
     r.fs.close() // opened to look at the storage; the HTTP API serves the session through its workers
     const record = await this.#state.getGatewayUser(r.user)
-    if (!record) throw new ApiError('NOT_AUTHENTICATED', 'this user was just removed')
+    if (!record || !before || loginMark(record) !== loginMark(before)) throw new ApiError('NOT_AUTHENTICATED', 'this user was changed or removed during the login: log in again')
     return {
       spec: login.userSpec(record),
       identity: `gateway\0${record.name}\0${record.created}`, // a user made anew is another owner
