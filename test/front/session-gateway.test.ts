@@ -5,13 +5,13 @@
  * through the admin API. The user's connection and root, its rights (a read-only user
  * is refused every write on every endpoint), the gateways' refusal and throttle for a
  * wrong password, and the end of its sessions when the user is removed or its password
- * changes.
+ * changes (on this node at once, on another within REVALIDATE_MS).
  */
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { GATEWAY_LOGIN_FAILURES } from '../../front/gateway-login.js'
-import { FAILURE_DELAY_MS } from '../../front/passwords.js'
+import { GATEWAY_LOGIN_FAILURES, REVALIDATE_MS } from '../../front/gateway-login.js'
+import { FAILURE_DELAY_MS, hashPassword } from '../../front/passwords.js'
 import { api } from '../helpers/filegate.js'
 import { gate } from '../helpers/gateway.js'
 import { ADMIN_PASSWORD, adminToken, expectError } from '../helpers/share.js'
@@ -132,4 +132,20 @@ t.test("removing the gateway user or changing its password ends its HTTP session
   await expectError(t, await carol('GET', '/api/files/ls', { path: '/' }), 401, 'NOT_AUTHENTICATED', 'after the user is removed, its session')
   await g.addUser({ name: 'carol', password: 'carol password', connection: 'tmp' })
   await expectError(t, await carol('GET', '/api/files/ls', { path: '/' }), 401, 'NOT_AUTHENTICATED', 'a user made anew with the same name and password does not revive it')
+})
+
+t.test('a new password set on another node (straight in the shared state store) ends the session within REVALIDATE_MS', async (t) => {
+  const g = await gate(t)
+  await g.addUser({ name: 'bob', password: 'bob password', connection: 'tmp' })
+  const bob = api(g.url, await token(g.url, 'bob', 'bob password'))
+  t.equal((await bob('GET', '/api/files/ls', { path: '/' })).status, 200)
+  // What another node's admin API does, without this node's `changed` hook.
+  t.ok(await g.ctx.state.setGatewayUserPassword('bob', await hashPassword('set elsewhere')))
+  const since = Date.now()
+  let status = 200
+  while (status === 200 && Date.now() - since < REVALIDATE_MS * 6) {
+    await new Promise((r) => setTimeout(r, 200))
+    status = (await bob('GET', '/api/files/ls', { path: '/' })).status
+  }
+  t.equal(status, 401, `the session ended (after ${Date.now() - since} ms)`)
 })
