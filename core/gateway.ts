@@ -13,7 +13,7 @@ import type { StateStore } from './state.js'
 import type { Storage } from './storage.js'
 
 /** The protocols logging in, for logs, throttles and metrics. */
-export type Door = 'sftp' | 's3' | 'mcp'
+export type Door = 'sftp' | 's3' | 'mcp' | 'http'
 
 /** An SSH public key as the client presented it. */
 export interface PublicKey {

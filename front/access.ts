@@ -2,7 +2,8 @@
  * @module front/access
  * Who is calling and what they may do: resolved once per request, on the main
  * thread, before anything reaches a worker. Token sessions may do everything in
- * their storage; share links (front/shares.ts) narrow `permissions` and the root.
+ * their storage, but a gateway user's (`sessionPermissions`); share links
+ * (front/shares.ts) narrow `permissions` and the root.
  */
 import { ApiError } from '../core/api-error.js'
 import type { Storage } from '../core/storage.js'
@@ -29,6 +30,28 @@ export const FULL_ACCESS: Permissions = {
   can_upload: true,
   can_delete: true,
   can_share: true,
+}
+
+/** Reading only: what a read-only gateway user's session may do. */
+export const READ_ONLY: Permissions = {
+  can_read: true,
+  can_create_file: false,
+  can_create_directory: false,
+  can_rename: false,
+  can_move: false,
+  can_upload: false,
+  can_delete: false,
+  can_share: false,
+}
+
+/**
+ * A session's rights. A gateway user's session has its user's (read-only or not), and
+ * never makes share links: a link would outlive the user it came from, whose removal
+ * or new password must end everything it logged in.
+ */
+export function sessionPermissions(session: Session): Permissions {
+  if (!session.gateway) return FULL_ACCESS
+  return session.gateway.readOnly ? READ_ONLY : { ...FULL_ACCESS, can_share: false }
 }
 
 export interface Access {

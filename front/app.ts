@@ -110,6 +110,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     config,
     state,
     plugins,
+    gatewayLogin,
     probe: async (spec, requestId) => {
       await storageFor(spec).stat({ requestId, signal: new AbortController().signal }, '/')
     },
@@ -161,7 +162,8 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   // Bearer credentials (MCP) come once per request: a session's view is opened once and
   // leased to its requests (front/shared-views.ts), as S3's signed requests are.
   const bearerViews = new SharedViews({ idleMs: 30_000 })
-  const openFs = (spec: BackendSpec) => bearerViews.lease(backendKey(spec), () => createProtocolFs({ pool, spec, readOnly: false, transfers: limits, stagingDir, stagingQuota }))
+  const openFs = (spec: BackendSpec, readOnly: boolean) =>
+    bearerViews.lease(`${readOnly ? 'ro' : 'rw'}\0${backendKey(spec)}`, () => createProtocolFs({ pool, spec, readOnly, transfers: limits, stagingDir, stagingQuota }))
   const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
   // What another node may have to finish is staged where every node reaches (`staging_dir`).
   const sharedStaging = config.staging_dir ?? config.data_dir

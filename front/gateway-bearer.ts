@@ -14,6 +14,7 @@ import { ApiError } from '../core/api-error.js'
 import type { ProtocolFs } from '../core/protocol-fs.js'
 import type { BackendSpec } from '../core/backend.js'
 import type { Storage } from '../core/storage.js'
+import { sessionPermissions } from './access.js'
 import { type Session, SessionEnded, type SessionService } from './sessions.js'
 import type { ShareService } from './shares.js'
 
@@ -40,15 +41,19 @@ export interface SessionBearerDeps {
   readonly sessions: SessionService
   readonly shares: ShareService
   readonly storageFor: (spec: BackendSpec, key?: string) => Storage
-  readonly openFs: (spec: BackendSpec) => Promise<ProtocolFs>
+  /** `readOnly`: a read-only gateway user's session. */
+  readonly openFs: (spec: BackendSpec, readOnly: boolean) => Promise<ProtocolFs>
 }
 
 /** A session's view and share maker (also used by the OAuth resolver, whose grants are sessions). */
 export async function sessionGrant(session: Session, deps: SessionBearerDeps, req: BearerRequest): Promise<BearerResult> {
+  const rights = sessionPermissions(session)
+  const fs = await deps.openFs(session.spec, !rights.can_upload)
+  if (!rights.can_share) return { ok: true, subject: session.backendID, fs }
   return {
     ok: true,
     subject: session.backendID,
-    fs: await deps.openFs(session.spec),
+    fs,
     share: async (path: string, o: ShareRequest) => {
       const view = await deps.shares.create(session, deps.storageFor(session.spec, session.key), { ...o, path }, req.requestId, new AbortController().signal)
       return { id: view.id, kind: view.type }

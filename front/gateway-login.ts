@@ -123,6 +123,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   /** A hash of a random password: an unknown user costs the same check as a known one. */
   readonly #decoy: string
   readonly #throttle: Throttle
+  readonly #onChanged: ((name: string) => void)[] = []
   /** Four checks at a time per address (scrypt runs on libuv's four threads anyway); the rest wait. */
   readonly #gate = new AttemptGate({ perAddress: 4, maxWaiting: 4096 })
   readonly #recent = new PasswordCache({ ttlMs: PASSWORD_CACHE_MS, max: PASSWORD_CACHE_USERS })
@@ -215,6 +216,11 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     return { ok: true, user: granted.user, fs }
   }
 
+  /** Calls `fn` with a gateway user's name when it is removed or changed on this node (HTTP sessions, front/sessions.ts). */
+  onChanged(fn: (name: string) => void): void {
+    this.#onChanged.push(fn)
+  }
+
   /** Stops the views shared by signature logins (the service stops). */
   close(): void {
     this.#views.close()
@@ -224,6 +230,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
 
   /** The gateway user `name` was removed or changed (password, keys): its logins that it no longer grants end now. */
   async changed(name: string): Promise<void> {
+    for (const fn of this.#onChanged) fn(name)
     const views = this.#live.get(name)
     if (!views) return
     const now = await this.#opts.state.getGatewayUser(name)

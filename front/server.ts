@@ -9,7 +9,7 @@ import type { HttpHandler, HttpReply, HttpRequest } from '../core/http.js'
 import type { PluginRoute } from '../core/plugin.js'
 import type { Storage } from '../core/storage.js'
 import type { BackendSpec } from '../core/backend.js'
-import { type Access, FULL_ACCESS } from './access.js'
+import { type Access, sessionPermissions } from './access.js'
 import { readJson } from './http/body.js'
 import { errorReply, okReply } from './http/status.js'
 import * as files from './routes/files.js'
@@ -202,5 +202,6 @@ async function authenticate(deps: ServerDeps, req: HttpRequest): Promise<Access>
   }
   if (share !== null) return deps.shares.resolve(share, req)
   const session = await deps.sessions.authenticate(req.header('authorization'))
-  return { session, storage: deps.storageFor(session.spec, session.key), permissions: FULL_ACCESS, may_replace: true }
+  const permissions = sessionPermissions(session)
+  return { session, storage: deps.storageFor(session.spec, session.key), permissions, may_replace: permissions.can_upload }
 }

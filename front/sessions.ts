@@ -7,6 +7,13 @@
  * token would have expired anyway. A `local` connection (the server's own disk)
  * needs the password its configuration sets, kept only as a scrypt hash, unless
  * the configuration marks it `"public": true`.
+ *
+ * A gateway user (front/gateway-login.ts, the admin's SFTP/S3/MCP accounts) logs in
+ * with `{"type":"gateway","user","password"}` through the gateways' own login (door
+ * `http`: its checks, delay and throttle), and gets its connection and root, read-only
+ * when the user is. The token is bound to the user as made with that password
+ * (`loginMark`): removing the user or changing its password ends the session, at once
+ * on this node (the admin API's `changed` hook) and within REVALIDATE_MS on the others.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { ApiError } from '../core/api-error.js'
@@ -15,6 +22,7 @@ import type { Config, ConnectionConfig } from '../core/config.js'
 import type { StateStore } from '../core/state.js'
 import { TokenError, seal, unseal } from '../core/token.js'
 import { type BuiltSpec, type PluginStorageTypes, connectionSpec, tmpSpec } from './connection-spec.js'
+import { type GatewayLoginService, REVALIDATE_MS, loginMark } from './gateway-login.js'
 import { checkPassword, hashPassword } from './passwords.js'
 import { Throttle } from './throttle.js'
 
@@ -30,6 +38,8 @@ interface Payload {
   readonly spec: BackendSpec
   /** backendKey(spec), computed once at login. */
   readonly key: string
+  /** A gateway user's session: its name, `loginMark` at the login, read-only. */
+  readonly gw?: { readonly u: string; readonly m: string; readonly ro: boolean }
 }
 
 export interface Session {
@@ -40,6 +50,8 @@ export interface Session {
   /** backendKey(spec): the worker's cache key for this backend. */
   readonly key: string
   readonly expiresAt: number
+  /** A gateway user's session (absent: a connection's or a tmp user's, with every right). */
+  readonly gateway?: { readonly user: string; readonly mark: string; readonly readOnly: boolean }
 }
 
 /** A token that was a session's, and is no more: told apart for the gateways' bearer answers. */
@@ -72,6 +84,8 @@ export interface SessionOptions {
   readonly state: StateStore
   readonly probe: BackendProbe
   readonly plugins?: PluginStorageTypes
+  /** Gateway users' logins (`"type": "gateway"`); absent: refused. */
+  readonly gatewayLogin?: GatewayLoginService
 }
 
 export class SessionService {
@@ -85,6 +99,9 @@ export class SessionService {
   /** Label → scrypt hash of each non-public local connection's password. */
   readonly #localHashes: ReadonlyMap<string, string>
   readonly #throttle: Throttle
+  readonly #gatewayLogin: GatewayLoginService | undefined
+  /** `user\0mark` → until when the gateway user was last seen granting it (see #gatewayLive). */
+  readonly #gatewaySeen = new Map<string, number>()
   #issued = 0
 
   private constructor(opts: SessionOptions, localHashes: ReadonlyMap<string, string>) {
@@ -95,6 +112,11 @@ export class SessionService {
     this.#probe = opts.probe
     this.#plugins = opts.plugins
     this.#localHashes = localHashes
+    this.#gatewayLogin = opts.gatewayLogin
+    // The admin removed or changed a user here: its sessions are checked again at their next request.
+    opts.gatewayLogin?.onChanged((name) => {
+      for (const k of this.#gatewaySeen.keys()) if (k.startsWith(`${name}\0`)) this.#gatewaySeen.delete(k)
+    })
   }
 
   /** Hashes the local connections' passwords once, at start-up. */
@@ -116,8 +138,14 @@ export class SessionService {
       throw new ApiError('INVALID_INPUT', 'the body must be a JSON object with at least "type"')
     }
     const params = body as Record<string, unknown>
-    const { spec, identity } = params.type === 'tmp' ? this.#tmp(params) : await this.#connection(params, address)
-    if (!('createRoot' in spec && spec.createRoot)) await this.#check(spec, requestId)
+    let built: BuiltSpec & { gw?: Payload['gw'] }
+    if (params.type === 'gateway') {
+      built = await this.#gatewayUser(params, requestId, address) // its storage was looked at by the login
+    } else {
+      built = params.type === 'tmp' ? this.#tmp(params) : await this.#connection(params, address)
+      if (!('createRoot' in built.spec && built.spec.createRoot)) await this.#check(built.spec, requestId)
+    }
+    const { spec, identity } = built
     const now = Date.now()
     const payload: Payload = {
       v: 1,
@@ -128,6 +156,7 @@ export class SessionService {
       home: '/',
       spec,
       key: backendKey(spec),
+      ...(built.gw ? { gw: built.gw } : {}),
     }
     this.#issued++
     return { session: toSession(payload), token: seal(payload, this.#key) }
@@ -151,7 +180,30 @@ export class SessionService {
     }
     // Checked on every request, cached or not: a revocation takes effect at once.
     if (await this.#state.isTokenRevoked(session.id)) throw new SessionEnded('revoked', 'the token was revoked')
+    if (session.gateway && !(await this.#gatewayLive(session.gateway))) {
+      throw new SessionEnded('revoked', 'the gateway user of this session was removed or its password changed')
+    }
     return session
+  }
+
+  /**
+   * Whether the gateway user still grants a session made at its login: there, made at
+   * the same time, with the same password. A yes is trusted for REVALIDATE_MS (a store
+   * read per request would double the cost of each); a change made on this node drops
+   * it at once (`onChanged`).
+   */
+  async #gatewayLive(g: NonNullable<Session['gateway']>): Promise<boolean> {
+    const k = `${g.user}\0${g.mark}`
+    const until = this.#gatewaySeen.get(k)
+    if (until !== undefined && until > Date.now()) return true
+    const user = await this.#state.getGatewayUser(g.user)
+    const live = user !== null && loginMark(user) === g.mark
+    this.#gatewaySeen.delete(k)
+    if (live) {
+      if (this.#gatewaySeen.size >= OPENED_MAX) this.#gatewaySeen.delete(this.#gatewaySeen.keys().next().value!)
+      this.#gatewaySeen.set(k, Date.now() + REVALIDATE_MS)
+    }
+    return live
   }
 
   /**
@@ -203,6 +255,32 @@ export class SessionService {
     }
   }
 
+  /**
+   * A gateway user's name and password, checked by the gateways' own login (door
+   * `http`): the same checks, the same delay, the same throttle; every way of being
+   * wrong gets the same answer.
+   */
+  async #gatewayUser(params: Record<string, unknown>, requestId: string, address: string): Promise<BuiltSpec & { gw: NonNullable<Payload['gw']> }> {
+    const login = this.#gatewayLogin
+    if (!login) throw new ApiError('FORBIDDEN', 'gateway users cannot log in here')
+    const { user, password } = params
+    if (typeof user !== 'string' || user === '' || user.length > 200) throw new ApiError('INVALID_INPUT', '"user" must be the name of a gateway user')
+    if (typeof password !== 'string') throw new ApiError('INVALID_INPUT', '"password" must be a string')
+    if (user.includes('@')) throw new ApiError('INVALID_INPUT', `"${user}" is a pass-through login: log in with "label" and that account's "username" and "password"`)
+    // Read before and after the login: the token is bound to the user whose password was checked.
+    const before = await this.#state.getGatewayUser(user)
+    const r = await login.login({ door: 'http', user, password, address, requestId })
+    if (!r.ok) throw new ApiError(r.reason === 'throttled' ? 'RATE_LIMITED' : r.reason === 'unavailable' ? 'BACKEND_UNREACHABLE' : 'NOT_AUTHENTICATED', r.message)
+    r.fs.close() // opened to look at the storage; the HTTP API serves the session through its workers
+    const record = await this.#state.getGatewayUser(r.user)
+    if (!record || !before || loginMark(record) !== loginMark(before)) throw new ApiError('NOT_AUTHENTICATED', 'this user was changed or removed during the login: log in again')
+    return {
+      spec: login.userSpec(record),
+      identity: `gateway\0${record.name}\0${record.created}`, // a user made anew is another owner
+      gw: { u: record.name, m: loginMark(record), ro: record.read_only },
+    }
+  }
+
   async #connection(params: Record<string, unknown>, address: string): Promise<BuiltSpec> {
     const conn = this.#pick(params)
     if (conn.type === 'local') {
@@ -235,5 +313,6 @@ export class SessionService {
 }
 
 function toSession(p: Payload): Session {
-  return { id: p.id, backendID: p.backendID, home: p.home, spec: p.spec, key: p.key, expiresAt: p.exp }
+  const s = { id: p.id, backendID: p.backendID, home: p.home, spec: p.spec, key: p.key, expiresAt: p.exp }
+  return p.gw ? { ...s, gateway: { user: p.gw.u, mark: p.gw.m, readOnly: p.gw.ro } } : s
 }

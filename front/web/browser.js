@@ -292,16 +292,19 @@ export function mountBrowser(root, opts) {
 
   const filesDragged = (e) => [...(e.dataTransfer?.types ?? [])].includes('Files')
   card.addEventListener('dragover', (e) => {
-    if (!p('can_upload') || !filesDragged(e)) return
+    if (!filesDragged(e)) return
+    // Taken even where uploading is not allowed: the drop is then refused in words
+    // instead of the browser leaving the page to open the file.
     e.preventDefault()
-    card.classList.add('over')
+    if (p('can_upload')) card.classList.add('over')
   })
   card.addEventListener('dragleave', (e) => {
     if (e.target === card) card.classList.remove('over')
   })
   card.addEventListener('drop', async (e) => {
-    if (!p('can_upload') || !filesDragged(e)) return
+    if (!filesDragged(e)) return
     e.preventDefault()
+    if (!p('can_upload')) return showError(new Error('You can only read here: uploading files is not allowed.'))
     card.classList.remove('over')
     await upload(await droppedFiles(e.dataTransfer))
   })

@@ -24,25 +24,38 @@ function loginPage() {
   const modes = [
     ['tmp', 'A scratch space'],
     ['connection', 'A configured connection'],
+    ['gateway', 'A gateway user'],
   ]
   const mode = el('select', { id: 'login-mode' }, modes.map(([v, l]) => el('option', { value: v }, l)))
   const user = field('Your user id (letters, digits, _ and -)', { id: 'login-user', type: 'text', autocomplete: 'username', pattern: '[A-Za-z0-9_\\-]{1,64}' })
   const label = field('Connection name (its label in the configuration)', { id: 'login-label', type: 'text', autocomplete: 'off' })
   const username = field('User name on that storage (if it asks for one)', { id: 'login-username', type: 'text', autocomplete: 'username' })
   const password = field('Password', { id: 'login-password', type: 'password', autocomplete: 'current-password' })
+  const gwUser = field('Gateway user name', { id: 'login-gw-user', type: 'text', autocomplete: 'username' })
+  const gwPassword = field('Password', { id: 'login-gw-password', type: 'password', autocomplete: 'current-password' })
   const error = el('p', { class: 'error', role: 'alert', id: 'login-error', hidden: true })
   const tmpFields = el('div', { class: 'stack' }, user.label, el('p', { class: 'hint' }, 'A private folder on this server for that id, where the server allows it.'))
   const connFields = el('div', { class: 'stack', hidden: true }, label.label, username.label, password.label)
+  const gwFields = el(
+    'div',
+    { class: 'stack', hidden: true },
+    gwUser.label,
+    gwPassword.label,
+    el('p', { class: 'hint' }, 'An account the administrator made for SFTP, S3 or MCP: its folder, with its rights.'),
+  )
   const sync = () => {
     tmpFields.hidden = mode.value !== 'tmp'
-    connFields.hidden = mode.value === 'tmp'
+    connFields.hidden = mode.value !== 'connection'
+    gwFields.hidden = mode.value !== 'gateway'
     user.input.required = mode.value === 'tmp'
-    label.input.required = mode.value !== 'tmp'
+    label.input.required = mode.value === 'connection'
+    gwUser.input.required = mode.value === 'gateway'
+    gwPassword.input.required = mode.value === 'gateway'
   }
   mode.addEventListener('change', sync)
   sync()
   const submit = el('button', { type: 'submit' }, 'Log in')
-  const form = el('form', { class: 'stack', id: 'login-form', novalidate: true }, el('label', {}, 'Open', mode), tmpFields, connFields, submit, error)
+  const form = el('form', { class: 'stack', id: 'login-form', novalidate: true }, el('label', {}, 'Open', mode), tmpFields, connFields, gwFields, submit, error)
   form.addEventListener('submit', async (e) => {
     e.preventDefault()
     error.hidden = true
@@ -50,12 +63,14 @@ function loginPage() {
     const body =
       mode.value === 'tmp'
         ? { type: 'tmp', userID: user.input.value.trim() }
-        : { label: label.input.value.trim(), ...(username.input.value ? { username: username.input.value } : {}), ...(password.input.value ? { password: password.input.value } : {}) }
+        : mode.value === 'gateway'
+          ? { type: 'gateway', user: gwUser.input.value.trim(), password: gwPassword.input.value }
+          : { label: label.input.value.trim(), ...(username.input.value ? { username: username.input.value } : {}), ...(password.input.value ? { password: password.input.value } : {}) }
     submit.disabled = true
     try {
       const result = await login(body)
       sessionStorage.setItem(TOKEN, result.authorization)
-      sessionStorage.setItem(`${TOKEN}-name`, mode.value === 'tmp' ? body.userID : body.label)
+      sessionStorage.setItem(`${TOKEN}-name`, body.userID ?? body.user ?? body.label)
       sessionPage()
     } catch (err) {
       error.textContent = err.message

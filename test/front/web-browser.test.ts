@@ -6,9 +6,10 @@
  * API (what a user would find afterwards): breadcrumbs and sorting, upload by the picker,
  * a folder by the folder picker, a drop, new folder, new empty file, rename, move through
  * the dialog and by dragging a row onto a folder, delete after confirming, download of a
- * file and a zip of a selection, search by name. The page runs under its CSP with no error and no refused request.
+ * file and a zip of a selection, search by name; then a gateway user's login, browsing and
+ * upload, and a read-only gateway user who is offered no write. The page runs under its CSP with no error and no refused request.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -17,6 +18,7 @@ import { launchBrowser, noBrowser } from '../helpers/browser.js'
 import { createLogger } from '../../front/log.js'
 import { api, startTestServer } from '../helpers/filegate.js'
 import { zipEntryNames } from '../helpers/transfers.js'
+import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { answerName, downloaded, names, row, select, webLogin } from '../helpers/web.js'
 
 t.test('GET / and /s/<id> serve the page with a strict CSP; the admin console is still there', async (t) => {
@@ -229,4 +231,73 @@ t.test('every action on a local connection with a password', { skip: noBrowser }
   const token = await page.evaluate(() => sessionStorage.getItem('filegate-web-token'))
   await walk(t, page, api(url, token!))
   t.same(failed, [], 'no page errors, refused requests or CSP reports')
+})
+
+t.test('a gateway user logs in, browses and uploads; a read-only one sees no write action and a drop is refused in words', { skip: noBrowser }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'filegate-web-gw-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  mkdirSync(join(dir, 'home', 'docs'), { recursive: true })
+  writeFileSync(join(dir, 'home', 'notes.txt'), 'the notes')
+  writeFileSync(join(dir, 'home', 'docs', 'a.txt'), 'aaa')
+  writeFileSync(join(dir, 'secret.txt'), 'outside the root')
+  const { url } = await startTestServer(t, { admin_password: ADMIN_PASSWORD, connections: [{ label: 'disk', type: 'local', path: dir, public: true }] })
+  const admin = api(url, await adminToken(url))
+  for (const u of [
+    { name: 'bob', password: 'bob password', connection: 'disk', root: '/home' },
+    { name: 'reader', password: 'reader password', connection: 'disk', root: '/home', read_only: true },
+  ]) {
+    t.equal((await admin('POST', '/admin/api/users', {}, { body: JSON.stringify(u) })).status, 200, `user ${u.name} made`)
+  }
+  const { page, failed } = await launchBrowser(t, { failedRequests: false })
+
+  // A wrong password: the gateways' refusal, in words.
+  await page.goto(`${url}/`)
+  await page.selectOption('#login-mode', 'gateway')
+  await page.fill('#login-gw-user', 'bob')
+  await page.fill('#login-gw-password', 'not his password')
+  await page.click('#login-form button[type=submit]')
+  await page.waitForSelector('#login-error:not([hidden])')
+  const refused = (await page.textContent('#login-error'))!
+  t.match(refused, /wrong user name, password or key/i, `said in words: ${refused}`)
+  t.notMatch(refused, /[{}"]|NOT_AUTHENTICATED/, 'no JSON envelope')
+
+  // bob: his root, browse into a folder, upload with the picker.
+  await webLogin(page, url, { gatewayUser: 'bob', password: 'bob password' })
+  t.same(await names(page), ['docs', 'notes.txt'], "the listing is the user's root")
+  t.equal(await page.textContent('#where'), 'bob', 'the header names the user')
+  await page.click('#listing button[data-name="docs"]')
+  await row(page, 'a.txt')
+  const src = mkdtempSync(join(tmpdir(), 'filegate-web-gw-src-'))
+  t.teardown(() => rmSync(src, { recursive: true, force: true }))
+  writeFileSync(join(src, 'report.txt'), 'uploaded by bob')
+  await page.setInputFiles('#pick-files', join(src, 'report.txt'))
+  await row(page, 'report.txt')
+  t.equal(readFileSync(join(dir, 'home', 'docs', 'report.txt'), 'utf8'), 'uploaded by bob', 'the upload lands under his root')
+  t.equal(await page.$('#share'), null, 'no share link for a gateway user')
+  await page.click('#logout')
+  await page.waitForSelector('#login-form')
+
+  // reader: reads, and the page offers no write.
+  await webLogin(page, url, { gatewayUser: 'reader', password: 'reader password' })
+  t.same(await names(page), ['docs', 'notes.txt'])
+  for (const id of ['upload-files', 'upload-folder', 'new-folder', 'new-file']) t.equal(await page.$(`#${id}`), null, `no #${id}`)
+  await select(page, 'notes.txt')
+  t.ok(await page.$('#download'), 'download is offered')
+  for (const id of ['rename', 'move', 'delete', 'share']) t.equal(await page.$(`#${id}`), null, `no #${id} for a selection`)
+  const got = await downloaded(page, () => page.click('#download'))
+  t.equal(got.bytes.toString(), 'the notes', 'the download works')
+  const dt = await page.evaluateHandle(() => {
+    const d = new DataTransfer()
+    d.items.add(new File(['dropped bytes'], 'dropped.txt', { type: 'text/plain' }))
+    return d
+  })
+  await page.dispatchEvent('#files', 'drop', { dataTransfer: dt })
+  await page.waitForSelector('#alert:not([hidden])')
+  t.match((await page.textContent('#alert'))!, /only read.*not allowed/i, 'a drop is refused in words')
+  t.equal(existsSync(join(dir, 'home', 'dropped.txt')), false, 'and nothing is written')
+  // The server refuses the same write from this page's token, whatever a page would send.
+  const token = await page.evaluate(() => sessionStorage.getItem('filegate-web-token'))
+  const res = await api(url, token!)('POST', '/api/files/cat', { path: '/dropped.txt' }, { body: 'x' })
+  t.equal(res.status, 403)
+  t.same(failed, [], 'no page errors')
 })

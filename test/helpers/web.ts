@@ -5,11 +5,19 @@
 import { readFileSync } from 'node:fs'
 import type { Page } from 'playwright-core'
 
-/** Logs in on the page at `url`: a tmp space for `userID`, or a configured connection by its label. */
-export async function webLogin(page: Page, url: string, how: { userID: string } | { label: string; password?: string; username?: string }): Promise<void> {
+/** Logs in on the page at `url`: a tmp space for `userID`, a configured connection by its label, or a gateway user. */
+export async function webLogin(
+  page: Page,
+  url: string,
+  how: { userID: string } | { label: string; password?: string; username?: string } | { gatewayUser: string; password: string },
+): Promise<void> {
   await page.goto(`${url}/`)
   await page.waitForSelector('#login-form')
-  if ('userID' in how) {
+  if ('gatewayUser' in how) {
+    await page.selectOption('#login-mode', 'gateway')
+    await page.fill('#login-gw-user', how.gatewayUser)
+    await page.fill('#login-gw-password', how.password)
+  } else if ('userID' in how) {
     await page.selectOption('#login-mode', 'tmp')
     await page.fill('#login-user', how.userID)
   } else {

@@ -1,10 +1,11 @@
 /**
  * A read-only login: every tool that would change something says so, before anything
  * reaches the storage; reading tools work; a login without share rights is told it may
- * not make links. Session tokens are never read-only, so the bearer here is a read-only
- * gateway user's (made through the admin API, checked by the real login service), as
- * the OAuth server grants it to gateway users: the gateway is started with a bearer
- * resolver over `GatewayContext.login`, the seam every bearer goes through.
+ * not make links. The bearer is a read-only gateway user's (made through the admin API,
+ * checked by the real login service), as the OAuth server grants it to gateway users: the
+ * gateway is started with a bearer resolver over `GatewayContext.login`, the seam every
+ * bearer goes through. Then the same user's HTTP session token (`POST /api/session`,
+ * type `gateway`) sent to the built-in MCP gateway: read-only there too.
  */
 import { join } from 'node:path'
 import t from 'tap'
@@ -13,7 +14,7 @@ import type { Gateway } from '../../../core/gateway.js'
 import { startFilegate } from '../../../front/app.js'
 import { silentLogger } from '../../../front/log.js'
 import { createMcpGateway } from '../../../gateways/mcp/index.js'
-import { api } from '../../helpers/filegate.js'
+import { api, startTestServer } from '../../helpers/filegate.js'
 import { checkAnswers } from '../../helpers/openapi.js'
 import { ADMIN_PASSWORD, adminToken } from '../../helpers/share.js'
 import { KINDS, connect, textOf } from './client.js'
@@ -80,4 +81,19 @@ t.test('a read-only login reads, and is refused every change with a clear messag
   }
   const ls = await connect(t, url, 'reader:reader-password', 'streamable')
   t.equal(await ls.text('ls', { path: '/' }), '[FILE] readme.txt\n[DIR] sub', 'nothing changed')
+})
+
+t.test("a read-only gateway user's HTTP session token is read-only at the MCP gateway too", async (t) => {
+  const dir = t.testdir({ data: {}, disk: { 'readme.txt': 'read me' } })
+  const { url } = await startTestServer(t, { data_dir: join(dir, 'data'), admin_password: ADMIN_PASSWORD, connections: [{ label: 'disk', type: 'local', path: join(dir, 'disk'), public: true }] })
+  const admin = api(url, await adminToken(url))
+  t.equal((await admin('POST', '/admin/api/users', {}, { body: JSON.stringify({ name: 'reader', password: 'reader-password', connection: 'disk', read_only: true }) })).status, 200)
+  const res = await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify({ type: 'gateway', user: 'reader', password: 'reader-password' }) })
+  const token = ((await res.json()) as { result: { authorization: string } }).result.authorization
+  const client = await connect(t, url, token, 'streamable')
+  t.equal(await client.text('cat', { path: '/readme.txt' }), 'read me', 'it reads')
+  const r = await client.call('write', { path: '/new.txt', content: 'x' })
+  t.equal(textOf(r), 'FORBIDDEN: this login is read-only: it may list and read, not change anything')
+  t.equal(textOf(await client.call('share', { path: '/readme.txt' })), 'FORBIDDEN: this login may not make share links')
+  t.equal(await client.text('ls', { path: '/' }), '[FILE] readme.txt', 'nothing was written')
 })
