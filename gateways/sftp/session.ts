@@ -263,9 +263,17 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
 
   sftp.on('WRITE', (reqid, id, offset, data) => {
     run(reqid, 'WRITE', async () => {
-      const { file } = fileOf(id)
-      if (!file.flags.write) throw new FsError('EACCES', 'the file was not opened for writing')
-      await file.write(offset, data)
+      const h = fileOf(id)
+      if (!h.file.flags.write) throw new FsError('EACCES', 'the file was not opened for writing')
+      try {
+        await h.file.write(offset, data)
+      } catch (err) {
+        // A failed write breaks the handle for good (its upload is dropped, CLOSE will
+        // fail): the file will never be committed, so this session's reads of it no longer
+        // wait for a CLOSE that a client whose upload failed may never send.
+        h.own?.end()
+        throw err
+      }
       ok(reqid)
     })
   })
