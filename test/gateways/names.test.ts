@@ -13,6 +13,7 @@ import { join, relative } from 'node:path'
 import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3'
 import t, { type Test } from 'tap'
 import type { ConnectionConfig } from '../../core/config.js'
+import { awsCli } from '../helpers/aws-cli.js'
 import { api, startTestServer } from '../helpers/filegate.js'
 import { s3Client } from '../helpers/s3-client.js'
 import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
@@ -24,7 +25,8 @@ import { type Login, paramiko, runCommand } from './sftp/clients.js'
 
 t.setTimeout(600_000)
 
-const AWS = requireBinary('/usr/bin/aws', 'awscli')
+requireBinary('/usr/bin/aws', 'awscli')
+const aws = (d: Doors, dir: string, args: readonly string[]) => awsCli(d.s3, dir, args, 180_000)
 const RCLONE = requireBinary('/usr/bin/rclone', 'rclone')
 const LFTP = requireBinary('/usr/bin/lftp', 'lftp')
 const S3CMD = requireBinary('/usr/bin/s3cmd', 's3cmd')
@@ -99,21 +101,6 @@ function tree(t: Test): string {
   return dir
 }
 
-function aws(d: Doors, dir: string, args: readonly string[]) {
-  const config = join(dir, 'aws-config')
-  writeFileSync(config, '[default]\nregion = us-east-1\n')
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: dir,
-    AWS_ACCESS_KEY_ID: d.s3.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: d.s3.secretAccessKey,
-    AWS_CONFIG_FILE: config,
-    AWS_SHARED_CREDENTIALS_FILE: join(dir, 'none'),
-    AWS_EC2_METADATA_DISABLED: 'true',
-    AWS_PAGER: '',
-  }
-  return runCommand(AWS, ['--endpoint-url', d.s3.endpoint, ...args], { env, timeoutMs: 180_000 })
-}
 
 /** `setModTime: false` where the storage keeps no settable times (S3): rclone's sftp backend otherwise fails each file. */
 function rclone(d: Doors, args: readonly string[], opts: { setModTime?: boolean } = {}) {

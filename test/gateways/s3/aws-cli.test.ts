@@ -7,31 +7,17 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import t from 'tap'
+import { awsCli } from '../../helpers/aws-cli.js'
 import { requireBinary, serverDir } from '../../servers/process.js'
-import { runCommand } from '../sftp/clients.js'
 import { BACKENDS, type S3Gw, startS3Gateway } from './fixture.js'
 
-const AWS = requireBinary('/usr/bin/aws', 'awscli')
+requireBinary('/usr/bin/aws', 'awscli')
+const aws = (gw: S3Gw, dir: string, args: readonly string[]) => awsCli({ endpoint: gw.endpoint, ...gw.key }, dir, args)
 
 function walk(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? walk(join(dir, d.name)) : [join(dir, d.name)]))
 }
 
-function aws(gw: S3Gw, dir: string, args: readonly string[]) {
-  const config = join(dir, 'aws-config')
-  writeFileSync(config, '[default]\nregion = us-east-1\n')
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: dir,
-    AWS_ACCESS_KEY_ID: gw.key.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: gw.key.secretAccessKey,
-    AWS_CONFIG_FILE: config,
-    AWS_SHARED_CREDENTIALS_FILE: join(dir, 'none'),
-    AWS_EC2_METADATA_DISABLED: 'true',
-    AWS_PAGER: '',
-  }
-  return runCommand(AWS, ['--endpoint-url', gw.endpoint, ...args], { env, timeoutMs: 120_000 })
-}
 
 for (const backend of BACKENDS) {
   t.test(`${backend}: aws s3 and s3api`, async (t) => {

@@ -8,29 +8,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import { awsCli } from '../../helpers/aws-cli.js'
 import { requireBinary, serverDir } from '../../servers/process.js'
-import { runCommand } from '../sftp/clients.js'
 import { type S3Gw, startS3Gateway } from './fixture.js'
 
-const AWS = requireBinary('/usr/bin/aws', 'awscli')
+requireBinary('/usr/bin/aws', 'awscli')
+const aws = (gw: S3Gw, dir: string, args: readonly string[]) => awsCli({ endpoint: gw.endpoint, ...gw.key }, dir, ['--output', 'json', ...args])
 // A dozen CLI runs of a few seconds each on a busy machine: a guard against hangs, not a speed.
 t.setTimeout(300_000)
 
-function aws(gw: S3Gw, dir: string, args: readonly string[]) {
-  const config = join(dir, 'aws-config')
-  writeFileSync(config, '[default]\nregion = us-east-1\n')
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: dir,
-    AWS_ACCESS_KEY_ID: gw.key.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: gw.key.secretAccessKey,
-    AWS_CONFIG_FILE: config,
-    AWS_SHARED_CREDENTIALS_FILE: join(dir, 'none'),
-    AWS_EC2_METADATA_DISABLED: 'true',
-    AWS_PAGER: '',
-  }
-  return runCommand(AWS, ['--endpoint-url', gw.endpoint, '--output', 'json', ...args], { env, timeoutMs: 120_000 })
-}
 
 t.test('aws CLI: list-objects Prefix, mb with aws-global, standard headers, an empty token', async (t) => {
   const gw = await startS3Gateway(t)
