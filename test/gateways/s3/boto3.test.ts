@@ -6,19 +6,11 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { requireBinary } from '../../servers/process.js'
-import { runCommand } from '../sftp/clients.js'
+import { runBoto3 } from '../../helpers/boto3.js'
 import { BACKENDS, startS3Gateway } from './fixture.js'
 
-const PYTHON = '/usr/bin/python3'
-requireBinary('/usr/lib/python3/dist-packages/boto3', 'python3-boto3')
 
 const SCRIPT = String.raw`
-import json, os, boto3
-from botocore.config import Config
-s3 = boto3.client('s3', endpoint_url=os.environ['ENDPOINT'], region_name='us-east-1',
-    aws_access_key_id=os.environ['KEY_ID'], aws_secret_access_key=os.environ['SECRET'],
-    config=Config(s3={'addressing_style': 'path'}, retries={'max_attempts': 1}))
 out = {}
 s3.create_bucket(Bucket='boto')
 for i in range(25):
@@ -46,8 +38,7 @@ print(json.dumps(out))
 for (const backend of BACKENDS) {
   t.test(`${backend}: boto3`, async (t) => {
     const gw = await startS3Gateway(t, { backend })
-    const { AWS_CA_BUNDLE: _, ...env } = process.env
-    const r = await runCommand(PYTHON, ['-c', SCRIPT], { env: { ...env, ENDPOINT: gw.endpoint, KEY_ID: gw.key.accessKeyId, SECRET: gw.key.secretAccessKey }, timeoutMs: 120_000 })
+    const r = await runBoto3({ endpoint: gw.endpoint, ...gw.key }, SCRIPT)
     t.equal(r.code, 0, r.stderr.slice(-2000))
     const out = JSON.parse(r.stdout) as { range: string; keys: string[]; prefixes: string[]; deleted: number; head: string }
     t.equal(out.range, '345', 'a range')

@@ -11,20 +11,12 @@ import { join } from 'node:path'
 import { CreateBucketCommand, ListBucketsCommand } from '@aws-sdk/client-s3'
 import t from 'tap'
 import { MAX_DELETE_BODY } from '../../../gateways/s3/delete-request.js'
-import { requireBinary } from '../../servers/process.js'
-import { runCommand } from '../sftp/clients.js'
+import { runBoto3 } from '../../helpers/boto3.js'
 import { startS3Gateway } from './fixture.js'
 import { rawS3 } from './raw.js'
 
-const PYTHON = '/usr/bin/python3'
-requireBinary('/usr/lib/python3/dist-packages/boto3', 'python3-boto3')
 
 const SCRIPT = String.raw`
-import json, os, boto3
-from botocore.config import Config
-s3 = boto3.client('s3', endpoint_url=os.environ['ENDPOINT'], region_name='us-east-1',
-    aws_access_key_id=os.environ['KEY_ID'], aws_secret_access_key=os.environ['SECRET'],
-    config=Config(s3={'addressing_style': 'path'}, retries={'max_attempts': 1}))
 keys = json.loads(os.environ['KEYS'])
 out = {}
 r = s3.delete_objects(Bucket='del', Delete={'Objects': [{'Key': k} for k in keys]})
@@ -45,8 +37,7 @@ t.test('boto3: 1,000 keys with characters XML escapes are deleted; 1,001 are Mal
   await gw.client().send(new CreateBucketCommand({ Bucket: 'del' }))
   const keys = Array.from({ length: 1000 }, (_, i) => `d/${i} & <${i}> 'q' "dq" é.txt`)
   for (const k of keys) gw.put(join('del', k), 'x')
-  const { AWS_CA_BUNDLE: _, ...env } = process.env
-  const r = await runCommand(PYTHON, ['-c', SCRIPT], { env: { ...env, ENDPOINT: gw.endpoint, KEY_ID: gw.key.accessKeyId, SECRET: gw.key.secretAccessKey, KEYS: JSON.stringify(keys) }, timeoutMs: 180_000 })
+  const r = await runBoto3({ endpoint: gw.endpoint, ...gw.key }, SCRIPT, { env: { KEYS: JSON.stringify(keys) }, timeoutMs: 180_000 })
   t.equal(r.code, 0, r.stderr.slice(-2000))
   const out = JSON.parse(r.stdout) as { deleted: number; errors: unknown[]; over: string }
   t.equal(out.deleted, 1000, 'all deleted')

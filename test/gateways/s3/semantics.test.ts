@@ -11,20 +11,12 @@
 import { CreateBucketCommand, ListBucketsCommand } from '@aws-sdk/client-s3'
 import t from 'tap'
 import { createLogger } from '../../../front/log.js'
-import { requireBinary } from '../../servers/process.js'
-import { runCommand } from '../sftp/clients.js'
+import { runBoto3 } from '../../helpers/boto3.js'
 import { startS3Gateway } from './fixture.js'
 import { rawS3 } from './raw.js'
 
-const PYTHON = '/usr/bin/python3'
-requireBinary('/usr/lib/python3/dist-packages/boto3', 'python3-boto3')
 
 const SCRIPT = String.raw`
-import json, os, boto3
-from botocore.config import Config
-s3 = boto3.client('s3', endpoint_url=os.environ['ENDPOINT'], region_name='us-east-1',
-    aws_access_key_id=os.environ['KEY_ID'], aws_secret_access_key=os.environ['SECRET'],
-    config=Config(s3={'addressing_style': 'path'}, retries={'max_attempts': 1}))
 out = {}
 s3.create_bucket(Bucket='sem', CreateBucketConfiguration={'LocationConstraint': 'aws-global'})
 for k in ['foo/a b.txt', 'foo/plus+sign.txt', 'foo/sub/deep.txt', 'foo/caf\u00e9.txt', 'other.txt']:
@@ -70,8 +62,7 @@ print(json.dumps(out))
 t.test('boto3: listing prefixes, an empty token, aws-global, standard headers through put, copy and multipart, nosniff', async (t) => {
   const lines: string[] = []
   const gw = await startS3Gateway(t, { logger: createLogger('info', (line) => lines.push(line)) })
-  const { AWS_CA_BUNDLE: _, ...env } = process.env
-  const r = await runCommand(PYTHON, ['-c', SCRIPT], { env: { ...env, ENDPOINT: gw.endpoint, KEY_ID: gw.key.accessKeyId, SECRET: gw.key.secretAccessKey }, timeoutMs: 120_000 })
+  const r = await runBoto3({ endpoint: gw.endpoint, ...gw.key }, SCRIPT)
   t.equal(r.code, 0, r.stderr.slice(-3000))
   const out = JSON.parse(r.stdout) as Record<string, Record<string, unknown> & unknown[]>
   const listed = { Prefix: 'foo/', Keys: ['foo/a b.txt', 'foo/café.txt', 'foo/plus+sign.txt'], CommonPrefixes: ['foo/sub/'] }
