@@ -36,21 +36,6 @@ export async function row(page: Page, name: string, state: 'attached' | 'detache
   await page.waitForSelector(`#listing button[data-name="${name}"]`, { state, timeout: 20_000 })
 }
 
-/** Waits until the listing has not changed for 500 ms (a refresh in flight has been drawn). */
-export async function settled(page: Page): Promise<void> {
-  // Sent as text: tsx wraps named functions in a helper (__name) that the page lacks.
-  await page.evaluate(`new Promise((resolve) => {
-    let timer
-    const seen = new MutationObserver(() => restart())
-    const restart = () => {
-      clearTimeout(timer)
-      timer = setTimeout(() => { seen.disconnect(); resolve() }, 500)
-    }
-    seen.observe(document.querySelector('#listing'), { childList: true, subtree: true, attributes: true })
-    restart()
-  })`)
-}
-
 /** The names in the listing, in the order shown. */
 export async function names(page: Page): Promise<string[]> {
   return page.$$eval('#listing tbody button[data-name]', (bs) => bs.map((b) => b.getAttribute('data-name')!))
