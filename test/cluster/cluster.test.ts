@@ -81,7 +81,9 @@ async function sftpLogin(port: number, user: string, password: string, direct = 
     s.once('error', reject)
   })
   await new Promise<void>((resolve, reject) => {
-    client.once('ready', resolve).once('error', reject)
+    // A connection closed before the login is done (a node killed while HAProxy had sent it
+    // there) ends in 'close' alone with ssh2, and nothing would ever settle this: a failed try.
+    client.once('ready', resolve).once('error', reject).once('close', () => reject(new Error('closed before the login was done')))
     client.connect({
       sock,
       username: user,
@@ -93,7 +95,10 @@ async function sftpLogin(port: number, user: string, password: string, direct = 
       },
     })
   })
-  const sftp = await new Promise<SFTPWrapper>((resolve, reject) => client.sftp((err, s) => (err ? reject(err) : resolve(s))))
+  const sftp = await new Promise<SFTPWrapper>((resolve, reject) => {
+    client.once('close', () => reject(new Error('closed before the SFTP channel opened')))
+    client.sftp((err, s) => (err ? reject(err) : resolve(s)))
+  })
   return { client, sftp, hostKey }
 }
 
