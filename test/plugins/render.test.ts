@@ -5,7 +5,7 @@
 import t from 'tap'
 import { BUILT_IN_MAIN_HALVES } from '../../front/plugins.js'
 import { BUILT_IN_WORKER_HALVES } from '../../workers/plugins.js'
-import { sniff } from '../../workers/plugins/plg_image_ascii/index.js'
+import { sniff } from '../../workers/plugins/image-input.js'
 import { CELL_ASPECT, MAX_ROWS, RAMP, charFor, gridFor, renderAscii } from '../../workers/plugins/plg_image_ascii/render.js'
 
 t.test('the grid: rows from the aspect ratio, corrected for character cells', async (t) => {

@@ -14,9 +14,10 @@
  * shrink-on-load straight to the target grid. At most RENDERS_AT_ONCE images per thread
  * are held at once; other requests wait their turn holding nothing.
  */
-import type { Sharp, SharpOptions } from 'sharp'
+import type { SharpOptions } from 'sharp'
 import { FsError, isFsError } from '../../../core/errors.js'
 import type { Plugin, TransformInput, TransformOutput } from '../../../core/plugin.js'
+import { collectImage, loadSharp, notImage } from '../image-input.js'
 import { gridFor, renderAscii } from './render.js'
 
 /** What the main-thread half sends (front/plugins/plg_image_ascii.ts builds it). */
@@ -49,7 +50,7 @@ async function asciiArt(input: TransformInput<AsciiParams>): Promise<string> {
   if (file.size > p.max_bytes) throw tooBig(file.name, `${file.size} bytes`, `${p.max_bytes} bytes`)
   const release = await slots.acquire(signal)
   try {
-    const bytes = await collectImage(input.body, file.name, p.max_bytes)
+    const bytes = await collectImage(input.body, file.name, p.max_bytes, (is) => tooBig(file.name, is, `${p.max_bytes} bytes`))
     return await render(bytes, file.name, p)
   } finally {
     release()
@@ -57,56 +58,8 @@ async function asciiArt(input: TransformInput<AsciiParams>): Promise<string> {
 }
 
 const tooBig = (name: string, is: string, max: string) => new FsError('EFBIG', `${name} is ${is}: ASCII art is made from images up to ${max}`)
-const notImage = (name: string, why = 'is not a PNG, JPEG, GIF or WebP image') => new FsError('EMEDIA', `${name} ${why}`)
 
 // Reading ---------------------------------------------------------------------------
-
-/** Signatures of the accepted formats, checked on the first 12 bytes. */
-export function sniff(head: Uint8Array): 'png' | 'jpeg' | 'gif' | 'webp' | null {
-  const at = (i: number, s: string) => [...s].every((c, k) => head[i + k] === c.charCodeAt(0))
-  if (head[0] === 0x89 && at(1, 'PNG\r\n\x1a\n')) return 'png'
-  if (head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return 'jpeg'
-  if (at(0, 'GIF87a') || at(0, 'GIF89a')) return 'gif'
-  if (at(0, 'RIFF') && at(8, 'WEBP')) return 'webp'
-  return null
-}
-
-const SNIFF_BYTES = 12
-
-/** The whole file, refused as soon as its first bytes show it is not an image, or it outgrows `max`. */
-async function collectImage(body: AsyncIterable<Uint8Array>, name: string, max: number): Promise<Buffer> {
-  const chunks: Uint8Array[] = []
-  let total = 0
-  let sniffed = false
-  for await (const chunk of body) {
-    chunks.push(chunk)
-    total += chunk.byteLength
-    if (total > max) throw tooBig(name, 'over that size', `${max} bytes`)
-    if (!sniffed && total >= SNIFF_BYTES) {
-      if (sniff(Buffer.concat(chunks, total).subarray(0, SNIFF_BYTES)) === null) throw notImage(name)
-      sniffed = true
-    }
-  }
-  if (total === 0) throw notImage(name, 'is empty, not an image')
-  const all = Buffer.concat(chunks, total)
-  if (!sniffed && sniff(all) === null) throw notImage(name)
-  return all
-}
-
-// Decoding --------------------------------------------------------------------------
-
-type SharpFactory = (input: Buffer, options?: SharpOptions) => Sharp
-let sharpLib: Promise<SharpFactory> | undefined
-
-/** sharp is loaded on first use: a worker of a server that never renders never loads libvips. */
-function loadSharp(): Promise<SharpFactory> {
-  sharpLib ??= import('sharp').then((m) => {
-    const sharp = m.default
-    sharp.cache(false) // each image is decoded once: libvips' operation cache would only hold memory
-    return sharp as SharpFactory
-  })
-  return sharpLib
-}
 
 async function render(bytes: Buffer, name: string, p: AsciiParams): Promise<string> {
   const sharp = await loadSharp()

@@ -6,7 +6,7 @@
  * checks the query and the limits and sends them as `ThumbnailParams`.
  *
  * The file is collected up to `max_bytes` (refused from its size first), its first bytes
- * checked against the four formats' signatures (plg_image_ascii's `sniff`), and sharp
+ * checked against the four formats' signatures (workers/plugins/image-input.ts), and sharp
  * decodes it with shrink-on-load, refusing more than `max_pixels` pixels.
  *
  * Cache: decoding is the cost, reading is not, so thumbnails are kept per thread under
@@ -16,10 +16,10 @@
  * used first out, at most `cache_bytes` of thumbnails per thread.
  */
 import { createHash } from 'node:crypto'
-import type { Sharp, SharpOptions } from 'sharp'
+import type { SharpOptions } from 'sharp'
 import { FsError } from '../../../core/errors.js'
 import type { Plugin, TransformInput, TransformOutput } from '../../../core/plugin.js'
-import { sniff } from '../plg_image_ascii/index.js'
+import { collectImage, loadSharp, notImage } from '../image-input.js'
 
 export type ThumbnailParams = {
   readonly size: number
@@ -48,19 +48,10 @@ export const imageThumbnail: Plugin = {
 }
 
 const tooBig = (name: string, is: string, max: string) => new FsError('EFBIG', `${name} is ${is}: thumbnails are made of images up to ${max}`)
-const notImage = (name: string, why = 'is not a PNG, JPEG, GIF or WebP image') => new FsError('EMEDIA', `${name} ${why}`)
 
 async function thumbnail({ params: p, file, body }: TransformInput<ThumbnailParams>): Promise<Buffer> {
   if (file.size > p.max_bytes) throw tooBig(file.name, `${file.size} bytes`, `${p.max_bytes} bytes`)
-  const chunks: Uint8Array[] = []
-  let total = 0
-  for await (const chunk of body) {
-    chunks.push(chunk)
-    total += chunk.byteLength
-    if (total > p.max_bytes) throw tooBig(file.name, 'over that size', `${p.max_bytes} bytes`)
-  }
-  const bytes = Buffer.concat(chunks, total)
-  if (total === 0 || sniff(bytes.subarray(0, 12)) === null) throw notImage(file.name)
+  const bytes = await collectImage(body, file.name, p.max_bytes, (is) => tooBig(file.name, is, `${p.max_bytes} bytes`))
   const key = `${p.size}:${createHash('sha256').update(bytes).digest('base64url')}`
   const hit = cache.get(key)
   if (hit) {
@@ -80,18 +71,6 @@ async function thumbnail({ params: p, file, body }: TransformInput<ThumbnailPara
     }
   }
   return thumb
-}
-
-type SharpFactory = (input: Buffer, options?: SharpOptions) => Sharp
-let sharpLib: Promise<SharpFactory> | undefined
-
-/** sharp is loaded on first use, as plg_image_ascii does. */
-function loadSharp(): Promise<SharpFactory> {
-  sharpLib ??= import('sharp').then((m) => {
-    m.default.cache(false)
-    return m.default as SharpFactory
-  })
-  return sharpLib
 }
 
 async function shrink(bytes: Buffer, name: string, p: ThumbnailParams): Promise<Buffer> {
