@@ -2,7 +2,7 @@
  * @module core/protocol-fs
  * The file system the protocol gateways (SFTP, S3, MCP) act on: one logged-in
  * user's view of one storage, scoped to that user's root and rights, served by the
- * worker pool. The composition root builds it (front/gateway-fs.ts); gateways get it
+ * worker pool. The composition root builds it (gateways/connection/view.ts); gateways get it
  * from a login (core/gateway.ts) and never see threads, drivers or HTTP errors.
  *
  * Unlike `Storage` (shaped for the HTTP API: mkdir -p, recursive remove, parents

@@ -14,7 +14,7 @@ import type { RangeSpec, ReadHead, TransformRequest, ZipCompression, ZipHead } f
 export interface RequestContext {
   readonly requestId: string
   readonly signal: AbortSignal
-  /** Who asks, for the fairness limits on concurrent transfers (front/transfer-limits.ts). */
+  /** Who asks, for the fairness limits on concurrent transfers (gateways/connection/transfer-limits.ts). */
   readonly client?: ClientIdentity
 }
 

@@ -25,14 +25,14 @@ import { logExposure } from './exposure.js'
 import { openState } from './state/open-state.js'
 import { AdminService } from './admin.js'
 import { GatewayLoginService } from './gateway-login.js'
-import { SharedViews } from './shared-views.js'
+import { SharedViews } from '../gateways/connection/shared-views.js'
 import { chainBearers, sessionBearer } from './gateway-bearer.js'
-import { createProtocolFs, sweepStaging } from './gateway-fs.js'
+import { createProtocolFs, sweepStaging } from '../gateways/connection/view.js'
 import { ApiKeyService } from './api-keys.js'
 import { S3Keys } from './s3-keys.js'
 import { ShareService } from './shares.js'
 import { TusUploads } from './tus/uploads.js'
-import { TransferLimits } from './transfer-limits.js'
+import { TransferLimits } from '../gateways/connection/transfer-limits.js'
 import { version } from './version.js'
 import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
@@ -89,7 +89,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   })
   const limits = new TransferLimits({ perAddress: config.transfers_per_address, perCredential: config.transfers_per_credential })
   const storageFor = (spec: BackendSpec, key?: string): Storage => limits.wrap(new PoolStorage(pool, spec, key))
-  // Gateways' private staging files (front/gateway-fs/staging.ts): what a crash left is debris.
+  // Gateways' private staging files (gateways/connection/staging.ts): what a crash left is debris.
   const stagingDir = join(config.data_dir, 'gateway-staging')
   await sweepStaging(stagingDir)
   // One count of staged bytes for every door (tus, S3 multipart, the gateways' staging
@@ -160,7 +160,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const started = Date.now()
   const shares = new ShareService({ state, secret, storageFor })
   // Bearer credentials (MCP) come once per request: a session's view is opened once and
-  // leased to its requests (front/shared-views.ts), as S3's signed requests are.
+  // leased to its requests (gateways/connection/shared-views.ts), as S3's signed requests are.
   const bearerViews = new SharedViews({ idleMs: 30_000 })
   const openFs = (spec: BackendSpec, readOnly: boolean) =>
     bearerViews.lease(`${readOnly ? 'ro' : 'rw'}\0${backendKey(spec)}`, () => createProtocolFs({ pool, spec, readOnly, transfers: limits, stagingDir, stagingQuota }))

@@ -32,7 +32,7 @@
  * **Signature logins** (S3, one per request): `user` is an access key id
  * (front/s3-keys.ts); the key's secret is handed to the request's own `verify`, and
  * the key acts as its gateway user. No scrypt is involved, and the user's view is
- * shared between its requests while they come (front/shared-views.ts): the storage is
+ * shared between its requests while they come (gateways/connection/shared-views.ts): the storage is
  * looked at when the view is opened, not on every request. An unknown or revoked key
  * and a wrong signature are refused alike, delayed and throttled as a wrong password.
  *
@@ -58,7 +58,7 @@ import type { Logger } from './log.js'
 import { type CheckedBy, PasswordCache } from './password-cache.js'
 import { MAX_PASSWORD_LENGTH, failureDelay, hashPassword, verifyPassword } from './passwords.js'
 import type { S3Keys } from './s3-keys.js'
-import { SharedViews } from './shared-views.js'
+import { SharedViews } from '../gateways/connection/shared-views.js'
 import { AttemptGate, type AttemptTicket, Throttle } from './throttle.js'
 
 /** Failed gateway logins from one address within WINDOW_MS before every login from it is `throttled`. */
@@ -74,7 +74,7 @@ const SHARED_VIEW_IDLE_MS = 30_000
 /** How often the views of live password and key logins are checked against their users (changes made on other nodes). */
 export const REVALIDATE_MS = 5_000
 
-/** Opens the file system view of one login (front/gateway-fs.ts); rejects when the backend cannot be opened. */
+/** Opens the file system view of one login (gateways/connection/view.ts); rejects when the backend cannot be opened. */
 export type OpenProtocolFs = (spec: BackendSpec, opts: { readonly readOnly: boolean; readonly client: ClientIdentity }) => Promise<ProtocolFs>
 
 export interface GatewayLoginOptions {

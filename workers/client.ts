@@ -27,7 +27,7 @@ async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
 
 type Body<Op extends RequestBody['op']> = Omit<Extract<RequestBody, { op: Op }>, 'port'>
 
-/** Calls on one backend through the pool (also what front/gateway-fs builds on). */
+/** Calls on one backend through the pool (also what gateways/connection builds on). */
 export class Channel {
   readonly #pool: WorkerPool
   readonly #backend: BackendSpec

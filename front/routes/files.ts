@@ -16,8 +16,8 @@ import { parseRange } from '../../core/range.js'
 import type { HeadedStream, RequestContext } from '../../core/storage.js'
 import type { FsEntry } from '../../core/protocol-fs.js'
 import { type Access, need } from '../access.js'
-import { type ListSnapshots, listSnapshots } from '../gateway-fs.js'
-import { toFsEntry } from '../gateway-fs/handles.js'
+import { type ListSnapshots, listSnapshots } from '../../gateways/connection/view.js'
+import { toFsEntry } from '../../gateways/connection/handles.js'
 import { errorReply, okReply } from '../http/status.js'
 
 export type FileHandler = (req: HttpRequest, access: Access) => Promise<HttpReply>
@@ -69,7 +69,7 @@ export const LS_MAX_ENTRIES = 10_000
  * order, as it always was. A larger one is refused (413) unless asked for in pages:
  * `limit` (1 to `max`) entries at a time in UTF-8 byte order of their names, each answer
  * with the `next_cursor` that asks for the next page (null after the last). Pages come
- * from the listing snapshots the gateways page with (front/gateway-fs/list-pages.ts): the
+ * from the listing snapshots the gateways page with (gateways/connection/list-pages.ts): the
  * folder is listed once for all its pages while they follow each other, and a caller's
  * snapshots count against its own share (a session, or one share link) of their budget.
  */

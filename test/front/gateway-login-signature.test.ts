@@ -1,7 +1,7 @@
 /**
  * @module test/front/gateway-login-signature.test
  * Signature logins (S3's; front/gateway-login.ts with front/s3-keys.ts and
- * front/shared-views.ts): the key's secret handed to `verify`, unknown keys and wrong
+ * gateways/connection/shared-views.ts): the key's secret handed to `verify`, unknown keys and wrong
  * signatures refused alike after the failure delay, a removed user's keys gone; and the
  * user's view shared between requests without one request's end cutting another's
  * transfer: closing a login's view aborts the files opened through it, and only those.

@@ -1,6 +1,6 @@
 /**
  * @module test/gateway-fs/cases
- * The gateway layer's cases (core/protocol-fs.ts over front/gateway-fs.ts), written once
+ * The gateway layer's cases (core/protocol-fs.ts over gateways/connection/view.ts), written once
  * and run against a real worker pool over each backend (local.test.ts, sftp.test.ts).
  * Each case gets a fresh view over an empty folder, and that folder's path on this
  * machine (`backing`) to check what really landed, and that nothing else did.
@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path'
 import type { Test } from 'tap'
 import type { FileHandle, OpenFlags, ProtocolFs } from '../../core/protocol-fs.js'
 import type { BackendSpec } from '../../core/backend.js'
-import { type GatewayFsStats, createProtocolFs } from '../../front/gateway-fs.js'
+import { type GatewayFsStats, createProtocolFs } from '../../gateways/connection/view.js'
 import type { WorkerPool } from '../../workers/pool.js'
 import { HOSTILE_NAMES } from '../drivers/suite.js'
 import type { RequestContext } from '../../core/storage.js'

@@ -1,6 +1,6 @@
 /**
  * @module test/gateway-fs/list-snapshots.test
- * Listing snapshots cannot thrash (front/gateway-fs/list-pages.ts): one login listing
+ * Listing snapshots cannot thrash (gateways/connection/list-pages.ts): one login listing
  * huge folders over and over, each time through a new view as MCP requests do, keeps
  * within its share of the snapshots and never evicts another login's, whose next pages
  * are sliced from its snapshot without listing its folder again. And the MCP gateway's
@@ -10,7 +10,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { ListSnapshots, createProtocolFs } from '../../front/gateway-fs.js'
+import { ListSnapshots, createProtocolFs } from '../../gateways/connection/view.js'
 import { DeadlineReached, listAll, walk } from '../../gateways/mcp/fs-ops.js'
 import { WorkerPool } from '../../workers/pool.js'
 

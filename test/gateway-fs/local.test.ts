@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { createProtocolFs } from '../../front/gateway-fs.js'
+import { createProtocolFs } from '../../gateways/connection/view.js'
 import { WorkerPool } from '../../workers/pool.js'
 import { MiB, runCases, viewsOver } from './cases.js'
 

@@ -16,7 +16,7 @@ import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { smallDisk, tempUploads } from '../helpers/small-disk.js'
 import { connect, textOf } from '../gateways/mcp/client.js'
 import { call, ssh2Sftp } from '../gateways/sftp/clients.js'
-import { asFsError } from '../../front/gateway-fs/errors.js'
+import { asFsError } from '../../gateways/connection/errors.js'
 import { toStatus } from '../../gateways/sftp/errors.js'
 import { s3Client } from '../helpers/s3-client.js'
 
@@ -150,7 +150,7 @@ t.test('a full disk through every door', async (t) => {
 
 t.test("the SFTP gateway's own staging copies (data folder) report a full disk as such", async (t) => {
   // Out-of-order writes to a storage that cannot write in place go to a staging copy in the
-  // data folder (front/gateway-fs/staging.ts); its Node errors pass through asFsError.
+  // data folder (gateways/connection/staging.ts); its Node errors pass through asFsError.
   const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28 })
   const e = asFsError(full)
   t.equal(e.code, 'ENOSPC', 'ENOSPC')

@@ -1,5 +1,5 @@
 /**
- * @module front/gateway-fs/read-ahead
+ * @module gateways/connection/read-ahead
  * Reads of an open handle at offsets, served from one read-ahead stream: a read of the
  * file from an offset to its end, started in a worker (Channel.read: files of 64 KiB and
  * less come whole in the task's reply), whose bytes arrive with the pool's credits.

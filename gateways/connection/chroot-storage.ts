@@ -1,5 +1,5 @@
 /**
- * @module front/chroot-storage
+ * @module gateways/connection/chroot-storage
  * A Storage seen from inside one of its folders (a share's path): the client's `/`
  * is `root`, and nothing above it can be named. Paths arrive canonical (core/paths.ts
  * already refused a `..` climbing above `/`), so joining them under the root cannot
@@ -9,10 +9,10 @@
  * through: `/<name>`. Its `/` lists that file alone; any other path is not found
  * (reads) or forbidden (writes).
  */
-import { FsError, isFsError } from '../core/errors.js'
-import type { Entry } from '../core/driver.js'
-import type { HeadedStream, RequestContext, Storage } from '../core/storage.js'
-import type { RangeSpec, ReadHead, TransformRequest, ZipCompression, ZipHead } from '../core/messages.js'
+import { FsError, isFsError } from '../../core/errors.js'
+import type { Entry } from '../../core/driver.js'
+import type { HeadedStream, RequestContext, Storage } from '../../core/storage.js'
+import type { RangeSpec, ReadHead, TransformRequest, ZipCompression, ZipHead } from '../../core/messages.js'
 
 export class ChrootStorage implements Storage {
   readonly #inner: Storage

@@ -1,5 +1,5 @@
 /**
- * @module front/transfer-limits
+ * @module gateways/connection/transfer-limits
  * Fair shares of the transfer capacity: at most `perAddress` concurrent transfers
  * (downloads that stream, uploads, zips) from one client address and `perCredential`
  * with one credential (a session token, a share link). Beyond either, the request is
@@ -10,10 +10,10 @@
  * Applied as a Storage wrapper, so every protocol that names its client in the request
  * context (`RequestContext.client`) gets the same limits.
  */
-import { ApiError } from '../core/api-error.js'
-import type { Entry } from '../core/driver.js'
-import type { RangeSpec, ReadHead, TransformRequest, ZipCompression, ZipHead } from '../core/messages.js'
-import type { ClientIdentity, HeadedStream, RequestContext, Storage } from '../core/storage.js'
+import { ApiError } from '../../core/api-error.js'
+import type { Entry } from '../../core/driver.js'
+import type { RangeSpec, ReadHead, TransformRequest, ZipCompression, ZipHead } from '../../core/messages.js'
+import type { ClientIdentity, HeadedStream, RequestContext, Storage } from '../../core/storage.js'
 
 export interface TransferLimitSettings {
   readonly perAddress: number

@@ -1,5 +1,5 @@
 /**
- * @module front/gateway-fs/list-pages
+ * @module gateways/connection/list-pages
  * Directory listings in pages, for protocols that page (SFTP READDIR, S3 ListObjects).
  *
  * Order: UTF-8 byte order of the names (`Buffer.compare`), what S3 requires and what any

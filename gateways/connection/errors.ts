@@ -1,5 +1,5 @@
 /**
- * @module front/gateway-fs/errors
+ * @module gateways/connection/errors
  * Every failure a gateway sees is an FsError (core/errors.ts): the pool's own refusals
  * (ApiError UNAVAILABLE when it is overloaded or closing) become EUNAVAILABLE, a full
  * disk under the view's staging files (./staging.ts, in the data folder) ENOSPC,

@@ -1,12 +1,12 @@
 /**
- * @module front/gateway-fs
+ * @module gateways/connection/view
  * The file system the protocol gateways act on (core/protocol-fs.ts), built over the
  * worker pool: `createProtocolFs` gives one logged-in user's view of one backend. The
  * user's root is the backend spec's root (the login builds a spec rooted at the user's
  * folder), so paths are used as given and the drivers' containment (the local driver's
  * symlink-safe pins) holds at the user's root.
  *
- * Parts, each in front/gateway-fs/: list-pages.ts (listings in pages with cursors),
+ * Parts, each in gateways/connection/: list-pages.ts (listings in pages with cursors),
  * handles.ts (open files), read-ahead.ts (reads), write-coalescer.ts (a `put` as one
  * atomic upload), in-place.ts (other writes, where the backend can), staging.ts (other
  * writes elsewhere), pending.ts (the view's cap on bytes waiting to cross to a worker),
@@ -15,27 +15,27 @@
  */
 import type { Transferable } from 'node:worker_threads'
 import { createHash } from 'node:crypto'
-import { type BackendSpec, backendIdentity } from '../core/backend.js'
-import type { Entry, Space, StoredMetadata } from '../core/driver.js'
-import { FsError } from '../core/errors.js'
-import { isCanonical, parentOf } from '../core/paths.js'
-import type { BackendAbilities } from '../core/messages.js'
-import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, ProtocolFs } from '../core/protocol-fs.js'
-import type { ClientIdentity, RequestContext } from '../core/storage.js'
-import { Channel, INLINE_READ_MAX } from '../workers/client.js'
-import type { WorkerPool } from '../workers/pool.js'
-import { asFsError, fsCall, readOnlyError } from './gateway-fs/errors.js'
-import { Handle, toFsEntry } from './gateway-fs/handles.js'
-import { InPlaceWriter } from './gateway-fs/in-place.js'
-import { ListSnapshots } from './gateway-fs/list-pages.js'
-import { PendingBudget } from './gateway-fs/pending.js'
-import { ReadAhead } from './gateway-fs/read-ahead.js'
-import type { StagingQuota } from '../core/staging-quota.js'
-import { StagingFile } from './gateway-fs/staging.js'
-import { WriteCoalescer } from './gateway-fs/write-coalescer.js'
+import { type BackendSpec, backendIdentity } from '../../core/backend.js'
+import type { Entry, Space, StoredMetadata } from '../../core/driver.js'
+import { FsError } from '../../core/errors.js'
+import { isCanonical, parentOf } from '../../core/paths.js'
+import type { BackendAbilities } from '../../core/messages.js'
+import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, ProtocolFs } from '../../core/protocol-fs.js'
+import type { ClientIdentity, RequestContext } from '../../core/storage.js'
+import { Channel, INLINE_READ_MAX } from '../../workers/client.js'
+import type { WorkerPool } from '../../workers/pool.js'
+import { asFsError, fsCall, readOnlyError } from './errors.js'
+import { Handle, toFsEntry } from './handles.js'
+import { InPlaceWriter } from './in-place.js'
+import { ListSnapshots } from './list-pages.js'
+import { PendingBudget } from './pending.js'
+import { ReadAhead } from './read-ahead.js'
+import type { StagingQuota } from '../../core/staging-quota.js'
+import { StagingFile } from './staging.js'
+import { WriteCoalescer } from './write-coalescer.js'
 
-export { sweepStaging } from './gateway-fs/staging.js'
-export { ListSnapshots } from './gateway-fs/list-pages.js'
+export { sweepStaging } from './staging.js'
+export { ListSnapshots } from './list-pages.js'
 
 export interface GatewayFsLimits {
   /** Coalesced chunk size before bytes cross to a worker (default 1 MiB). */
@@ -65,7 +65,7 @@ export interface GatewayFsOptions {
    */
   readonly client?: ClientIdentity
   /**
-   * The fairness limits on concurrent transfers (front/transfer-limits.ts), shared with
+   * The fairness limits on concurrent transfers (gateways/connection/transfer-limits.ts), shared with
    * the HTTP API: a handle that moves a file's bytes (a read of a file larger than a
    * task's inline answer, a `put`) counts as one transfer from its open to its end; past
    * a limit the open is refused (EBUSY, saying which limit).

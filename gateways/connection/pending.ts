@@ -1,5 +1,5 @@
 /**
- * @module front/gateway-fs/pending
+ * @module gateways/connection/pending
  * Bytes written by a view's handles and not yet taken by a worker, all handles together:
  * past `limit`, writes wait (the protocol's own flow control then slows the client).
  */

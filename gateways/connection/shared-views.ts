@@ -1,5 +1,5 @@
 /**
- * @module front/shared-views
+ * @module gateways/connection/shared-views
  * File system views (core/protocol-fs.ts) kept open per user for logins that come once
  * per request: S3 signs every request, and opening a view costs a round trip to a
  * worker, plus the login's look at the root. The first login of a user opens the view;
@@ -10,9 +10,9 @@
  * view nobody holds is closed after `idleMs`; one whose opening failed is forgotten at
  * once (the next login tries again).
  */
-import { FsError } from '../core/errors.js'
-import type { FileHandle, OpenFlags, OpenOptions, ProtocolFs } from '../core/protocol-fs.js'
-import type { RequestContext } from '../core/storage.js'
+import { FsError } from '../../core/errors.js'
+import type { FileHandle, OpenFlags, OpenOptions, ProtocolFs } from '../../core/protocol-fs.js'
+import type { RequestContext } from '../../core/storage.js'
 
 interface Shared {
   readonly view: Promise<ProtocolFs>

@@ -1,5 +1,5 @@
 /**
- * @module front/gateway-fs/in-place
+ * @module gateways/connection/in-place
  * Writes into an existing file, in place, where the backend can (the driver's
  * `writeAt`: local folders): appends, resumed uploads, random writes. Contiguous writes
  * are joined into runs of up to `chunkBytes` (1 MiB; chunk-buffer.ts: one copy of each

@@ -1,5 +1,5 @@
 /**
- * @module front/gateway-fs/chunk-buffer
+ * @module gateways/connection/chunk-buffer
  * Where the writes of one handle are joined into a chunk before it crosses to a worker
  * (write-coalescer.ts, in-place.ts): each write is copied once, into a buffer that
  * owns its ArrayBuffer, so the full chunk is moved to the worker, not copied again; the

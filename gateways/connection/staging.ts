@@ -1,5 +1,5 @@
 /**
- * @module front/gateway-fs/staging
+ * @module gateways/connection/staging
  * A private copy of a file for writes that are not "from 0 on a new or truncated file"
  * (appends, resumed uploads, random writes, files opened without truncation): a file
  * under `<data_dir>/gateway-staging/` (mode 0600, a random name), filled with the

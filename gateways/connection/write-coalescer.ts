@@ -1,5 +1,5 @@
 /**
- * @module front/gateway-fs/write-coalescer
+ * @module gateways/connection/write-coalescer
  * A file written from offset 0 (a new or truncated file: the common `put`) is one
  * atomic upload (Channel.upload: the driver's write into a hidden temporary file,
  * renamed over the target at the end; an abort leaves the old file and no debris).
