@@ -32,6 +32,11 @@ export interface S3Spec {
   readonly forcePathStyle: boolean
   /** `bucket[/prefix]`; '' lists the buckets at `/`. */
   readonly root: string
+  /**
+   * Keys asked per listing request (ListObjectsV2 `max-keys`, 1-1000; absent: 1000): some
+   * S3-compatible servers answer large pages slowly or cap them lower.
+   */
+  readonly listChunk?: number
 }
 
 export interface SftpSpec {
@@ -136,6 +141,14 @@ function port(p: Params, dflt: number): number {
   return n
 }
 
+function whole(p: Params, key: string, min: number, max: number): number | undefined {
+  const v = p[key]
+  if (v === undefined || v === null || v === '') return undefined
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) throw bad(`"${key}" must be a whole number from ${min} to ${max}`)
+  return n
+}
+
 function flag(p: Params, key: string, dflt: boolean): boolean {
   const v = p[key]
   if (v === undefined || v === null || v === '') return dflt
@@ -180,7 +193,8 @@ export function parseBackendSpec(type: string, p: Params): BackendSpec {
         forcePathStyle: flag(p, 'path_style', endpoint !== undefined),
         root: root(p).replace(/^\//, ''),
       }
-      return endpoint === undefined ? spec : { ...spec, endpoint }
+      const listChunk = whole(p, 'list_chunk', 1, 1000)
+      return { ...spec, ...(endpoint === undefined ? {} : { endpoint }), ...(listChunk === undefined ? {} : { listChunk }) }
     }
     case 'sftp': {
       const password = text(p, 'password')
