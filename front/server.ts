@@ -82,7 +82,13 @@ export function createHandler(deps: ServerDeps): Handler {
     return (deps.admin && adminPattern(path)) || webPattern(path) || 'unmatched'
   }
   const meter = deps.metrics?.meter
-  const handler: HttpHandler = meter ? (req) => meter.observe(req, routeOf(req.path), answer) : answer
+  const isGateway = (route: string) => deps.gatewayRoutes !== undefined && Object.hasOwn(deps.gatewayRoutes, route)
+  const handler: HttpHandler = meter
+    ? (req) => {
+        const route = routeOf(req.path)
+        return meter.observe(req, route, answer, isGateway(route))
+      }
+    : answer
   return Object.assign(handler, { routeOf })
 }
 
