@@ -78,41 +78,41 @@ export class DoorMetrics {
 }
 
 /**
- * `fs` as it is, but its file handles count what they read (out) and write (in). A
- * proxy rather than a copy of the interface: everything but `open` is the view's own,
- * bound to it (its private state stays reachable).
+ * `obj` as it is, but for the members `own` replaces. A proxy rather than a copy of the
+ * interface: every other member is the object's own, its methods bound to it (its
+ * private state stays reachable), each bound once.
  */
-function meteredFs(fs: ProtocolFs, meter: DoorMeter): ProtocolFs {
-  const open: ProtocolFs['open'] = async (ctx, path, flags, opts) => meteredHandle(await fs.open(ctx, path, flags, opts), meter)
-  return new Proxy(fs, {
+function overlay<T extends object>(obj: T, own: Partial<T>): T {
+  const bound = new Map<PropertyKey, unknown>()
+  return new Proxy(obj, {
     get(target, key) {
-      if (key === 'open') return open
+      if (Object.hasOwn(own, key)) return own[key as keyof T]
       const v: unknown = Reflect.get(target, key, target)
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+      if (typeof v !== 'function') return v
+      let b = bound.get(key)
+      if (b === undefined) bound.set(key, (b = (v as (...a: unknown[]) => unknown).bind(target)))
+      return b
     },
   })
 }
 
+/** `fs` whose file handles count what they read (out) and write (in). */
+function meteredFs(fs: ProtocolFs, meter: DoorMeter): ProtocolFs {
+  return overlay(fs, { open: async (ctx, path, flags, opts) => meteredHandle(await fs.open(ctx, path, flags, opts), meter) })
+}
+
 function meteredHandle(h: FileHandle, meter: DoorMeter): FileHandle {
-  return new Proxy(h, {
-    get(target, key) {
-      if (key === 'read') {
-        return async (offset: number, length: number) => {
-          const data = await target.read(offset, length)
-          meter.bytes('out', data.byteLength)
-          return data
-        }
-      }
-      if (key === 'write') {
-        return async (offset: number, data: Uint8Array, opts?: { readonly give?: boolean }) => {
-          // Counted before: a handle given the buffer (`give`) may detach it.
-          const n = data.byteLength
-          await target.write(offset, data, opts)
-          meter.bytes('in', n)
-        }
-      }
-      const v: unknown = Reflect.get(target, key, target)
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+  return overlay(h, {
+    read: async (offset, length) => {
+      const data = await h.read(offset, length)
+      meter.bytes('out', data.byteLength)
+      return data
+    },
+    write: async (offset, data, opts) => {
+      // Counted before: a handle given the buffer (`give`) may detach it.
+      const n = data.byteLength
+      await h.write(offset, data, opts)
+      meter.bytes('in', n)
     },
   })
 }
