@@ -207,6 +207,13 @@ export class Metrics {
     return reply
   }
 
+  /** `req`, its body counted as file bytes in through the HTTP door (a tus upload's). */
+  fileBody(req: HttpRequest): HttpRequest {
+    const door = this.#http
+    if (door === null || req.method === 'GET' || req.method === 'HEAD') return req
+    return new CountedRequest(req, (n) => door.bytes('in', n))
+  }
+
   /**
    * A file request on a storage of type `backend`: the body bytes that flow in (read
    * from the request) and out (a streamed reply), and, for an upload or a download,

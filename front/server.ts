@@ -153,7 +153,8 @@ function dispatch(deps: ServerDeps, routes: Record<string, Route>): HttpHandler 
       const gateway = deps.gatewayRoutes?.[path]
       if (gateway) return await gateway(req)
       if (path.startsWith('/api/share/')) return await shareRoute(deps.shares, req, path.slice('/api/share/'.length), await authenticate(deps, req))
-      if (deps.tus && isTusPath(path)) return await deps.tus.handle(req, () => authenticate(deps, req))
+      // tus bodies are file bytes in through the HTTP door (they are not transfers: no `filegate_transfer_*`).
+      if (deps.tus && isTusPath(path)) return await deps.tus.handle(deps.metrics?.meter.fileBody(req) ?? req, () => authenticate(deps, req))
       const admin = deps.admin && adminRoute(deps.admin, req, req.path)
       if (admin) return await admin
       // The web app's page and files (front/web/): after every API route, so it never shadows one.

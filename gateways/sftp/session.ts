@@ -421,7 +421,10 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
       sftp.name(reqid, [{ filename: p, longname: p, attrs: {} }])
     })
   })
-  const noLinks = (reqid: number) => sftp.status(reqid, STATUS.OP_UNSUPPORTED, 'symbolic links are not served')
+  const noLinks = (reqid: number) => {
+    meter?.request(STATUS_NAME[STATUS.OP_UNSUPPORTED])
+    sftp.status(reqid, STATUS.OP_UNSUPPORTED, 'symbolic links are not served')
+  }
   sftp.on('READLINK', noLinks)
   sftp.on('SYMLINK', noLinks)
 

@@ -64,10 +64,18 @@ t.test('every door on /metrics: requests, bytes, errors, sessions', async (t) =>
 
   // HTTP: an upload, its download, and a file that is not there (404).
   const httpBody = randomBytes(200_000)
-  const call_ = api(url, await tmpSession(url, 'door-http'))
+  const httpToken = await tmpSession(url, 'door-http')
+  const call_ = api(url, httpToken)
   t.equal((await call_('POST', '/api/files/cat', { path: '/h.bin' }, { body: httpBody })).status, 200)
   t.equal(Buffer.from(await (await call_('GET', '/api/files/cat', { path: '/h.bin' })).arrayBuffer()).equals(httpBody), true, 'http download byte-exact')
   t.equal((await call_('GET', '/api/files/cat', { path: '/missing.bin' })).status, 404)
+  // A tus upload: its PATCH bodies are file bytes in through the HTTP door too.
+  const tusBody = randomBytes(120_000)
+  const tusHeaders = { 'tus-resumable': '1.0.0', authorization: `Bearer ${httpToken}` }
+  const created = await fetch(`${url}/api/files/tus?path=/t.bin`, { method: 'POST', headers: { ...tusHeaders, 'upload-length': String(tusBody.length) } })
+  t.equal(created.status, 201, 'tus upload created')
+  const patched = await fetch(new URL(created.headers.get('location')!, url), { method: 'PATCH', headers: { ...tusHeaders, 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' }, body: tusBody })
+  t.equal(patched.status, 204, 'tus upload complete')
 
   // SFTP: OpenSSH's sftp puts a file, gets it back, and asks for one that is not there.
   const sftpBody = randomBytes(300_000)
@@ -103,7 +111,8 @@ t.test('every door on /metrics: requests, bytes, errors, sessions', async (t) =>
   const sizes = { http: httpBody.length, sftp: sftpBody.length, s3: s3Body.length, mcp: mcpText.length }
   for (const [door, size] of Object.entries(sizes)) {
     t.ok(grew(now, 'filegate_door_requests_total', { door }) >= 3, `${door}: its requests are counted`)
-    t.ok(grew(now, 'filegate_door_bytes_total', { door, direction: 'in' }) >= size, `${door}: at least the upload's ${size} bytes in`)
+    const up = door === 'http' ? size + tusBody.length : size
+    t.ok(grew(now, 'filegate_door_bytes_total', { door, direction: 'in' }) >= up, `${door}: at least the uploads' ${up} bytes in`)
     t.ok(grew(now, 'filegate_door_bytes_total', { door, direction: 'out' }) >= size, `${door}: at least the download's ${size} bytes out`)
   }
   t.ok(grew(now, 'filegate_door_errors_total', { door: 'http', error: '4xx' }) >= 1, 'http: the 404 under 4xx')
