@@ -7,13 +7,13 @@
  */
 import type { HttpHandler, HttpReply, HttpRequest } from './http.js'
 import type { BackendSpec } from './backend.js'
+import type { Door, DoorDrain, DoorMeter } from './doors.js'
 import type { ProtocolFs } from './protocol-fs.js'
 import type { StagingQuota } from './staging-quota.js'
 import type { StateStore } from './state.js'
 import type { Storage } from './storage.js'
 
-/** The protocols logging in, for logs, throttles and metrics. */
-export type Door = 'sftp' | 's3' | 'mcp' | 'http'
+export type { Door } from './doors.js'
 
 /** An SSH public key as the client presented it. */
 export interface PublicKey {
@@ -172,6 +172,10 @@ export interface GatewayContext {
   /** The storage for a backend, served by the worker pool (for plugins' own gateways). */
   storageFor(spec: BackendSpec): Storage
   log(level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void
+  /** The door's counters on `/metrics` (requests, errors, file bytes, sessions). */
+  meter(door: Door): DoorMeter
+  /** The one shutdown drain: a gateway registers what it must stop, wait for and end. */
+  readonly drain: DoorDrain
 }
 
 export interface Gateway {

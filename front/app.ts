@@ -33,6 +33,8 @@ import { S3Keys } from './s3-keys.js'
 import { ShareService } from './shares.js'
 import { TusUploads } from './tus/uploads.js'
 import { TransferLimits } from '../gateways/connection/transfer-limits.js'
+import { DoorMetrics } from '../gateways/connection/metrics.js'
+import { Drain } from '../gateways/connection/drain.js'
 import { version } from './version.js'
 import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
@@ -155,6 +157,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     )
   }
   const gateways = [...builtIn, ...(opts.gateways ?? []), ...plugins.gateways]
+  // Every door's figures on /metrics, and the one drain every door registers with.
+  const doors = new DoorMetrics()
+  const drain = new Drain()
   const gatewayRoutes: Record<string, HttpHandler> = {}
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
   const started = Date.now()
@@ -184,6 +189,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
         sessionsIssued: () => sessions.issued,
         inFlight: () => server?.inFlight ?? 0,
         ...(state.connections ? { stateConnections: state.connections.bind(state) } : {}),
+        doors,
       }),
       access: config.metrics,
     },
@@ -252,15 +258,11 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
           if (config.log.requests) logger.log(r.status >= 500 ? 'warn' : 'info', 'request', { ...r, ...(o.routeOf ? { path: o.routeOf(r.path) } : {}), port: own.port })
         },
       })
-      return {
-        port: own.port,
-        close: async (graceMs) => {
-          own.stopListening()
-          await own.drain(graceMs)
-          own.close()
-        },
-      }
+      const part = drain.register({ name: `http listener :${own.port}`, stopAccepting: () => own.stopListening(), busy: () => own.inFlight, end: () => own.close() })
+      return { port: own.port, close: (graceMs) => part.stop(graceMs) }
     },
+    meter: (door) => doors.meter(door),
+    drain,
   }
   try {
     for (const g of gateways) await g.start(ctx)
@@ -279,6 +281,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   logger.log('info', 'filegate listening', { url: `http://${config.host}:${server.port}`, data_dir: config.data_dir, workers: config.workers })
 
   const srv = server
+  drain.register({ name: 'http', stopAccepting: () => srv.stopListening(), busy: () => srv.inFlight, end: () => srv.close() })
   let closing: Promise<void> | null = null
   return {
     port: srv.port,
@@ -291,13 +294,13 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
         // The grace's last part (up to 1 s) is kept for what is cut off: cancelled in the
         // worker threads, whose drivers remove their temporary files.
         const settleMs = Math.min(1000, graceMs / 4)
-        srv.stopListening()
-        // Every door at once, to the same deadline: the API's requests and each gateway's own work.
-        await Promise.all([srv.drain(graceMs - settleMs), ...gateways.map((g) => g.stop(graceMs - settleMs).catch(() => {}))])
-        if (srv.inFlight > 0) logger.log('warn', 'shutdown deadline reached: cutting transfers off', { in_flight: srv.inFlight })
+        // Every door at once, to the same deadline (gateways/connection/drain.ts); a
+        // gateway's stop then releases what it holds besides (a plugin's gateway, which
+        // may not use the drain, gets the same grace).
+        const [{ cut }] = await Promise.all([drain.run(graceMs - settleMs), ...gateways.map((g) => g.stop(graceMs - settleMs).catch(() => {}))])
+        for (const c of cut) logger.log('warn', 'shutdown deadline reached: cutting transfers off', { door: c.name, in_flight: c.busy })
         gatewayLogin.close()
         bearerViews.close()
-        srv.close()
         tus.close()
         await pool.close(settleMs)
         await state.close()

@@ -12,6 +12,7 @@
 import { setMaxListeners } from 'node:events'
 import { FsError } from '../../core/errors.js'
 import { resolveProtocolPath } from '../../core/paths.js'
+import type { DoorMeter } from '../../core/doors.js'
 import type { FileHandle, FsEntry, OpenFlags, ProtocolFs } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
 import { longName, toAttrs } from './attrs.js'
@@ -26,6 +27,13 @@ import { type SftpChannel, SftpServer } from './wire/server.js'
 /** Entries fetched from the storage per listing page, and sent per READDIR answer. */
 const LIST_PAGE = 1000
 const NAMES_PER_READDIR = 100
+/** The statuses a failed request gets (./errors.ts), as the metrics name them. */
+const STATUS_NAME: Readonly<Record<number, string>> = {
+  [STATUS.NO_SUCH_FILE]: 'no_such_file',
+  [STATUS.PERMISSION_DENIED]: 'permission_denied',
+  [STATUS.OP_UNSUPPORTED]: 'op_unsupported',
+  [STATUS.FAILURE]: 'failure',
+}
 
 
 interface FileState {
@@ -64,6 +72,8 @@ export interface SessionOptions {
   readonly work?: Work
   /** The connection's cap on bytes on their way to the client: READs wait for room in it. */
   readonly sendBudget?: SendBudget
+  /** The door's counters: a request is a request packet, an error its status, a session this channel. */
+  readonly meter?: DoorMeter
 }
 
 export function flagsOf(pflags: number): OpenFlags {
@@ -86,7 +96,9 @@ export interface Work {
 
 /** Serves SFTP on `channel` (an accepted `sftp` subsystem) until it ends. */
 export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
-  const { fs } = opts
+  const { meter } = opts
+  const fs = meter ? meter.fs(opts.fs) : opts.fs
+  const sessionEnded = meter?.session()
   const life = new AbortController()
   const sftp = new SftpServer(channel, {
     maxPacket: MAX_PACKET,
@@ -113,8 +125,10 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
     void (async () => {
       try {
         await fn()
+        meter?.request()
       } catch (err) {
         const st = toStatus(err)
+        meter?.request(STATUS_NAME[st.code] ?? 'failure')
         if (st.bug) opts.log('error', 'sftp request failed', { op, connId: opts.connId, err: String((err as Error)?.stack ?? err) })
         sftp.status(reqid, st.code, st.message)
       } finally {
@@ -128,6 +142,7 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
   const end = (): void => {
     if (life.signal.aborted) return
     life.abort()
+    sessionEnded?.()
     for (const release of reserved) release()
     reserved.clear()
     for (const h of handles.drain()) {
@@ -406,7 +421,10 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
       sftp.name(reqid, [{ filename: p, longname: p, attrs: {} }])
     })
   })
-  const noLinks = (reqid: number) => sftp.status(reqid, STATUS.OP_UNSUPPORTED, 'symbolic links are not served')
+  const noLinks = (reqid: number) => {
+    meter?.request(STATUS_NAME[STATUS.OP_UNSUPPORTED])
+    sftp.status(reqid, STATUS.OP_UNSUPPORTED, 'symbolic links are not served')
+  }
   sftp.on('READLINK', noLinks)
   sftp.on('SYMLINK', noLinks)
 
