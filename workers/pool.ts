@@ -38,9 +38,8 @@ import { FsError, fromWire } from '../core/errors.js'
 import type { FromWorker, Reply, Request, ToWorker } from '../core/messages.js'
 import type { PluginConfig } from '../core/plugin.js'
 import { ByteBudget } from '../core/port-stream.js'
-import { baseName } from '../core/paths.js'
-import { isTempUploadName } from './drivers/upload-names.js'
-import type { PoolWorkerData } from './transfers.js'
+import { baseName, isTempUploadName } from '../core/paths.js'
+import type { PoolWorkerData } from '../core/worker-data.js'
 
 export interface PoolOptions {
   readonly workers: number
