@@ -3,10 +3,11 @@
  * The state store: what the service remembers between requests and restarts
  * (revoked tokens, share links, API keys, gateway users, login throttles, OAuth
  * codes, MCP sessions, resumable uploads): everything several nodes must share. One
- * small interface so an embedded store (SQLite, front/state/sqlite-state.ts) and a
- * shared one (PostgreSQL, for several nodes) are interchangeable: every method is
- * async, the records are plain data (times in epoch ms), and nothing here names a
- * database type.
+ * interface per feature's records (core/state/*.ts), composed here, so an embedded
+ * store (SQLite, front/state/sqlite-state.ts) and a shared one (PostgreSQL,
+ * front/state/pg-state.ts, for several nodes) are interchangeable and a feature can
+ * take only its part: every method is async, the records are plain data (times in
+ * epoch ms), and nothing here names a database type.
  *
  * Secrets never reach the store in clear: passwords are scrypt hashes, API keys
  * sha256 hashes, a share's backend credentials and S3 secret keys are sealed under
