@@ -10,7 +10,6 @@
  */
 import { createHash } from 'node:crypto'
 import { ApiError } from './api-error.js'
-import type { PluginBackendSpec } from './plugin.js'
 
 /** A folder of the server's own disk (`local` connections and `tmp` spaces). */
 export interface LocalSpec {
@@ -73,6 +72,29 @@ export interface SmbSpec {
   readonly username: string
   readonly password: string
   readonly root: string
+}
+
+/** How a session on a plugin's storage type names its backend (inside the session token). */
+export interface PluginBackendSpec {
+  readonly type: 'plugin'
+  readonly plugin: string
+  /** The storage type, as the plugin's `backends` key. */
+  readonly backend: string
+  /** The plugin's own parameters (core/plugin.ts `PluginOptions`). */
+  readonly params: Readonly<Record<string, unknown>>
+}
+
+export const isPluginBackendSpec = (x: unknown): x is PluginBackendSpec => {
+  const o = x as Partial<PluginBackendSpec> | null
+  return (
+    typeof o === 'object' &&
+    o !== null &&
+    o.type === 'plugin' &&
+    typeof o.plugin === 'string' &&
+    typeof o.backend === 'string' &&
+    typeof o.params === 'object' &&
+    o.params !== null
+  )
 }
 
 /** Every backend a worker can open; `plugin`: a storage type an enabled plugin provides. */

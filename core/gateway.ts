@@ -180,7 +180,7 @@ export interface GatewayContext {
 
 export interface Gateway {
   readonly name: string
-  /** HTTP routes the gateway serves on the main port, by path prefix (e.g. `/mcp`). */
+  /** HTTP routes the gateway serves on the main port, each by its exact path (e.g. `/mcp`; front/server.ts matches the whole path). */
   readonly routes?: Readonly<Record<string, HttpHandler>>
   /** Starts the gateway's own listener, if it has one. */
   start(ctx: GatewayContext): Promise<void>

@@ -106,28 +106,34 @@ export type RequestBody =
 export type Request = RequestBase & RequestBody
 export type Op = RequestBody['op']
 
-/** Reply values by op. */
-export interface ReplyValues {
+/**
+ * Reply values by op: one for every op (a request without one does not compile). `void`:
+ * the reply carries no value (null on the wire).
+ */
+export interface ReplyValues extends Record<Op, unknown> {
   stat: Entry
   lstat: Entry
   list: Entry[]
   read: ReadStart
   write: Entry
-  mkdir: null
-  remove: null
-  rename: null
-  move: null
-  setMtime: null
-  setMode: null
-  truncate: null
+  mkdir: void
+  remove: void
+  rename: void
+  move: void
+  setMtime: void
+  setMode: void
+  truncate: void
   copy: Entry
-  writeAt: null
+  writeAt: void
   abilities: BackendAbilities
   space: Space
-  touch: null
+  touch: void
   metadata: StoredMetadata
   zip: ZipStart
 }
+
+/** The value a request's reply carries, by the request's op: what a caller gets, without naming it. */
+export type ReplyOf<R extends { readonly op: Op }> = ReplyValues[R['op']]
 
 export type Reply<V = unknown> = { readonly ok: true; readonly value: V } | { readonly ok: false; readonly error: WireError }
 

@@ -16,7 +16,7 @@
  * A read-only view answers EACCES to every write, before anything reaches a worker.
  */
 import type { Entry, ObjectMetadata, Space, StoredMetadata } from './driver.js'
-import type { RequestContext } from './storage.js'
+import type { RequestContext } from './request-context.js'
 
 /** An entry, with its permission bits where the backend keeps them. */
 export interface FsEntry extends Omit<Entry, 'mode'> {

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path'
 import { type BackendSpec, backendKey } from '../core/backend.js'
-import { type Config, parseMaxStartups } from '../core/config.js'
+import type { Config } from '../core/config.js'
 import type { Gateway, GatewayContext } from '../core/gateway.js'
 import type { HttpHandler } from '../core/http.js'
 import { StagingQuota } from '../core/staging-quota.js'
@@ -14,7 +14,7 @@ import type { Storage } from '../core/storage.js'
 import { PoolStorage } from '../workers/client.js'
 import { WorkerPool } from '../workers/pool.js'
 import { type EngineInfo, listenWith, pickEngine } from './http/engine.js'
-import { isTrustedProxy, trustedProxies } from './http/client-address.js'
+import { trustedProxies } from './http/client-address.js'
 import type { HttpServer } from './http/exchange.js'
 import { type Logger, createLogger } from './log.js'
 import { loadPlugins } from './plugins.js'
@@ -25,25 +25,21 @@ import { logExposure } from './exposure.js'
 import { openState } from './state/open-state.js'
 import { AdminService } from './admin.js'
 import { GatewayLoginService } from './gateway-login.js'
-import { SharedViews } from '../gateways/connection/shared-views.js'
+import { SharedViews } from '../gateways/connection/index.js'
 import { chainBearers, sessionBearer } from './gateway-bearer.js'
-import { createProtocolFs, sweepStaging } from '../gateways/connection/view.js'
+import { createProtocolFs, sweepStaging } from '../gateways/connection/index.js'
 import { ApiKeyService } from './api-keys.js'
 import { S3Keys } from './s3-keys.js'
 import { ShareService } from './shares.js'
 import { TusUploads } from './tus/uploads.js'
-import { TransferLimits } from '../gateways/connection/transfer-limits.js'
-import { DoorMetrics } from '../gateways/connection/metrics.js'
-import { Drain } from '../gateways/connection/drain.js'
+import { DoorMetrics, Drain, TransferLimits } from '../gateways/connection/index.js'
 import { version } from './version.js'
 import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
 import { createOAuth } from './oauth/index.js'
 import { publicOrigin } from './public-url.js'
-import { createSftpGateway } from '../gateways/sftp/index.js'
-import { createMcpGateway } from '../gateways/mcp/index.js'
-import { createS3Gateway } from '../gateways/s3/index.js'
+import { builtInGateways } from './gateways.js'
 
 export interface Filegate {
   readonly port: number
@@ -120,42 +116,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
 
   // The balancers whose X-Forwarded-For (HTTP) or PROXY header (SFTP) names the client.
   const trustProxy = trustedProxies(config.trust_proxy)
-  const builtIn: Gateway[] = []
-  if (config.sftp.port !== 'off') {
-    const sftpPort = config.sftp.port
-    const proxied = config.sftp.proxy_protocol ? (peer: string) => isTrustedProxy(peer, trustProxy) : undefined
-    const sftp = config.sftp
-    const ms = parseMaxStartups(sftp.max_startups)!
-    builtIn.push(
-      createSftpGateway({
-        port: sftpPort,
-        host: sftp.host ?? config.host,
-        loginGraceMs: sftp.login_grace_seconds * 1000,
-        kexGraceMs: sftp.kex_grace_seconds * 1000,
-        startups: { ...ms, perAddress: sftp.max_startups_per_address },
-        maxConnections: sftp.max_connections,
-        ...(proxied ? { proxied } : {}),
-      }),
-    )
-  }
-  if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain, multipartExpiryHours: config.s3.multipart_expiry_hours, corsOrigins: config.cors.origins }))
   // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
   const publicUrl = () => publicOrigin(config, server?.port ?? config.port)
-  if (config.mcp.enabled) {
-    builtIn.push(
-      createMcpGateway({
-        publicUrl,
-        corsOrigins: config.cors.origins,
-        idleSeconds: config.mcp.session_idle_seconds,
-        maxSessions: config.mcp.max_sessions,
-        sessionsPerSubject: config.mcp.sessions_per_login,
-        sessionsPerAddress: config.mcp.sessions_per_address,
-        callsPerSubject: config.mcp.calls_per_login,
-        maxBatch: config.mcp.max_batch,
-        version,
-      }),
-    )
-  }
+  const builtIn = builtInGateways(config, trustProxy, publicUrl)
   const gateways = [...builtIn, ...(opts.gateways ?? []), ...plugins.gateways]
   // Every door's figures on /metrics, and the one drain every door registers with.
   const doors = new DoorMetrics()

@@ -18,7 +18,7 @@ import type { HttpReply, HttpRequest } from '../core/http.js'
 import type { StoreConnections } from '../core/state.js'
 import type { PoolStats } from '../workers/pool.js'
 import type { DoorMeter } from '../core/doors.js'
-import type { DoorMetrics } from '../gateways/connection/metrics.js'
+import type { DoorMetrics } from '../gateways/connection/index.js'
 
 export interface MetricSources {
   readonly pool: () => PoolStats

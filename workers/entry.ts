@@ -22,7 +22,8 @@ import { resolveRange } from '../core/range.js'
 import { DriverCache } from './driver-cache.js'
 import { abilitiesOf, copyFile, listDir, lstat, mkdirOne, mkdirp, move, removeOne, removeTree, touch, truncateFile, writeFile } from './ops.js'
 import { openTransformed } from './plugins.js'
-import { type PoolWorkerData, startOutgoing, uploadBudget } from './transfers.js'
+import type { PoolWorkerData } from '../core/worker-data.js'
+import { startOutgoing, uploadBudget } from './transfers.js'
 import { openZip } from './zip.js'
 
 type Run = Extract<ToWorker, { t: 'run' }>

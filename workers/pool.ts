@@ -35,12 +35,11 @@ import { type Transferable, Worker } from 'node:worker_threads'
 import { ApiError } from '../core/api-error.js'
 import type { BackendSpec } from '../core/backend.js'
 import { FsError, fromWire } from '../core/errors.js'
-import type { FromWorker, Reply, Request, ToWorker } from '../core/messages.js'
+import type { FromWorker, Reply, ReplyOf, Request, ToWorker } from '../core/messages.js'
 import type { PluginConfig } from '../core/plugin.js'
 import { ByteBudget } from '../core/port-stream.js'
-import { baseName } from '../core/paths.js'
-import { isTempUploadName } from './drivers/upload-names.js'
-import type { PoolWorkerData } from './transfers.js'
+import { baseName, isTempUploadName } from '../core/paths.js'
+import type { PoolWorkerData } from '../core/worker-data.js'
 
 export interface PoolOptions {
   readonly workers: number
@@ -163,19 +162,19 @@ export class WorkerPool {
    * when the worker thread died under the task, ECANCELED when `signal` aborted it, or
    * ApiError UNAVAILABLE when the queue is full or the pool is closing.
    */
-  async run<V>(req: Request, spec: BackendSpec, opts: RunOptions = {}): Promise<V> {
-    return (await this.#submit<V>(req, spec, 'task', opts)).value
+  async run<R extends Request>(req: R, spec: BackendSpec, opts: RunOptions = {}): Promise<ReplyOf<R>> {
+    return (await this.#submit<ReplyOf<R>>(req, spec, 'task', opts)).value
   }
 
   /** A task that starts a stream: its value, and the lease that counts the stream afterwards. */
-  async start<V>(req: Request, spec: BackendSpec, opts: RunOptions = {}): Promise<Started<V>> {
-    const { value, thread } = await this.#submit<V>(req, spec, 'task', opts)
+  async start<R extends Request>(req: R, spec: BackendSpec, opts: RunOptions = {}): Promise<Started<ReplyOf<R>>> {
+    const { value, thread } = await this.#submit<ReplyOf<R>>(req, spec, 'task', opts)
     return { value, lease: (onLost) => this.#lease(thread, onLost) }
   }
 
   /** A transfer for the task's whole life (a write): no task slot, counted as a transfer. */
-  async transfer<V>(req: Request, spec: BackendSpec, opts: RunOptions = {}): Promise<V> {
-    return (await this.#submit<V>(req, spec, 'transfer', opts)).value
+  async transfer<R extends Request>(req: R, spec: BackendSpec, opts: RunOptions = {}): Promise<ReplyOf<R>> {
+    return (await this.#submit<ReplyOf<R>>(req, spec, 'transfer', opts)).value
   }
 
   get stats(): PoolStats {
