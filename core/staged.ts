@@ -60,6 +60,8 @@ export interface StagedWriteResult {
  */
 export interface StagedArea {
   readonly dir: string
+  /** Makes the area's folder (0700) if it is not there. */
+  prepare(): Promise<void>
   /** A new upload: an empty file (`file`) or an empty folder (`parts`), private (0600/0700). */
   create(id: string, layout: StagedLayout): Promise<void>
   /**
@@ -92,6 +94,7 @@ export interface StagedUploads {
 // The wire (main thread → worker; workers/staged/actor.ts) -------------------------
 
 export type StagedRequest =
+  | { readonly op: 'prepare'; readonly area: string }
   | { readonly op: 'create'; readonly area: string; readonly id: string; readonly layout: StagedLayout }
   | { readonly op: 'write'; readonly area: string; readonly id: string; readonly part?: string; readonly offset: number; readonly digest?: 'md5'; readonly port: MessagePort }
   | { readonly op: 'state'; readonly area: string; readonly id: string }
@@ -103,6 +106,7 @@ export type StagedRequest =
   | { readonly op: 'freeBytes'; readonly dir: string }
 
 export interface StagedReplies {
+  prepare: null
   create: null
   write: StagedWriteResult
   state: StagedState | null

@@ -38,6 +38,9 @@ export async function runStaged(req: StagedRequest, ctx: OpContext, budget: Byte
 
 async function op(req: StagedRequest, ctx: OpContext, budget: ByteBudget, transfer: Transferable[]): Promise<StagedReplies[StagedRequest['op']]> {
   switch (req.op) {
+    case 'prepare':
+      await fs.mkdir(req.area, { recursive: true, mode: 0o700 })
+      return null
     case 'create': {
       await fs.mkdir(req.area, { recursive: true, mode: 0o700 })
       const path = join(req.area, segment(req.id))

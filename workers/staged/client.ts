@@ -39,6 +39,10 @@ class PoolStagedArea implements StagedArea {
     this.dir = dir
   }
 
+  async prepare(): Promise<void> {
+    await this.#pool.staged({ op: 'prepare', area: this.dir })
+  }
+
   async create(id: string, layout: StagedLayout): Promise<void> {
     await this.#pool.staged({ op: 'create', area: this.dir, id, layout })
   }
