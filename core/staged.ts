@@ -44,6 +44,12 @@ export interface StagedWriteOptions {
   readonly offset: number
   /** Hash the bytes as they are written, on the writing thread: the result carries `md5` (hex). */
   readonly digest?: 'md5'
+  /**
+   * The body's chunks are the caller's to hand over: a chunk that spans its whole buffer
+   * moves to the worker (detached here) instead of being copied. Absent: every chunk is
+   * copied, and the caller keeps its buffers.
+   */
+  readonly handOver?: boolean
   /** Aborting it stops the write (a part written so far is removed; a file keeps what was written). */
   readonly signal?: AbortSignal
 }

@@ -81,7 +81,7 @@ export class StagingStore extends DataStore {
       }
     }
     try {
-      const { bytes } = await this.#area.write(id, { offset }, counted())
+      const { bytes } = await this.#area.write(id, { offset, handOver: true }, counted())
       charge?.hold.setTo(offset + bytes)
       return offset + bytes
     } catch (err) {

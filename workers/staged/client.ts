@@ -55,9 +55,10 @@ class PoolStagedArea implements StagedArea {
     const task = this.#pool.staged(req, { lane: 'transfer', transfer: [port2], ...(signal === undefined ? {} : { signal }) })
     // The body's own failure (a client gone, a signature wrong at the end) is what the caller hears.
     let failure: { err: unknown } | null = null
+    const handOver = opts.handOver === true
     const source = (async function* () {
       try {
-        yield* body
+        for await (const chunk of body) yield handOver ? chunk : new Uint8Array(chunk)
       } catch (err) {
         failure = { err }
         throw err
