@@ -71,11 +71,24 @@ class PoolStagedArea implements StagedArea {
       return (await task).value
     } catch (err) {
       // A part that did not finish goes, whoever failed (the worker removed it already unless its thread died).
-      if (part !== undefined) await this.remove(id, part).catch(() => {})
+      if (part !== undefined) await this.#removeCutOff(id, part)
       throw failure === null ? err : (failure as { err: unknown }).err
     } finally {
       writer.fail(new FsError('ECANCELED', 'upload stopped')) // no-op once ended
       port1.close()
+    }
+  }
+
+  /**
+   * Removes a part that did not finish. When its thread died, another may be going down
+   * too (the pool replaces threads within a second): tried again a few times meanwhile,
+   * in the background, so that the answer does not wait.
+   */
+  async #removeCutOff(id: string, part: string, tries = 5): Promise<void> {
+    try {
+      await this.remove(id, part)
+    } catch {
+      if (tries > 1) setTimeout(() => void this.#removeCutOff(id, part, tries - 1), 1000).unref()
     }
   }
 
