@@ -9,6 +9,7 @@ import type { HttpHandler, HttpReply, HttpRequest } from './http.js'
 import type { BackendSpec } from './backend.js'
 import type { Door, DoorDrain, DoorMeter } from './doors.js'
 import type { ProtocolFs } from './protocol-fs.js'
+import type { StagedUploads } from './staged.js'
 import type { StagingQuota } from './staging-quota.js'
 import type { StateStore } from './state.js'
 import type { Storage } from './storage.js'
@@ -163,6 +164,8 @@ export interface GatewayContext {
   readonly stagingDir: string
   /** The bounds on bytes staged for uploads (core/staging-quota.ts), shared by every door. */
   readonly stagingQuota: StagingQuota
+  /** Staged uploads' bytes (core/staged.ts), written and read on worker threads: a door's staging area is `staged.area(<staging dir>/<its folder>)`. */
+  readonly staged: StagedUploads
   /**
    * Seals a secret a protocol needs back in clear (e.g. an S3 secret key) under the
    * server secret, bound to `purpose`; `unseal` throws on anything not sealed so.

@@ -20,6 +20,7 @@ import type { BackendSpec } from './backend.js'
 import type { ByteRange, Entry, ObjectMetadata, Space, StoredMetadata } from './driver.js'
 import type { WireError } from './errors.js'
 import type { FsAbilities } from './protocol-fs.js'
+import type { StagedRequest } from './staged.js'
 
 export const PROTOCOL_VERSION = 2
 
@@ -145,6 +146,8 @@ export type ToWorker =
   | { readonly t: 'cancel'; readonly id: number }
   /** The spec a worker asked for (`needBackend`). */
   | { readonly t: 'backend'; readonly key: string; readonly spec: BackendSpec }
+  /** A staged upload's op (core/staged.ts): no backend, the staging folder; answered by a `reply` like `run`. */
+  | { readonly t: 'staged'; readonly id: number; readonly req: StagedRequest }
 
 /** One worker → the main thread. */
 export type FromWorker =

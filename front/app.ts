@@ -11,7 +11,7 @@ import type { Gateway, GatewayContext } from '../core/gateway.js'
 import type { HttpHandler } from '../core/http.js'
 import { StagingQuota } from '../core/staging-quota.js'
 import type { Storage } from '../core/storage.js'
-import { PoolStorage } from '../workers/client.js'
+import { PoolStaged, PoolStorage } from '../workers/client.js'
 import { WorkerPool } from '../workers/pool.js'
 import { type EngineInfo, listenWith, pickEngine } from './http/engine.js'
 import { trustedProxies } from './http/client-address.js'
@@ -92,7 +92,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   await sweepStaging(stagingDir)
   // One count of staged bytes for every door (tus, S3 multipart, the gateways' staging
   // copies), keeping a reserve of free space where the state store is.
-  const stagingQuota = new StagingQuota(config.staging_limits, { alsoWatch: [config.data_dir] })
+  // Staged uploads (tus, S3 multipart parts) are written, measured and read on the pool's threads.
+  const staged = new PoolStaged(pool)
+  const stagingQuota = new StagingQuota(config.staging_limits, { alsoWatch: [config.data_dir], freeBytes: (dir) => staged.freeBytes(dir) })
   const s3Keys = new S3Keys(state, secret)
   const gatewayLogin = await GatewayLoginService.open({
     config,
@@ -135,7 +137,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
   // What another node may have to finish is staged where every node reaches (`staging_dir`).
   const sharedStaging = config.staging_dir ?? config.data_dir
-  const tus = await TusUploads.open({ dir: join(sharedStaging, 'tus'), state, expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger, quota: stagingQuota })
+  const tus = await TusUploads.open({ area: staged.area(join(sharedStaging, 'tus')), state, expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger, quota: stagingQuota })
   const handler = createHandler({
     sessions,
     storageFor,
@@ -198,6 +200,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     dataDir: config.data_dir,
     stagingDir: sharedStaging,
     stagingQuota,
+    staged,
     seal: (purpose, plain) => sealToken(plain, subkey(secret, `gateway:${purpose}`)),
     unseal: (purpose, sealed) => {
       const v = unsealToken(sealed, subkey(secret, `gateway:${purpose}`))

@@ -223,3 +223,6 @@ async function* abortable(body: AsyncIterable<Uint8Array>, signal: AbortSignal):
   }
   if (signal.aborted) throw new FsError('ECANCELED', 'cancelled')
 }
+
+/** Staged uploads (tus, S3 multipart parts) over the pool: the main thread's handle on workers/staged/. */
+export { PoolStaged } from './staged/client.js'
