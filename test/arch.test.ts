@@ -340,7 +340,7 @@ t.test('uWebSockets.js is imported by front/http/uws.ts only', async (t) => {
 //
 // The service runs on two kinds of thread. The main thread starts at front/main.ts and
 // holds the HTTP front, the gateways and the pool's client side (workers/pool.ts,
-// workers/client.ts); a pool thread starts at workers/entry.ts and holds the drivers,
+// workers/client.ts, workers/staged-client.ts); a pool thread starts at workers/entry.ts and holds the drivers,
 // the ops, the transfers, zip and the plugins' worker halves. core/ is shared. A module
 // of one side reached from the other's entry would load worker code on the main thread
 // (or the reverse): every import counts, type imports too, so a type that both sides
@@ -348,7 +348,7 @@ t.test('uWebSockets.js is imported by front/http/uws.ts only', async (t) => {
 
 const MAIN_ENTRY = 'front/main.ts'
 const WORKER_ENTRY = 'workers/entry.ts'
-const MAIN_SIDE_WORKERS: ReadonlySet<string> = new Set(['workers/pool.ts', 'workers/client.ts'])
+const MAIN_SIDE_WORKERS: ReadonlySet<string> = new Set(['workers/pool.ts', 'workers/client.ts', 'workers/staged-client.ts'])
 
 type Side = 'main' | 'worker' | 'shared'
 

@@ -225,4 +225,4 @@ async function* abortable(body: AsyncIterable<Uint8Array>, signal: AbortSignal):
 }
 
 /** Staged uploads (tus, S3 multipart parts) over the pool: the main thread's handle on workers/staged/. */
-export { PoolStaged } from './staged/client.js'
+export { PoolStaged } from './staged-client.js'

@@ -1,5 +1,5 @@
 /**
- * @module workers/staged/client
+ * @module workers/staged-client
  * MAIN THREAD. Staged uploads (core/staged.ts) over the worker pool: each op is a
  * message to a pool thread (workers/staged/actor.ts), a write streams its body there
  * with credits (core/port-stream.ts), a read streams the bytes back. Nothing here
@@ -9,10 +9,10 @@
  * with the part removed (on another thread): no debris, and other uploads never notice.
  */
 import { MessageChannel } from 'node:worker_threads'
-import { FsError } from '../../core/errors.js'
-import { PortReader, PortWriter } from '../../core/port-stream.js'
-import type { StagedArea, StagedEntry, StagedLayout, StagedState, StagedUploads, StagedWriteOptions, StagedWriteResult } from '../../core/staged.js'
-import type { WorkerPool } from '../pool.js'
+import { FsError } from '../core/errors.js'
+import { PortReader, PortWriter } from '../core/port-stream.js'
+import type { StagedArea, StagedEntry, StagedLayout, StagedState, StagedUploads, StagedWriteOptions, StagedWriteResult } from '../core/staged.js'
+import type { WorkerPool } from './pool.js'
 
 export class PoolStaged implements StagedUploads {
   readonly #pool: WorkerPool
