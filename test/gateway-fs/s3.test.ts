@@ -8,6 +8,7 @@
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3'
 import t from 'tap'
 import { WorkerPool } from '../../workers/pool.js'
+import { HOSTILE_NAMES } from '../drivers/suite.js'
 import { s3Client } from '../helpers/s3-client.js'
 import { startS3rver } from '../servers/s3rver.js'
 import { type Backing, ctx, runCases, viewsOver } from './cases.js'
@@ -64,6 +65,12 @@ await runCases(t, 'gateway fs over s3, through staging', async (t) => {
       {
         names: ['a'.repeat(255), '世'.repeat(85)],
         reason: 's3rver keeps each key as a file named after it plus a suffix, so a 255-byte name exceeds its file system limit (S3 itself allows keys of 1024 bytes)',
+      },
+      {
+        // Names with one of ; / ? : @ & = + $ , #, which decodeURI leaves encoded.
+        names: HOSTILE_NAMES.filter((n) => /[;/?:@&=+$,#]/.test(n)),
+        step: 'rename',
+        reason: 's3rver reads the x-amz-copy-source header with decodeURI, which leaves %3F and the like encoded: a copy (a rename is a copy and a delete on S3) of such a key finds no source there; S3 decodes it whole',
       },
     ],
   })
