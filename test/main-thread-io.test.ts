@@ -60,6 +60,8 @@ interface Child {
   readonly sftpPort: number
   readonly s3Port: number
   count<T>(work: () => Promise<T>): Promise<readonly FsCall[]>
+  /** How many of two fs calls the recorder saw, made through named imports in the child. */
+  probe(): Promise<number>
 }
 
 /** The built filegate with the recorder preloaded, its HTTP API, SFTP and S3 gateways on free ports. */
@@ -121,6 +123,10 @@ async function startChild(t: Test, dir: string, disk: string, ftp: Record<string
     url: seen.url,
     sftpPort: seen.sftp,
     s3Port: seen.s3,
+    async probe() {
+      const r = await ask('main-thread-fs:probe', 'main-thread-fs:probed')
+      return r.type === 'main-thread-fs:probed' ? r.seen : 0
+    },
     async count(work) {
       await ask('main-thread-fs:start', 'main-thread-fs:started')
       try {
@@ -185,6 +191,10 @@ const small = randomBytes(64 * 1024)
 const big = randomBytes(20 * MiB) // the aws CLI sends it as a multipart upload (8 MiB parts)
 writeFileSync(join(local, 'small.bin'), small)
 writeFileSync(join(local, 'big.bin'), big)
+
+await t.test('the recorder sees the child\'s calls, through named imports too', async (t) => {
+  t.equal(await gate.probe(), 2, 'a statSync and a promises.stat, both recorded')
+})
 
 await t.test('HTTP: upload, download, ls, zip, a tus upload', async (t) => {
   const calls = await gate.count(async () => {

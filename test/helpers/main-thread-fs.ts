@@ -9,8 +9,8 @@
  * Calls made for the state store (front/state/) and the logs (front/log.ts) are not
  * recorded: the main thread keeps those by design.
  */
-import fs from 'node:fs'
-import fsp from 'node:fs/promises'
+import fs, { statSync } from 'node:fs'
+import fsp, { stat } from 'node:fs/promises'
 import { syncBuiltinESMExports } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { isMainThread } from 'node:worker_threads'
@@ -27,8 +27,8 @@ export interface FsCall {
 }
 
 /** The messages on the IPC channel. */
-export type CountRequest = 'main-thread-fs:start' | 'main-thread-fs:stop'
-export type CountReply = { readonly type: 'main-thread-fs:started' } | { readonly type: 'main-thread-fs:calls'; readonly calls: readonly FsCall[] }
+export type CountRequest = 'main-thread-fs:start' | 'main-thread-fs:stop' | 'main-thread-fs:probe'
+export type CountReply = { readonly type: 'main-thread-fs:started' } | { readonly type: 'main-thread-fs:probed'; readonly seen: number } | { readonly type: 'main-thread-fs:calls'; readonly calls: readonly FsCall[] }
 
 /** The project (filegate runs from it); this file runs from a transpiled copy elsewhere. */
 const ROOT = `${process.cwd().replace(/\/$/, '')}/`
@@ -157,6 +157,18 @@ if (isMainThread && process.send) {
       calls.length = 0
       counting = true
       process.send!({ type: 'main-thread-fs:started' } satisfies CountReply)
+    } else if (m === 'main-thread-fs:probe') {
+      // Calls through named imports, as filegate's modules make them: seen only when the
+      // wrappers reached the modules' bindings too (syncBuiltinESMExports).
+      counting = true
+      const before = calls.length
+      statSync(ROOT)
+      void stat(ROOT).then(() => {
+        const seen = calls.length - before
+        calls.length = before
+        counting = false
+        process.send!({ type: 'main-thread-fs:probed', seen } satisfies CountReply)
+      })
     } else if (m === 'main-thread-fs:stop') {
       counting = false
       process.send!({ type: 'main-thread-fs:calls', calls: [...calls] } satisfies CountReply)
