@@ -3,7 +3,7 @@
  * The main thread does no file I/O while serving (its state store and logs aside): the
  * built filegate runs as a child with test/helpers/main-thread-fs.ts preloaded (as JavaScript), which
  * records the main thread's node:fs calls (and FileHandle's, and the file streams'), and
- * every door serves a workload of real clients in turn: HTTP (fetch: the web page, upload, download,
+ * every door serves a workload of real clients in turn: HTTP (fetch: the web page, the admin console, the OpenAPI document, upload, download,
  * ls, zip, a tus upload), SFTP (OpenSSH sftp: put, get, ls), S3 (aws CLI: put, get, list,
  * a multipart upload), MCP (the SDK's client: tools listed, write, cat, ls). Counting starts
  * once filegate serves and its users are made, and stops when the door's workload is
@@ -196,13 +196,18 @@ await t.test('the recorder sees the child\'s calls, through named imports too', 
   t.equal(await gate.probe(), 2, 'a statSync and a promises.stat, both recorded')
 })
 
-await t.test('HTTP: the web page, upload, download, ls, zip, a tus upload', async (t) => {
+await t.test('HTTP: the web page, the admin console, the OpenAPI document, upload, download, ls, zip, a tus upload', async (t) => {
   const calls = await gate.count(async () => {
     const page = await fetch(`${gate.url}/`)
     t.match(await page.text(), /<html/i, 'the web file manager\'s page')
     const css = await fetch(`${gate.url}/web/app.css`)
     t.equal(css.status, 200, 'one of its files')
     await css.arrayBuffer()
+    for (const path of ['/admin', '/admin/console.js', '/api/openapi.json']) {
+      const res = await fetch(`${gate.url}${path}`)
+      t.equal(res.status, 200, path)
+      await res.arrayBuffer()
+    }
     t.equal((await call('POST', '/api/files/cat', { path: '/web/up.bin' }, { body: small })).status, 200, 'uploaded')
     const back = await call('GET', '/api/files/cat', { path: '/web/up.bin' })
     t.same(Buffer.from(await back.arrayBuffer()), small, 'downloaded')
