@@ -14,7 +14,6 @@ import type { BackendSpec } from '../../core/backend.js'
 import { type GatewayFsStats, createProtocolFs } from '../../gateways/connection/view.js'
 import type { WorkerPool } from '../../workers/pool.js'
 import { Channel } from '../../workers/client.js'
-import type { BackendAbilities } from '../../core/messages.js'
 import { HOSTILE_NAMES } from '../drivers/suite.js'
 import type { RequestContext } from '../../core/storage.js'
 
@@ -729,7 +728,7 @@ export async function viewsOver(
 ): Promise<Fixture> {
   const backing = o.backing ?? diskBacking(o.root!, o.own)
   // In place only where asked and the storage can write at an offset (its driver's `writeAt`).
-  const can = await new Channel(o.pool, o.spec).call<BackendAbilities>(ctx(), { op: 'abilities' })
+  const can = await new Channel(o.pool, o.spec).call(ctx(), { op: 'abilities' })
   const fs = await createProtocolFs({ pool: o.pool, spec: o.spec, readOnly: false, stagingDir: o.staging, inPlace: o.inPlace })
   const readOnly = await createProtocolFs({ pool: o.pool, spec: o.spec, readOnly: true, stagingDir: o.staging })
   t.teardown(() => {
