@@ -17,7 +17,7 @@ import type { HeadedStream, RequestContext } from '../../core/storage.js'
 import type { FsEntry } from '../../core/protocol-fs.js'
 import { type Access, need } from '../access.js'
 import { type ListSnapshots, listSnapshots } from '../../gateways/connection/view.js'
-import { toFsEntry } from '../../gateways/connection/handles.js'
+import { toFsEntry } from '../../gateways/connection/file-handle.js'
 import { errorReply, okReply } from '../http/status.js'
 
 export type FileHandler = (req: HttpRequest, access: Access) => Promise<HttpReply>
