@@ -126,9 +126,13 @@ export class ProxyHandle implements FileHandle {
       const w = { resolve, reject }
       const b = this.#batch
       const follows = b !== null && (this.flags.append || b.offset + b.buf.bytes === offset) && b.buf.bytes + data.byteLength <= BATCH_BYTES
-      if (opts.give === true && data.byteLength >= BATCH_BYTES / 4 && wholeBuffer(data)) {
+      if (data.byteLength >= BATCH_BYTES / 4) {
+        // Large: a message of its own. Given away and owning its buffer, it is moved as it
+        // is; else copied once (a view would clone its whole underlying buffer).
         this.#flush()
-        this.#send({ t: 'write', offset, data, give: true }, data.byteLength, [w], [data.buffer as ArrayBuffer])
+        const give = opts.give === true && wholeBuffer(data)
+        const own = give ? data : Uint8Array.prototype.slice.call(data)
+        this.#send({ t: 'write', offset, data: own, give }, own.byteLength, [w], [own.buffer as ArrayBuffer])
         return
       }
       if (!follows) {
