@@ -225,11 +225,16 @@ export interface HandleOpened {
   readonly mode: HandleMode
 }
 
-/** A handle actor's figures (a view's `stats`): read-ahead streams started and live, chunks given to the driver. */
+/**
+ * A handle actor's figures (a view's `stats`): read-ahead streams started and live,
+ * chunks given to the driver, and whether its upload is under way (the main thread counts
+ * a live stream or upload as a transfer on the actor's thread).
+ */
 export interface HandleFigures {
   readonly readStreams: number
   readonly liveReadStreams: number
   readonly uploadChunks: number
+  readonly uploading: boolean
 }
 
 /**
@@ -254,7 +259,7 @@ export type ToHandle =
 export type FromHandle =
   | { readonly t: 'done'; readonly id: number; readonly reply: Reply; readonly figures: HandleFigures }
   /** A write's bytes were taken (`bytes` of them); `error`: that write failed (the handle is failed). */
-  | { readonly t: 'taken'; readonly bytes: number; readonly error?: WireError }
+  | { readonly t: 'taken'; readonly bytes: number; readonly error?: WireError; readonly figures: HandleFigures }
   | { readonly t: 'figures'; readonly figures: HandleFigures }
   /**
    * The staging copy's bytes, counted against the staging bounds (core/staging-quota.ts)

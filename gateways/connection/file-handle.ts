@@ -45,7 +45,13 @@ export interface FileHandleDeps {
   readonly hold?: () => StagingHold
   /** Removes the staging copy `name` (its thread died). */
   readonly unstage: (name: string) => void
-  readonly onEnd: (figures: HandleFigures) => void
+  /**
+   * Counts a live read-ahead stream or upload as a transfer on the actor's thread while it
+   * lasts (workers/pool.ts); returns its release. @throws when that thread has its fill
+   */
+  readonly live?: () => () => void
+  /** `lost`: ended because its actor went (its thread died), not by close or abort. */
+  readonly onEnd: (figures: HandleFigures, lost: boolean) => void
 }
 
 interface Batch {
@@ -61,7 +67,9 @@ export class ProxyHandle implements FileHandle {
   readonly flags: OpenFlags
   readonly #d: FileHandleDeps
   readonly #port: MessagePort
-  #figures: HandleFigures = { readStreams: 0, liveReadStreams: 0, uploadChunks: 0 }
+  #figures: HandleFigures = { readStreams: 0, liveReadStreams: 0, uploadChunks: 0, uploading: false }
+  /** Releases the transfer counted while a stream or upload is live. */
+  #live: (() => void) | null = null
   #state: 'open' | 'closing' | 'done' = 'open'
   #error: FsError | null = null
   #closing: Promise<CloseResult> | null = null
@@ -173,6 +181,9 @@ export class ProxyHandle implements FileHandle {
 
   close(): Promise<CloseResult> {
     if (this.#closing) return this.#closing
+    // A file only read whose worker died has nothing to commit: its close is no failure
+    // (its reads told the error), as a client closing after a failed read expects.
+    if (this.#state === 'done' && this.#d.mode === 'read' && this.#error?.code === 'EIO') return Promise.resolve({})
     if (this.#state === 'done') return Promise.reject(this.#error ?? closedError(this.path))
     const done = this.#call<CloseResult>((id) => ({ t: 'close', id }), true)
     this.#state = 'closing'
@@ -236,7 +247,7 @@ export class ProxyHandle implements FileHandle {
   #onMessage(m: FromHandle): void {
     switch (m.t) {
       case 'done': {
-        this.#figures = m.figures
+        this.#setFigures(m.figures)
         const w = this.#calls.get(m.id)
         this.#calls.delete(m.id)
         if (m.reply.ok) w?.resolve(m.reply.value)
@@ -244,6 +255,7 @@ export class ProxyHandle implements FileHandle {
         return
       }
       case 'taken': {
+        this.#setFigures(m.figures)
         const s = this.#sent.shift()
         if (!s) return
         this.#settle(s.bytes)
@@ -252,7 +264,7 @@ export class ProxyHandle implements FileHandle {
         return
       }
       case 'figures':
-        this.#figures = m.figures
+        this.#setFigures(m.figures)
         return
       case 'hold': {
         const { id, grow } = m
@@ -281,6 +293,22 @@ export class ProxyHandle implements FileHandle {
     }
   }
 
+  #setFigures(f: HandleFigures): void {
+    this.#figures = f
+    if (this.#state === 'done') return
+    const live = f.liveReadStreams > 0 || f.uploading
+    if (live && !this.#live && this.#d.live) {
+      try {
+        this.#live = this.#d.live()
+      } catch {
+        // The thread has its fill of transfers: this one goes on uncounted.
+      }
+    } else if (!live && this.#live) {
+      this.#live()
+      this.#live = null
+    }
+  }
+
   #settle(bytes: number): void {
     this.#inflight -= bytes
     this.#d.budget.add(-bytes)
@@ -294,7 +322,7 @@ export class ProxyHandle implements FileHandle {
     if (this.#state === 'done') return
     this.#error ??= err
     if (this.#staged !== null) this.#d.unstage(this.#staged)
-    this.#end()
+    this.#end(true)
   }
 
   /** Called by the view when the actor's thread died. */
@@ -302,7 +330,7 @@ export class ProxyHandle implements FileHandle {
     this.#lost(err)
   }
 
-  #end(): void {
+  #end(lost = false): void {
     if (this.#state === 'done') return
     this.#state = 'done'
     const err = this.#error ?? closedError(this.path)
@@ -313,10 +341,12 @@ export class ProxyHandle implements FileHandle {
     this.#batch = null
     this.#settle(this.#inflight)
     this.#hold?.release()
+    this.#live?.()
+    this.#live = null
     this.#port.removeAllListeners('message')
     // Closed once the last message (an abort) is out.
     setImmediate(() => this.#port.close())
-    this.#d.onEnd(this.#figures)
+    this.#d.onEnd(this.#figures, lost)
   }
 }
 

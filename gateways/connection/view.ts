@@ -261,11 +261,16 @@ class GatewayFs implements ProtocolFs {
         windowBytes,
         budget: this.#budget,
         ...(quota ? { hold: () => quota.hold(this.#opts.stagingDir, owner) } : {}),
+        live: () => {
+          const lease = started.lease((err) => handle.lost(err))
+          return () => lease.release()
+        },
         unstage: (name) => void this.#ch.call({ requestId: ctx.requestId, signal: new AbortController().signal }, { op: 'unstage', dir: this.#opts.stagingDir, name }).catch(() => {}),
-        onEnd: (figures) => {
+        onEnd: (figures, lost) => {
           exclusive?.()
           transfer?.()
-          watch.release()
+          // Lost with its thread: the pool's watch stays until it removed the upload's temporary file.
+          if (!lost) watch.release()
           this.#handles.delete(handle)
           this.#readStreams += figures.readStreams
           this.#uploadChunks += figures.uploadChunks

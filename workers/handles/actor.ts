@@ -120,8 +120,8 @@ class Actor {
       case 'write': {
         const bytes = m.data.byteLength
         h.write(m.offset, m.data, { give: m.give }).then(
-          () => this.#post({ t: 'taken', bytes }),
-          (err: unknown) => this.#post({ t: 'taken', bytes, error: toWire(asFsError(err)) }),
+          () => this.#post({ t: 'taken', bytes, figures: this.#count() }),
+          (err: unknown) => this.#post({ t: 'taken', bytes, error: toWire(asFsError(err)), figures: this.#count() }),
         )
         return
       }
@@ -157,7 +157,8 @@ class Actor {
 
   #count(): HandleFigures {
     const { reader, writer } = this.#handle.parts
-    return { readStreams: reader.started, liveReadStreams: reader.active ? 1 : 0, uploadChunks: writer?.chunksSent ?? 0 }
+    const uploading = writer instanceof WriteCoalescer && writer.uploading
+    return { readStreams: reader.started, liveReadStreams: reader.active ? 1 : 0, uploadChunks: writer?.chunksSent ?? 0, uploading }
   }
 
   #figures(): void {

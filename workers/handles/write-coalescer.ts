@@ -59,6 +59,7 @@ export class WriteCoalescer {
   #ended = false
   #error: FsError | null = null
   #upload: Promise<Entry> | null = null
+  #uploadOver = false
   /** The upload's source waiting for a piece. */
   #wakeSource: (() => void) | null = null
   /** Writes waiting for room. */
@@ -74,6 +75,11 @@ export class WriteCoalescer {
 
   get size(): number {
     return this.#size
+  }
+
+  /** The upload is under way (started, not over). */
+  get uploading(): boolean {
+    return this.#upload !== null && !this.#uploadOver
   }
 
   async write(offset: number, data: Uint8Array, give = false): Promise<void> {
@@ -200,6 +206,10 @@ export class WriteCoalescer {
   #ensureUpload(): void {
     if (this.#upload) return
     this.#upload = this.#startUpload(this.#source())
+    this.#upload.then(
+      () => void (this.#uploadOver = true),
+      () => void (this.#uploadOver = true),
+    )
     this.#upload.catch((err: unknown) => {
       this.#error ??= asFsError(err)
       this.#release()
