@@ -265,7 +265,15 @@ class GatewayFs implements ProtocolFs {
           const lease = started.lease((err) => handle.lost(err))
           return () => lease.release()
         },
-        unstage: (name) => void this.#ch.call({ requestId: ctx.requestId, signal: new AbortController().signal }, { op: 'unstage', dir: this.#opts.stagingDir, name }).catch(() => {}),
+        unstage: (name) => {
+          // The actor's port may tell of its death before the pool knows: a task sent to the
+          // dying thread fails (EIO) and is sent again, to its replacement.
+          const attempt = (left: number): void =>
+            void this.#ch.call({ requestId: ctx.requestId, signal: new AbortController().signal }, { op: 'unstage', dir: this.#opts.stagingDir, name }).catch((err: unknown) => {
+              if (left > 0 && (err as FsError).code === 'EIO') setTimeout(() => attempt(left - 1), 250).unref()
+            })
+          attempt(4)
+        },
         onEnd: (figures, lost) => {
           exclusive?.()
           transfer?.()
