@@ -86,9 +86,9 @@ export interface GatewayFsStats {
   readonly readStreams: number
   /** Read-ahead streams open now. */
   readonly liveReadStreams: number
-  /** Coalesced chunks handed to upload streams (what crosses to the workers). */
+  /** Coalesced chunks the handles' actors gave their drivers (as the actors last told). */
   readonly uploadChunks: number
-  /** Written bytes waiting to cross to a worker. */
+  /** Written bytes not yet taken by the handles' actors. */
   readonly pendingBytes: number
 }
 
