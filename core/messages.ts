@@ -19,7 +19,7 @@ import type { MessagePort } from 'node:worker_threads'
 import type { BackendSpec } from './backend.js'
 import type { ByteRange, Entry, ObjectMetadata, Space, StoredMetadata } from './driver.js'
 import type { WireError } from './errors.js'
-import type { FsAbilities } from './protocol-fs.js'
+import type { FsAbilities, OpenFlags } from './protocol-fs.js'
 import type { StagedRequest } from './staged.js'
 
 export const PROTOCOL_VERSION = 2
@@ -103,6 +103,14 @@ export type RequestBody =
   | { readonly op: 'metadata'; readonly path: string }
   /** Reply value: `ZipStart`; then the archive bytes on its port. */
   | { readonly op: 'zip'; readonly paths: readonly string[]; readonly compression: ZipCompression }
+  /**
+   * A protocol gateway opens a file (core/protocol-fs.ts `FileHandle`): the worker checks
+   * the open as the flags ask, then keeps the file as an actor (workers/handles/) that
+   * takes `ToHandle` messages on `port` and answers `FromHandle`. Reply value: `HandleOpened`.
+   */
+  | { readonly op: 'open'; readonly path: string; readonly port: MessagePort; readonly open: HandleOpen }
+  /** Removes a gateway staging copy a handle left (its thread died under it): `name` in `dir`. */
+  | { readonly op: 'unstage'; readonly dir: string; readonly name: string }
 
 export type Request = RequestBase & RequestBody
 export type Op = RequestBody['op']
@@ -131,6 +139,8 @@ export interface ReplyValues extends Record<Op, unknown> {
   touch: void
   metadata: StoredMetadata
   zip: ZipStart
+  open: HandleOpened
+  unstage: void
 }
 
 /** The value a request's reply carries, by the request's op: what a caller gets, without naming it. */
@@ -193,6 +203,83 @@ export interface ZipStart {
   readonly head: ZipHead
   readonly port: MessagePort
 }
+
+/** How a gateway's file is opened, and what its actor may hold (the `open` op). */
+export interface HandleOpen {
+  readonly flags: OpenFlags
+  readonly metadata?: ObjectMetadata
+  readonly digest?: 'md5'
+  /** Write in place where the driver can (else every write that is not a `put` goes through staging). */
+  readonly inPlace: boolean
+  /** Folder of private staging copies (`<data_dir>/gateway-staging`). */
+  readonly stagingDir: string
+  /** Bytes joined into one chunk before the driver takes them (1 MiB). */
+  readonly chunkBytes: number
+  /** Bytes held out of order, or waiting for the driver, before the handle takes no more (64 MiB). */
+  readonly windowBytes: number
+  /** A read-ahead stream not read for this long is dropped. */
+  readonly idleMs: number
+}
+
+/**
+ * What the handle does with writes, chosen at open: one atomic upload fed in order
+ * (`put`), writes in place (`inPlace`), a private staging copy committed at close
+ * (`staging`), or none (`read`).
+ */
+export type HandleMode = 'put' | 'inPlace' | 'staging' | 'read'
+
+/** The `open` op's reply: the file at open (null: a new file) and the handle's mode. */
+export interface HandleOpened {
+  readonly entry: Entry | null
+  readonly mode: HandleMode
+}
+
+/**
+ * A handle actor's figures (a view's `stats`): read-ahead streams started and live,
+ * chunks given to the driver, and whether its upload is under way (the main thread counts
+ * a live stream or upload as a transfer on the actor's thread).
+ */
+export interface HandleFigures {
+  readonly readStreams: number
+  readonly liveReadStreams: number
+  readonly uploadChunks: number
+  readonly uploading: boolean
+}
+
+/**
+ * Main thread → a handle actor, on its port. Calls with an `id` are answered (`done`)
+ * in the order they came; a `write` is answered with `taken` once the handle took its
+ * bytes (the credit that lets the main thread send more).
+ */
+export type ToHandle =
+  | { readonly t: 'read'; readonly id: number; readonly offset: number; readonly length: number }
+  /** `data` is transferred; `give`: the bytes may be handed to the driver as they are (not joined into a chunk). */
+  | { readonly t: 'write'; readonly offset: number; readonly data: Uint8Array; readonly give: boolean }
+  | { readonly t: 'stat'; readonly id: number }
+  | { readonly t: 'truncate'; readonly id: number; readonly size: number }
+  /** Commits; answered with `CloseResult`. */
+  | { readonly t: 'close'; readonly id: number }
+  /** Drops everything not committed; the actor ends. */
+  | { readonly t: 'abort' }
+  /** The answer to `hold`: the staging bytes were charged (or `error`: over a limit). */
+  | { readonly t: 'held'; readonly id: number; readonly error?: WireError }
+
+/** A handle actor → the main thread, on its port. */
+export type FromHandle =
+  | { readonly t: 'done'; readonly id: number; readonly reply: Reply; readonly figures: HandleFigures }
+  /** A write's bytes were taken (`bytes` of them); `error`: that write failed (the handle is failed). */
+  | { readonly t: 'taken'; readonly bytes: number; readonly error?: WireError; readonly figures: HandleFigures }
+  | { readonly t: 'figures'; readonly figures: HandleFigures }
+  /**
+   * The staging copy's bytes, counted against the staging bounds (core/staging-quota.ts)
+   * on the main thread: `grow` asks to charge more before writing (answered with `held`),
+   * `size` says what the copy holds now, `release` gives it all back.
+   */
+  | { readonly t: 'hold'; readonly id: number; readonly grow: number }
+  | { readonly t: 'holdSize'; readonly size: number }
+  | { readonly t: 'holdRelease' }
+  /** The staging copy's file name in the staging folder (to remove it if this thread dies). */
+  | { readonly t: 'staged'; readonly name: string }
 
 export function assertNever(x: never): never {
   throw new Error(`unexpected value: ${JSON.stringify(x)}`)

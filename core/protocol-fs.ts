@@ -67,8 +67,9 @@ export interface CloseResult {
 }
 
 /**
- * An open file. Reads are served from a read-ahead stream in a worker (a seek restarts
- * it); writes are coalesced into large chunks before they cross threads. A file written
+ * An open file, kept by the worker that owns the backend (workers/handles/): reads are
+ * served from a read-ahead stream there (a seek restarts it); writes are coalesced there
+ * into large chunks. A file written
  * from offset 0 is committed atomically at `close`, as HTTP uploads are; other writes go
  * in place where the backend can, else to a private staging copy committed at `close`.
  * Until `close` resolves nothing written is guaranteed; `abort` (a lost connection)

@@ -7,8 +7,9 @@
  * ls, zip, a tus upload), SFTP (OpenSSH sftp: put, get, ls), S3 (aws CLI: put, get, list,
  * a multipart upload), MCP (the SDK's client: tools listed, write, cat, ls). Counting starts
  * once filegate serves and its users are made, and stops when the door's workload is
- * done; a call that is not in STILL_ON_MAIN_THREAD fails the test, named by its module
- * and line.
+ * done; any call fails the test, named by its module and line (the staging copies of
+ * SFTP, the tus uploads and S3 multipart parts are written by the worker threads:
+ * workers/handles/, workers/staged/).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -28,17 +29,6 @@ import { userFolder } from './servers/users.js'
 import { startVsftpd } from './servers/vsftpd.js'
 
 type Door = 'http' | 'sftp' | 's3' | 'mcp'
-
-/**
- * The main thread's file I/O that is still there while a door serves, by door and by the
- * module that does it (the first project frame of the call's stack), each with the
- * issue-26 work that takes it off the main thread. The goal is an empty list: remove an
- * entry when that work is merged (the test says which entries it no longer saw).
- */
-const STILL_ON_MAIN_THREAD: readonly { readonly door: Door; readonly module: string; readonly why: string }[] = [
-  // SFTP: a write that is not a put, on a storage that cannot write at an offset, goes through a staging copy.
-  { door: 'sftp', module: 'gateways/connection/staging.ts', why: 'issue 26, lane "handles": the staging copy moves with the file handles into the worker (workers/handles/)' },
-]
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url))
 const PRELOAD = fileURLToPath(new URL('./helpers/main-thread-fs.ts', import.meta.url))
@@ -132,9 +122,8 @@ async function startChild(t: Test, dir: string, disk: string, ftp: Record<string
   }
 }
 
-/** Fails on each call the allow-list does not name for `door`, with its module, line and stack. */
+/** Fails on any main-thread fs call while `door` served, each with its module, line and stack. */
 function judge(t: Test, door: Door, calls: readonly FsCall[]): void {
-  const allowed = STILL_ON_MAIN_THREAD.filter((a) => a.door === door)
   const byPlace = new Map<string, { n: number; call: FsCall }>()
   for (const c of calls) {
     const key = `${c.frame} ${c.fn}`
@@ -142,18 +131,8 @@ function judge(t: Test, door: Door, calls: readonly FsCall[]): void {
     if (seen) seen.n++
     else byPlace.set(key, { n: 1, call: c })
   }
-  const used = new Set<string>()
-  const refused: string[] = []
-  for (const [key, { n, call }] of byPlace) {
-    const module = call.frame.replace(/:\d+$/, '')
-    const allow = allowed.find((a) => a.module === module)
-    if (allow) {
-      used.add(allow.module)
-      t.comment(`${door}: allowed for now (${allow.why}): ${key} ×${n}`)
-    } else refused.push(`${key} ×${n}\n      ${call.stack.join('\n      ')}`)
-  }
-  t.same(refused, [], `${door}: no file I/O on the main thread while serving`)
-  for (const a of allowed) if (!used.has(a.module)) t.comment(`${door}: ${a.module} did no main-thread file I/O: remove its entry from STILL_ON_MAIN_THREAD`)
+  const found = [...byPlace].map(([key, { n, call }]) => `${key} ×${n}\n      ${call.stack.join('\n      ')}`)
+  t.same(found, [], `${door}: no file I/O on the main thread while serving`)
 }
 
 const top = serverDir(t, 'main-io')

@@ -53,6 +53,14 @@ export class Channel {
   }
 
   /**
+   * A task that starts an actor (a gateway's open file): its value, and the watch or lease
+   * that keeps it known on its thread (workers/pool.ts `Started`). `transfer`: its port.
+   */
+  start<B extends RequestBody>(ctx: OpContext, body: B, transfer: readonly Transferable[]): Promise<Started<ReplyOf<B>>> {
+    return this.#pool.start(this.#msg(ctx, body), this.#backend, { signal: ctx.signal, transfer }) as Promise<Started<ReplyOf<B>>>
+  }
+
+  /**
    * A read: one task, one stat. Small files come back in the reply; larger ones, and
    * transforms, stream from the actor the task started, counted as a transfer until the
    * stream is over.

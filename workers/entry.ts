@@ -11,7 +11,9 @@
  * of a tree) stop when their caller leaves. Streams outlive their task as actors
  * (workers/transfers.ts).
  */
-import { type Hash, createHash } from 'node:crypto'
+import { createHash } from 'node:crypto'
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
 import { type MessagePort, type Transferable, parentPort, threadId, workerData } from 'node:worker_threads'
 import type { Driver, OpContext } from '../core/driver.js'
 import { FsError, isFsError, toWire } from '../core/errors.js'
@@ -20,6 +22,8 @@ import { checkStorable } from '../core/paths.js'
 import { PortReader } from '../core/port-stream.js'
 import { resolveRange } from '../core/range.js'
 import { DriverCache } from './driver-cache.js'
+import { openHandle } from './handles/actor.js'
+import { hashing } from './hashing.js'
 import { abilitiesOf, copyFile, listDir, lstat, mkdirOne, mkdirp, move, removeOne, removeTree, touch, truncateFile, writeFile } from './ops.js'
 import { openTransformed } from './plugins.js'
 import type { PoolWorkerData } from '../core/worker-data.js'
@@ -214,6 +218,10 @@ async function run(d: Driver, msg: Request, ctx: OpContext, transfer: Transferab
     }
     case 'write':
       return write(d, msg, msg.port, ctx)
+    case 'open':
+      return openHandle(ctx, d, msg.path, msg.port, msg.open, keep)
+    case 'unstage':
+      return unstage(msg.dir, msg.name).then(() => null)
     default:
       return assertNever(msg)
   }
@@ -237,27 +245,10 @@ async function write(d: Driver, msg: Extract<Request, { op: 'write' }>, p: Messa
   }
 }
 
-/**
- * The bytes of `body` as they go by the driver, fed to `hash` on this thread (a gateway's
- * ETag). Each chunk is hashed while the driver writes it (the write's system calls run
- * off this thread): the hash and the write overlap instead of taking turns.
- */
-function hashing(body: AsyncIterable<Uint8Array>, hash: Hash): { body: AsyncIterable<Uint8Array>; digest(): Promise<string> } {
-  let hashed: Promise<void> = Promise.resolve()
-  async function* pass(): AsyncIterable<Uint8Array> {
-    for await (const chunk of body) {
-      hashed = new Promise<void>((resolve) => setImmediate(() => resolve(void hash.update(chunk))))
-      yield chunk
-      await hashed
-    }
-  }
-  return {
-    body: pass(),
-    digest: async () => {
-      await hashed
-      return hash.digest('hex')
-    },
-  }
+/** Removes a staging copy a handle left when its thread died: only a name such a copy has. */
+async function unstage(dir: string, name: string): Promise<void> {
+  if (!/^[0-9a-f]{32}\.staging$/.test(name)) throw new FsError('EINVAL', 'not a staging copy')
+  await rm(join(dir, name), { force: true })
 }
 
 /** Stats a file for reading and resolves the requested range against its size. */

@@ -94,6 +94,13 @@ export interface Started<V> {
    * first. @throws ApiError UNAVAILABLE when that thread has `transfersPerWorker` already
    */
   lease(onLost: (err: FsError) => void): TransferLease
+  /**
+   * Keeps watch over an actor the task started that lives past its reply without moving
+   * bytes all the time (a gateway's open file, workers/handles/): not counted as a
+   * transfer; `onLost` is called if its thread dies first, and the temporary files it
+   * announces under the task's id are removed then, as an unfinished task's are.
+   */
+  watch(onLost: (err: FsError) => void): TransferLease
 }
 
 interface Pending {
@@ -117,6 +124,8 @@ interface Thread {
   /** Backend keys this thread was sent. */
   readonly known: Set<string>
   readonly leases: Set<Lease>
+  /** Actors past their task (`Started.watch`), by the id of the task that started them. */
+  readonly actors: Map<number, Actor>
   tasks: number
   transfers: number
   dead: boolean
@@ -125,6 +134,11 @@ interface Thread {
 
 interface Lease {
   readonly onLost: (err: FsError) => void
+}
+
+interface Actor extends Lease {
+  /** The task that started it, whose temporary files it goes on announcing. */
+  readonly task: Pending
 }
 
 /**
@@ -174,14 +188,14 @@ export class WorkerPool {
    * whole body; a `read` answers a stream to lease like `start`'s.
    */
   async staged<Op extends StagedRequest['op']>(req: Extract<StagedRequest, { op: Op }>, opts: RunOptions & { readonly lane?: 'task' | 'transfer' } = {}): Promise<Started<StagedReplies[Op]>> {
-    const { value, thread } = await this.#submit<StagedReplies[Op]>(req, null, opts.lane ?? 'task', opts)
-    return { value, lease: (onLost) => this.#lease(thread, onLost) }
+    const { value, thread, task } = await this.#submit<StagedReplies[Op]>(req, null, opts.lane ?? 'task', opts)
+    return { value, lease: (onLost) => this.#lease(thread, onLost), watch: (onLost) => this.#watch(thread, task, onLost) }
   }
 
   /** A task that starts a stream: its value, and the lease that counts the stream afterwards. */
   async start<R extends Request>(req: R, spec: BackendSpec, opts: RunOptions = {}): Promise<Started<ReplyOf<R>>> {
-    const { value, thread } = await this.#submit<ReplyOf<R>>(req, spec, 'task', opts)
-    return { value, lease: (onLost) => this.#lease(thread, onLost) }
+    const { value, thread, task } = await this.#submit<ReplyOf<R>>(req, spec, 'task', opts)
+    return { value, lease: (onLost) => this.#lease(thread, onLost), watch: (onLost) => this.#watch(thread, task, onLost) }
   }
 
   /** A transfer for the task's whole life (a write): no task slot, counted as a transfer. */
@@ -219,7 +233,7 @@ export class WorkerPool {
     await Promise.all(this.#threads.map((t) => t.worker.terminate()))
   }
 
-  #submit<V>(req: Request | StagedRequest, spec: BackendSpec | null, lane: 'task' | 'transfer', opts: RunOptions): Promise<{ value: V; thread: Thread }> {
+  #submit<V>(req: Request | StagedRequest, spec: BackendSpec | null, lane: 'task' | 'transfer', opts: RunOptions): Promise<{ value: V; thread: Thread; task: Pending }> {
     // The service's own state, not the backend's: UNAVAILABLE (503), never BACKEND_UNREACHABLE.
     if (this.#closed) return Promise.reject(new ApiError('UNAVAILABLE', 'the server is shutting down'))
     if (opts.signal?.aborted) return Promise.reject(new FsError('ECANCELED', 'the request was cancelled'))
@@ -240,7 +254,7 @@ export class WorkerPool {
         settle: (reply, thread, err) => {
           signal?.removeEventListener('abort', onAbort)
           if (reply === null || thread === null) return reject(err)
-          if (reply.ok) resolve({ value: reply.value as V, thread })
+          if (reply.ok) resolve({ value: reply.value as V, thread, task: p })
           else reject(fromWire(reply.error))
         },
       }
@@ -301,7 +315,7 @@ export class WorkerPool {
 
   #onMessage(t: Thread, msg: FromWorker): void {
     if (msg.t === 'temp') {
-      const temps = t.pending.get(msg.id)?.temps
+      const temps = (t.pending.get(msg.id) ?? t.actors.get(msg.id)?.task)?.temps
       if (temps === undefined || !isTempUploadName(baseName(msg.path))) return
       // A task's temporary files come one after another (a tree copied file by file): the last ones may be live.
       if (temps.length >= MAX_TEMPS) temps.shift()
@@ -365,6 +379,16 @@ export class WorkerPool {
     }
   }
 
+  #watch(t: Thread, task: Pending, onLost: (err: FsError) => void): TransferLease {
+    if (t.dead) {
+      queueMicrotask(() => onLost(lost()))
+      return { release() {} }
+    }
+    task.temps.length = 0 // the task finished well: its own temporary files are settled
+    t.actors.set(task.id, { onLost, task })
+    return { release: () => void t.actors.delete(task.id) }
+  }
+
   /** Removes a temporary file a dead thread's task announced, on a live thread; gone already is fine. */
   #removeTemp(p: Pending, path: string): void {
     if (this.#closed || p.req === null || p.spec === null) return
@@ -380,7 +404,7 @@ export class WorkerPool {
         ...(this.#opts.backendTimeoutMs === undefined ? {} : { backendTimeoutMs: this.#opts.backendTimeoutMs }),
       } satisfies PoolWorkerData,
     })
-    const t: Thread = { worker, pending: new Map(), known: new Set(), leases: new Set(), tasks: 0, transfers: 0, dead: false, started: performance.now() }
+    const t: Thread = { worker, pending: new Map(), known: new Set(), leases: new Set(), actors: new Map(), tasks: 0, transfers: 0, dead: false, started: performance.now() }
     this.#threads.push(t)
     worker.on('message', (m: FromWorker) => this.#onMessage(t, m))
     // Uncaught errors of a thread: logged; the thread exits and is replaced below.
@@ -406,6 +430,11 @@ export class WorkerPool {
     t.pending.clear()
     for (const l of t.leases) l.onLost(err)
     t.leases.clear()
+    for (const a of t.actors.values()) {
+      for (const path of a.task.temps) this.#removeTemp(a.task, path)
+      a.onLost(err)
+    }
+    t.actors.clear()
     t.transfers = 0
   }
 }

@@ -5,7 +5,7 @@
  * its parts can be rearranged without reaching past the folder.
  */
 export { ChrootStorage } from './chroot-storage.js'
-export { toFsEntry } from './handles.js'
+export { toFsEntry } from './file-handle.js'
 export { SharedViews } from './shared-views.js'
 export { TransferLimits } from './transfer-limits.js'
 export { type ListSnapshots, createProtocolFs, listSnapshots, sweepStaging } from './view.js'

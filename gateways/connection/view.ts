@@ -7,34 +7,30 @@
  * symlink-safe pins) holds at the user's root.
  *
  * Parts, each in gateways/connection/: list-pages.ts (listings in pages with cursors),
- * handles.ts (open files), read-ahead.ts (reads), write-coalescer.ts (a `put` as one
- * atomic upload), in-place.ts (other writes, where the backend can), staging.ts (other
- * writes elsewhere), pending.ts (the view's cap on bytes waiting to cross to a worker),
- * errors.ts (every failure an FsError). docs/gateways.md, "The gateway layer", says what
+ * file-handle.ts (an open file: a proxy on its actor's port; the file itself, with its
+ * read-ahead, coalescing, in-place writes and staging copy, lives in the worker that owns
+ * the backend, workers/handles/), errors.ts (every failure an FsError); the view's cap on
+ * bytes waiting to cross to the actors is core/pending-budget.ts. docs/gateways.md, "The gateway layer", says what
  * a view guarantees.
  */
-import type { Transferable } from 'node:worker_threads'
+import { MessageChannel } from 'node:worker_threads'
 import { createHash } from 'node:crypto'
 import { type BackendSpec, backendIdentity } from '../../core/backend.js'
 import type { Entry, Space, StoredMetadata } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
-import { isCanonical, parentOf } from '../../core/paths.js'
-import type { BackendAbilities } from '../../core/messages.js'
+import { isCanonical } from '../../core/paths.js'
+import type { BackendAbilities, HandleOpen, HandleOpened, ToHandle } from '../../core/messages.js'
+import { PendingBudget } from '../../core/pending-budget.js'
 import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, ProtocolFs } from '../../core/protocol-fs.js'
+import type { StagingQuota } from '../../core/staging-quota.js'
 import type { ClientIdentity, RequestContext } from '../../core/storage.js'
 import { Channel, INLINE_READ_MAX } from '../../workers/client.js'
-import type { WorkerPool } from '../../workers/pool.js'
+import type { Started, WorkerPool } from '../../workers/pool.js'
 import { asFsError, fsCall, readOnlyError } from './errors.js'
-import { Handle, toFsEntry } from './handles.js'
-import { InPlaceWriter } from './in-place.js'
+import { ProxyHandle, toFsEntry } from './file-handle.js'
 import { ListSnapshots } from './list-pages.js'
-import { PendingBudget } from './pending.js'
-import { ReadAhead } from './read-ahead.js'
-import type { StagingQuota } from '../../core/staging-quota.js'
-import { StagingFile } from './staging.js'
-import { WriteCoalescer } from './write-coalescer.js'
 
-export { sweepStaging } from './staging.js'
+export { sweepStaging } from './staging-sweep.js'
 export { ListSnapshots } from './list-pages.js'
 
 export interface GatewayFsLimits {
@@ -90,9 +86,9 @@ export interface GatewayFsStats {
   readonly readStreams: number
   /** Read-ahead streams open now. */
   readonly liveReadStreams: number
-  /** Coalesced chunks handed to upload streams (what crosses to the workers). */
+  /** Coalesced chunks the handles' actors gave their drivers (as the actors last told). */
   readonly uploadChunks: number
-  /** Written bytes waiting to cross to a worker. */
+  /** Written bytes not yet taken by the handles' actors. */
   readonly pendingBytes: number
 }
 
@@ -110,11 +106,6 @@ export async function createProtocolFs(opts: GatewayFsOptions): Promise<GatewayP
   return new GatewayFs(ch, opts, abilities)
 }
 
-/** The buffer under `data` when `data` spans all of it (then it can be handed over without a copy). */
-function transferable(data: Uint8Array): Transferable[] {
-  return data.byteOffset === 0 && data.buffer instanceof ArrayBuffer && data.byteLength === data.buffer.byteLength ? [data.buffer] : []
-}
-
 class GatewayFs implements ProtocolFs {
   readonly readOnly: boolean
   readonly abilities: FsAbilities
@@ -124,7 +115,7 @@ class GatewayFs implements ProtocolFs {
   readonly #snapshots: ListSnapshots
   readonly #budget: PendingBudget
   readonly #inPlace: boolean
-  readonly #handles = new Set<Handle>()
+  readonly #handles = new Set<ProxyHandle>()
   readonly #ended = new AbortController()
   #closed = false
   #readStreams = 0
@@ -147,9 +138,9 @@ class GatewayFs implements ProtocolFs {
     let chunks = this.#uploadChunks
     let streams = this.#readStreams
     for (const h of this.#handles) {
-      live += h.parts.reader.active ? 1 : 0
-      chunks += h.parts.writer?.chunksSent ?? 0
-      streams += h.parts.reader.started
+      live += h.figures.liveReadStreams
+      chunks += h.figures.uploadChunks
+      streams += h.figures.readStreams
     }
     return { openHandles: this.#handles.size, readStreams: streams, liveReadStreams: live, uploadChunks: chunks, pendingBytes: this.#budget.bytes }
   }
@@ -227,28 +218,79 @@ class GatewayFs implements ProtocolFs {
       const writes = flags.write || flags.append || flags.create || flags.truncate
       if (writes && this.readOnly) throw readOnlyError(path)
       if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
-      const initial = await this.#statOrNull(ctx, path)
-      if (initial?.kind === 'dir') throw new FsError('EISDIR', `${path}: is a directory`, { path })
-      if (initial && flags.create && flags.exclusive) throw new FsError('EEXIST', `${path}: already exists`, { path })
-      if (!initial) {
-        if (!flags.create || !flags.write) throw new FsError('ENOENT', `${path}: no such file`, { path })
-        const parent = await this.#statOrNull(ctx, parentOf(path))
-        if (!parent) throw new FsError('ENOENT', `${parentOf(path)}: no such directory`, { path: parentOf(path) })
-        if (parent.kind !== 'dir') throw new FsError('ENOTDIR', `${parentOf(path)}: not a directory`, { path: parentOf(path) })
-      }
       const exclusive = flags.create && flags.exclusive ? this.#reserve(path) : null
-      let transfer: (() => void) | null = null
+      const limits = this.#opts.limits ?? {}
+      const windowBytes = limits.windowBytes ?? 64 * 1024 * 1024
+      // One task: the worker checks the open and keeps the file as an actor next to its driver (workers/handles/).
+      const { port1, port2 } = new MessageChannel()
+      const open: HandleOpen = {
+        flags,
+        ...(opts.metadata && this.abilities.metadata ? { metadata: opts.metadata } : {}),
+        ...(opts.digest ? { digest: opts.digest } : {}),
+        inPlace: this.#inPlace,
+        stagingDir: this.#opts.stagingDir,
+        chunkBytes: limits.chunkBytes ?? 1024 * 1024,
+        windowBytes,
+        idleMs: limits.idleMs ?? 2000,
+      }
+      let started: Started<HandleOpened>
       try {
-        transfer = this.#transfer(ctx, flags, initial)
-        return this.#handle(ctx, path, flags, initial, opts, () => {
-          exclusive?.()
-          transfer?.()
-        })
+        started = await this.#ch.start(ctx, { op: 'open' as const, path, port: port2, open }, [port2])
       } catch (err) {
+        port1.close()
         exclusive?.()
-        transfer?.()
         throw err
       }
+      const { entry, mode } = started.value
+      let transfer: (() => void) | null = null
+      try {
+        if (this.#closed) throw new FsError('ECANCELED', 'the session is closed') // while the open was checked
+        transfer = this.#transfer(ctx, flags, entry)
+      } catch (err) {
+        port1.postMessage({ t: 'abort' } satisfies ToHandle)
+        port1.close()
+        exclusive?.()
+        throw err
+      }
+      const owner = { login: this.#opts.client?.credential ?? null, share: null }
+      const quota = this.#opts.stagingQuota
+      const handle: ProxyHandle = new ProxyHandle(path, flags, {
+        port: port1,
+        initial: entry,
+        mode,
+        windowBytes,
+        budget: this.#budget,
+        ...(quota ? { hold: () => quota.hold(this.#opts.stagingDir, owner) } : {}),
+        live: () => {
+          const lease = started.lease((err) => handle.lost(err))
+          return () => lease.release()
+        },
+        unstage: (name) => {
+          // The actor's port may tell of its death before the pool knows: a task sent to the
+          // dying thread fails (EIO) and is sent again, to its replacement.
+          const attempt = (left: number): void =>
+            void this.#ch.call({ requestId: ctx.requestId, signal: new AbortController().signal }, { op: 'unstage', dir: this.#opts.stagingDir, name }).catch((err: unknown) => {
+              if (left > 0 && (err as FsError).code === 'EIO') setTimeout(() => attempt(left - 1), 250).unref()
+            })
+          attempt(4)
+        },
+        onEnd: (figures, lost) => {
+          exclusive?.()
+          transfer?.()
+          // Lost with its thread: the pool's watch stays until it removed the upload's temporary file.
+          if (!lost) watch.release()
+          this.#handles.delete(handle)
+          this.#readStreams += figures.readStreams
+          this.#uploadChunks += figures.uploadChunks
+          ctx.signal.removeEventListener('abort', onAbort)
+        },
+      })
+      const watch = started.watch((err) => handle.lost(err))
+      const onAbort = () => handle.abort()
+      this.#handles.add(handle)
+      if (ctx.signal.aborted) handle.abort()
+      else ctx.signal.addEventListener('abort', onAbort, { once: true })
+      return handle
     })
   }
 
@@ -293,78 +335,6 @@ class GatewayFs implements ProtocolFs {
 
   get ended(): AbortSignal {
     return this.#ended.signal
-  }
-
-  #handle(ctx: RequestContext, path: string, flags: OpenFlags, initial: Entry | null, opts: OpenOptions, ended: () => void): FileHandle {
-    if (this.#closed) throw new FsError('ECANCELED', 'the session is closed') // while the open was checked
-    const life = new AbortController()
-    const limits = this.#opts.limits ?? {}
-    const opCtx = { requestId: ctx.requestId, signal: life.signal }
-    // A new file must not replace one created meanwhile (exclusive); a truncated one is replaced.
-    const overwrite = !(flags.exclusive && flags.create)
-    const fresh = flags.write && (initial === null || flags.truncate)
-    // Metadata goes with a new or truncated file's upload only (what `open` promises).
-    const metadata = fresh && opts.metadata && this.abilities.metadata ? { metadata: opts.metadata } : {}
-    // The worker hashes what it commits; the digest comes back with the entry (handles.ts).
-    const digest = fresh && opts.digest ? { digest: opts.digest } : {}
-    const upload = (body: AsyncIterable<Uint8Array>, size?: number): Promise<Entry> =>
-      this.#ch.upload(opCtx, { op: 'write', path, overwrite, parents: false, ...(size === undefined ? {} : { size }), ...metadata, ...digest }, body)
-    const reader = new ReadAhead(
-      (offset, signal) => this.#ch.read({ requestId: ctx.requestId, signal }, { op: 'read', path, range: { start: offset }, inlineMax: INLINE_READ_MAX }),
-      limits.idleMs ?? 2000,
-    )
-    const sizes = { chunkBytes: limits.chunkBytes ?? 1024 * 1024, windowBytes: limits.windowBytes ?? 64 * 1024 * 1024, budget: this.#budget }
-    const writer =
-      fresh && !flags.read
-        ? new WriteCoalescer((body) => upload(body), sizes)
-        : flags.write && !fresh && this.#inPlace
-          ? new InPlaceWriter((offset, data) => this.#ch.call(opCtx, { op: 'writeAt', path, offset, data }, transferable(data)), initial!.size, sizes)
-          : null
-    const handle: Handle = new Handle(path, flags, {
-      reader,
-      initial,
-      writer,
-      stage: flags.write
-        ? (withContent) =>
-            StagingFile.create(this.#opts.stagingDir, withContent ? this.#content(opCtx, path) : null, this.#opts.stagingQuota?.hold(this.#opts.stagingDir, { login: this.#opts.client?.credential ?? null, share: null }))
-        : null,
-      fresh,
-      commitStaging: (s) => s.commit(upload),
-      truncateNow: (size) => this.#ch.call(opCtx, { op: 'truncate', path, size }),
-      statNow: () => this.#ch.call(opCtx, { op: 'stat', path }),
-      onEnd: () => {
-        ended()
-        this.#handles.delete(handle)
-        this.#readStreams += reader.started
-        this.#uploadChunks += handle.parts.writer?.chunksSent ?? 0
-        ctx.signal.removeEventListener('abort', onAbort)
-        life.abort(new FsError('ECANCELED', 'the file was closed'))
-      },
-    })
-    const onAbort = () => handle.abort()
-    this.#handles.add(handle)
-    if (ctx.signal.aborted) handle.abort()
-    else ctx.signal.addEventListener('abort', onAbort, { once: true })
-    return handle
-  }
-
-  /** The file's current bytes, streamed from a worker. */
-  async *#content(ctx: { requestId: string; signal: AbortSignal }, path: string): AsyncIterable<Uint8Array> {
-    const s = await this.#ch.read(ctx, { op: 'read', path, inlineMax: INLINE_READ_MAX })
-    try {
-      yield* s.body
-    } finally {
-      s.cancel()
-    }
-  }
-
-  async #statOrNull(ctx: RequestContext, path: string): Promise<Entry | null> {
-    try {
-      return await this.#ch.call(ctx, { op: 'stat', path })
-    } catch (err) {
-      if ((err as FsError).code === 'ENOENT') return null
-      throw err
-    }
   }
 
   /** Any call: the view is open and the paths are canonical (what `resolveProtocolPath` gives). */

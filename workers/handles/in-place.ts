@@ -1,18 +1,18 @@
 /**
- * @module gateways/connection/in-place
+ * @module workers/handles/in-place
  * Writes into an existing file, in place, where the backend can (the driver's
  * `writeAt`: local folders): appends, resumed uploads, random writes. Contiguous writes
  * are joined into runs of up to `chunkBytes` (1 MiB; chunk-buffer.ts: one copy of each
- * write) before they cross to a worker, one task per run, one run in flight after
- * another; a write resolves once its bytes are taken, later when more than
+ * write) before the driver's `writeAt` takes them (WORKER THREAD, in the handle's actor), one run
+ * after another; a write resolves once its bytes are taken, later when more than
  * `windowBytes` wait. Each run lands as one positional write:
  * atomicity is per run, not per file (a reader may see the file between two runs; an
  * abort keeps the runs already written). An error shows at a later write, a read or close.
  */
 import { FsError } from '../../core/errors.js'
-import { ChunkBuffer } from './chunk-buffer.js'
+import { ChunkBuffer } from '../../core/chunk-buffer.js'
 import { asFsError } from './errors.js'
-import type { PendingBudget } from './pending.js'
+import type { PendingBudget } from '../../core/pending-budget.js'
 
 /** Writes one run; `data` may be transferred (detached). */
 export type WriteRun = (offset: number, data: Uint8Array) => Promise<void>

@@ -1,12 +1,14 @@
 /**
- * @module gateways/connection/staging
+ * @module workers/handles/staging
  * A private copy of a file for writes that are not "from 0 on a new or truncated file"
  * (appends, resumed uploads, random writes, files opened without truncation): a file
  * under `<data_dir>/gateway-staging/` (mode 0600, a random name), filled with the
  * file's current content when the handle needs it, written and read at offsets, and
- * committed at close as one atomic upload (Channel.upload), then removed. An abort
- * removes it and commits nothing. `sweepStaging` empties the folder at start-up
- * (files of a process that died). Its bytes count against the staging bounds
+ * committed at close as one atomic upload (the driver's write), then removed. An abort
+ * removes it and commits nothing. WORKER THREAD: the copy is written by the worker that
+ * owns the handle, never by the main thread; the folder is emptied at start-up
+ * (gateways/connection/staging-sweep.ts: files of a process that died), and a copy
+ * whose thread died is removed by another (the `unstage` op). Its bytes count against the staging bounds
  * (core/staging-quota.ts) while it exists: a write past them fails (EFBIG, ENOSPC)
  * and writes nothing.
  */
@@ -15,31 +17,35 @@ import * as fs from 'node:fs/promises'
 import * as nodePath from 'node:path'
 import type { Entry } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
-import type { StagingHold } from '../../core/staging-quota.js'
+
+/**
+ * The staging bounds' hold on this copy (core/staging-quota.ts `StagingHold`); the bounds
+ * are counted on the main thread, so the actor's hold asks them by message (actor.ts).
+ */
+export interface Hold {
+  readonly bytes: number
+  grow(n: number): Promise<void>
+  setTo(size: number): void
+  release(): void
+}
 
 const CHUNK = 1024 * 1024
-
-/** Creates the staging folder (0700) and removes what a previous process left there. */
-export async function sweepStaging(dir: string): Promise<void> {
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 })
-  for (const name of await fs.readdir(dir)) await fs.rm(nodePath.join(dir, name), { force: true, recursive: true })
-}
 
 export class StagingFile {
   readonly #fh: fs.FileHandle
   readonly #path: string
-  readonly #hold: StagingHold | undefined
+  readonly #hold: Hold | undefined
   #size = 0
   #closed = false
 
-  private constructor(fh: fs.FileHandle, path: string, hold: StagingHold | undefined) {
+  private constructor(fh: fs.FileHandle, path: string, hold: Hold | undefined) {
     this.#fh = fh
     this.#path = path
     this.#hold = hold
   }
 
   /** A new empty staging file in `dir`, filled from `initial` when given; its bytes charged to `hold`. */
-  static async create(dir: string, initial: AsyncIterable<Uint8Array> | null, hold?: StagingHold): Promise<StagingFile> {
+  static async create(dir: string, initial: AsyncIterable<Uint8Array> | null, hold?: Hold): Promise<StagingFile> {
     await fs.mkdir(dir, { recursive: true, mode: 0o700 })
     const path = nodePath.join(dir, `${randomBytes(16).toString('hex')}.staging`)
     let fh: fs.FileHandle
@@ -61,6 +67,11 @@ export class StagingFile {
 
   get size(): number {
     return this.#size
+  }
+
+  /** Its file name in the staging folder. */
+  get name(): string {
+    return nodePath.basename(this.#path)
   }
 
   async write(offset: number, data: Uint8Array): Promise<void> {

@@ -1,8 +1,8 @@
 /**
- * @module gateways/connection/chunk-buffer
- * Where the writes of one handle are joined into a chunk before it crosses to a worker
- * (write-coalescer.ts, in-place.ts): each write is copied once, into a buffer that
- * owns its ArrayBuffer, so the full chunk is moved to the worker, not copied again; the
+ * @module core/chunk-buffer
+ * Where the writes of one handle are joined into a chunk (workers/handles/write-coalescer.ts,
+ * in-place.ts, and the main thread's batches of small writes): each write is copied once,
+ * into a buffer that owns its ArrayBuffer, so the chunk can be moved across threads, not copied again; the
  * caller's buffer is free as soon as the write is taken. Until a full chunk has been
  * taken, a buffer starts at the size of its first write and doubles up to a chunk, so
  * a small file or a lone write is one buffer of its own size (also moved, not copied)

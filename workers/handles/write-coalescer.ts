@@ -1,31 +1,32 @@
 /**
- * @module gateways/connection/write-coalescer
+ * @module workers/handles/write-coalescer
  * A file written from offset 0 (a new or truncated file: the common `put`) is one
- * atomic upload (Channel.upload: the driver's write into a hidden temporary file,
+ * atomic upload (the driver's write into a hidden temporary file,
  * renamed over the target at the end; an abort leaves the old file and no debris).
  *
  * SFTP clients send writes of 32 KiB or so, many in flight. They are joined here into
- * chunks of `chunkBytes` (1 MiB) before they cross to the worker (chunk-buffer.ts: one
- * copy of each write). Writes that arrive ahead of the next expected offset are held
+ * chunks of `chunkBytes` (1 MiB) before the driver takes them (chunk-buffer.ts: one
+ * copy of each write; WORKER THREAD, in the handle's actor: the main thread only batches
+ * small writes into fewer messages, gateways/connection/file-handle.ts). Writes that arrive ahead of the next expected offset are held
  * and put in order as the gap fills; when held bytes grow past `windowBytes`, the gap
  * before them is taken as a hole (zeros) and the stream moves on. Holes left at close are zeros too. A write that
- * names bytes already sent to the worker cannot be honoured: ENOTSUP (clients that
+ * names bytes already given to the driver cannot be honoured: ENOTSUP (clients that
  * write at random open files without truncation, which go through staging).
  *
  * A large write given away by its caller (an HTTP body's chunk: `give`) that lands at
- * the end, in order, crosses as it is (moved, not copied): a PUT's body is not copied
+ * the end, in order, goes to the driver as it is (moved, not copied): a PUT's body is not copied
  * into chunks; SFTP's writes, not given, are copied as above.
  *
  * A write resolves once its bytes are taken, later when more than `windowBytes` wait
- * to cross (backpressure, per handle and per view). An upload error surfaces at a
+ * for the driver (backpressure: the actor returns the main thread's credit then). An upload error surfaces at a
  * later write or at close. The upload starts with the first full chunk (or at close):
  * a handle opened and left idle holds no transfer.
  */
 import type { Entry } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
-import { ChunkBuffer } from './chunk-buffer.js'
+import { ChunkBuffer } from '../../core/chunk-buffer.js'
 import { asFsError } from './errors.js'
-import type { PendingBudget } from './pending.js'
+import type { PendingBudget } from '../../core/pending-budget.js'
 
 export interface CoalescerOptions {
   readonly chunkBytes: number
@@ -58,6 +59,7 @@ export class WriteCoalescer {
   #ended = false
   #error: FsError | null = null
   #upload: Promise<Entry> | null = null
+  #uploadOver = false
   /** The upload's source waiting for a piece. */
   #wakeSource: (() => void) | null = null
   /** Writes waiting for room. */
@@ -73,6 +75,11 @@ export class WriteCoalescer {
 
   get size(): number {
     return this.#size
+  }
+
+  /** The upload is under way (started, not over). */
+  get uploading(): boolean {
+    return this.#upload !== null && !this.#uploadOver
   }
 
   async write(offset: number, data: Uint8Array, give = false): Promise<void> {
@@ -199,6 +206,10 @@ export class WriteCoalescer {
   #ensureUpload(): void {
     if (this.#upload) return
     this.#upload = this.#startUpload(this.#source())
+    this.#upload.then(
+      () => void (this.#uploadOver = true),
+      () => void (this.#uploadOver = true),
+    )
     this.#upload.catch((err: unknown) => {
       this.#error ??= asFsError(err)
       this.#release()

@@ -1,7 +1,9 @@
 /**
- * @module gateways/connection/pending
- * Bytes written by a view's handles and not yet taken by a worker, all handles together:
- * past `limit`, writes wait (the protocol's own flow control then slows the client).
+ * @module core/pending-budget
+ * Bytes written and not yet taken: past `limit`, writes wait (the protocol's own flow
+ * control then slows the client). Used on both sides of a handle's port: the main
+ * thread's view counts the bytes it sent to its handles' actors and not yet credited
+ * (all handles together), an actor the bytes waiting for its driver.
  */
 export class PendingBudget {
   readonly limit: number

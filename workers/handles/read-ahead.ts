@@ -1,8 +1,8 @@
 /**
- * @module gateways/connection/read-ahead
+ * @module workers/handles/read-ahead
  * Reads of an open handle at offsets, served from one read-ahead stream: a read of the
- * file from an offset to its end, started in a worker (Channel.read: files of 64 KiB and
- * less come whole in the task's reply), whose bytes arrive with the pool's credits.
+ * file from an offset to its end, from the driver (WORKER THREAD: next to it, in the
+ * handle's actor).
  * Sequential reads take their bytes from it; a read a little ahead skips what lies
  * between; any other offset cancels it and starts another. A stream not read for
  * `idleMs` is cancelled, so an idle handle holds no transfer, no backend session and no
@@ -38,9 +38,13 @@ export class ReadAhead {
   /** Streams started, for tests and figures. */
   started = 0
 
-  constructor(open: OpenStream, idleMs: number) {
+  readonly #onChange: () => void
+
+  /** `onChange`: a stream started or stopped (the actor tells the view's figures). */
+  constructor(open: OpenStream, idleMs: number, onChange: () => void = () => {}) {
     this.#open = open
     this.#idleMs = idleMs
+    this.#onChange = onChange
   }
 
   /** Whether a stream is open now. */
@@ -107,6 +111,7 @@ export class ReadAhead {
     live.ac.abort()
     live.stream.cancel()
     void live.it.return?.().catch(() => {})
+    this.#onChange()
   }
 
   /** No more reads. */
@@ -128,6 +133,7 @@ export class ReadAhead {
     this.started++
     const live: Live = { ac, stream, it: stream.body[Symbol.asyncIterator](), pos: offset, rest: null, eof: stream.head.unsatisfiable }
     this.#live = live
+    this.#onChange()
     return live
   }
 

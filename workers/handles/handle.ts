@@ -1,5 +1,5 @@
 /**
- * @module gateways/connection/handles
+ * @module workers/handles/handle
  * An open file (core/protocol-fs.ts `FileHandle`). What it does with writes is chosen at
  * open, from the flags and whether the file exists:
  * - write-only, on a new or truncated file: one atomic upload fed by a write coalescer
