@@ -13,6 +13,8 @@
  * the server secret.
  */
 
+import type { Permissions } from './permissions.js'
+
 /** A share link (docs/api.md, "Shares"). */
 export interface ShareRecord {
   /** Random, URL-safe, at least 64 bits. */
@@ -71,7 +73,8 @@ export interface GatewayUserRecord {
   readonly connection: string
   /** Canonical root path inside that connection. */
   readonly root: string
-  readonly read_only: boolean
+  /** What the user may do, at every door (core/permissions.ts); `read_only` in the admin API is a shorthand for reading only. */
+  readonly permissions: Permissions
   readonly created: number
 }
 
@@ -87,6 +90,8 @@ export interface S3KeyRecord {
   readonly user: string
   /** The secret access key, sealed under the server secret. */
   readonly sealed: string
+  /** Narrows the user's permissions for requests signed with this key (never widens them); null: the user's. */
+  readonly permissions: Permissions | null
   readonly created: number
   readonly last_used: number | null
 }

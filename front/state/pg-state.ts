@@ -17,7 +17,8 @@
  */
 import pg from 'pg'
 import { ApiError } from '../../core/api-error.js'
-import type { MultipartPartRecord, ObjectMetaRecord, OAuthCodeRecord, OAuthRefreshRecord, StateStore, ThrottleCount } from '../../core/state.js'
+import type { GatewayUserRecord, MultipartPartRecord, ObjectMetaRecord, OAuthCodeRecord, OAuthRefreshRecord, S3KeyRecord, StateStore, ThrottleCount } from '../../core/state.js'
+import { changesNothing, fromBits, storedUserPermissions, toBits } from '../../core/permissions.js'
 import { migratePg } from './pg-migrations.js'
 
 export interface PgStateOptions {
@@ -38,8 +39,14 @@ const SHARE = 'id, owner, path, kind, can_read, can_upload, can_write, password_
 const API_KEY = 'id, name, hash, origins, created_ms AS created, last_used_ms AS last_used'
 const USER_KEYS = `COALESCE((SELECT json_agg(json_build_object('fingerprint', k.fingerprint, 'type', k.type, 'blob', k.blob, 'comment', k.comment, 'created', k.created_ms)
   ORDER BY k.created_ms, k.seq) FROM gateway_user_keys k WHERE k.user_name = u.name), '[]')`
-const USER = `u.name, u.password_hash, ${USER_KEYS} AS keys, u.connection, u.root, u.read_only, u.created_ms AS created`
-const S3_KEY = 'id, user_name AS "user", sealed, created_ms AS created, last_used_ms AS last_used'
+const USER = `u.name, u.password_hash, ${USER_KEYS} AS keys, u.connection, u.root, u.read_only, u.permissions, u.created_ms AS created`
+const S3_KEY = 'id, user_name AS "user", sealed, permissions, created_ms AS created, last_used_ms AS last_used'
+
+/** The permission bits as stored (core/permissions.ts `toBits`): a user's NULL is its read_only flag's, a key's its user's. */
+type UserRow = Omit<GatewayUserRecord, 'permissions'> & { read_only: boolean; permissions: number | null }
+const toUser = ({ read_only, permissions, ...u }: UserRow): GatewayUserRecord => ({ ...u, permissions: storedUserPermissions(permissions, read_only) })
+type S3KeyRow = Omit<S3KeyRecord, 'permissions'> & { permissions: number | null }
+const toS3Key = (k: S3KeyRow): S3KeyRecord => ({ ...k, permissions: k.permissions === null ? null : fromBits(k.permissions) })
 const META = 'storage, path, size, mtime_ms, etag, content_type, user_meta'
 const UPLOAD = 'id, user_name AS "user", bucket, key, created_ms AS created, content_type, user_meta, completed_etag'
 const PART = 'upload_id, number, size, etag, file, modified_ms AS modified'
@@ -195,9 +202,10 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
       transaction(async (c) => {
         // The primary key decides between nodes adding the same name: the second waits for the first, then adds nothing.
         const added = await c.query(
-          `INSERT INTO gateway_users (name, password_hash, connection, root, read_only, created_ms) VALUES ($1, $2, $3, $4, $5, $6)
+          `INSERT INTO gateway_users (name, password_hash, connection, root, read_only, permissions, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)
            ON CONFLICT (name) DO NOTHING`,
-          [u.name, u.password_hash, u.connection, u.root, u.read_only, u.created],
+          // read_only kept for a filegate of before the bits (a downgrade): true when nothing may change.
+          [u.name, u.password_hash, u.connection, u.root, changesNothing(u.permissions), toBits(u.permissions), u.created],
         )
         if (added.rowCount === 0) return false
         for (const k of u.keys) {
@@ -212,8 +220,11 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
         }
         return true
       }),
-    getGatewayUser: (name) => one(`SELECT ${USER} FROM gateway_users u WHERE u.name = $1`, [name]),
-    listGatewayUsers: () => all(`SELECT ${USER} FROM gateway_users u ORDER BY u.name`),
+    getGatewayUser: async (name) => {
+      const row = await one<UserRow>(`SELECT ${USER} FROM gateway_users u WHERE u.name = $1`, [name])
+      return row && toUser(row)
+    },
+    listGatewayUsers: async () => (await all<UserRow>(`SELECT ${USER} FROM gateway_users u ORDER BY u.name`)).map(toUser),
     // Keys and S3 keys go with the user (ON DELETE CASCADE).
     deleteGatewayUser: (name) => changed('DELETE FROM gateway_users WHERE name = $1', [name]),
     setGatewayUserPassword: (name, hash) => changed('UPDATE gateway_users SET password_hash = $1 WHERE name = $2', [hash, name]),
@@ -233,15 +244,19 @@ export async function openPgState(url: string, opts: PgStateOptions): Promise<St
 
     async addS3Key(k) {
       try {
-        await query('INSERT INTO s3_keys (id, user_name, sealed, created_ms, last_used_ms) VALUES ($1, $2, $3, $4, $5)', [k.id, k.user, k.sealed, k.created, k.last_used])
+        const bits = k.permissions === null ? null : toBits(k.permissions)
+        await query('INSERT INTO s3_keys (id, user_name, sealed, permissions, created_ms, last_used_ms) VALUES ($1, $2, $3, $4, $5, $6)', [k.id, k.user, k.sealed, bits, k.created, k.last_used])
         return 'added'
       } catch (err) {
         if (isNoOwner(err)) return 'no-user'
         throw err
       }
     },
-    getS3Key: (id) => one(`SELECT ${S3_KEY} FROM s3_keys WHERE id = $1`, [id]),
-    listS3Keys: (user) => all(`SELECT ${S3_KEY} FROM s3_keys WHERE user_name = $1 ORDER BY created_ms, seq`, [user]),
+    getS3Key: async (id) => {
+      const row = await one<S3KeyRow>(`SELECT ${S3_KEY} FROM s3_keys WHERE id = $1`, [id])
+      return row && toS3Key(row)
+    },
+    listS3Keys: async (user) => (await all<S3KeyRow>(`SELECT ${S3_KEY} FROM s3_keys WHERE user_name = $1 ORDER BY created_ms, seq`, [user])).map(toS3Key),
     async touchS3Key(id, atMs) {
       await query('UPDATE s3_keys SET last_used_ms = $1 WHERE id = $2', [atMs, id])
     },

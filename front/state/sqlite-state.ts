@@ -29,6 +29,7 @@ import type {
   ThrottleCount,
   TusUploadRecord,
 } from '../../core/state.js'
+import { changesNothing, fromBits, storedUserPermissions, toBits } from '../../core/permissions.js'
 
 const MIGRATIONS: readonly string[] = [
   // 1: revoked tokens, shares, API keys, gateway users.
@@ -94,6 +95,10 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX mcp_sessions_last_seen ON mcp_sessions (last_seen_ms);
    CREATE TABLE tus_uploads (id TEXT PRIMARY KEY, upload TEXT NOT NULL, created_ms INTEGER NOT NULL);
    CREATE INDEX tus_uploads_created ON tus_uploads (created_ms);`,
+  // 7: the eight permission bits of gateway users and S3 keys (core/permissions.ts `toBits`);
+  // NULL: a user's from its read_only flag, a key's its user's.
+  `ALTER TABLE gateway_users ADD COLUMN permissions INTEGER;
+   ALTER TABLE s3_keys ADD COLUMN permissions INTEGER;`,
 ]
 
 interface ShareRow {
@@ -123,6 +128,7 @@ interface UserRow {
   connection: string
   root: string
   read_only: number
+  permissions: number | null
   created_ms: number
 }
 interface UserKeyRow {
@@ -137,6 +143,7 @@ interface S3KeyRow {
   id: string
   user: string
   sealed: string
+  permissions: number | null
   created_ms: number
   last_used_ms: number | null
 }
@@ -276,10 +283,17 @@ const toUser = (r: UserRow, keys: readonly UserKeyRow[]): GatewayUserRecord => (
   keys: keys.map(toUserKey),
   connection: r.connection,
   root: r.root,
-  read_only: r.read_only === 1,
+  permissions: storedUserPermissions(r.permissions, r.read_only === 1),
   created: r.created_ms,
 })
-const toS3Key = (r: S3KeyRow): S3KeyRecord => ({ id: r.id, user: r.user, sealed: r.sealed, created: r.created_ms, last_used: r.last_used_ms })
+const toS3Key = (r: S3KeyRow): S3KeyRecord => ({
+  id: r.id,
+  user: r.user,
+  sealed: r.sealed,
+  permissions: r.permissions === null ? null : fromBits(r.permissions),
+  created: r.created_ms,
+  last_used: r.last_used_ms,
+})
 
 /** The schema version this build knows. */
 export const SCHEMA_VERSION = MIGRATIONS.length
@@ -318,8 +332,8 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     touchKey: db.prepare('UPDATE api_keys SET last_used_ms = ? WHERE id = ?'),
     deleteKey: db.prepare('DELETE FROM api_keys WHERE id = ?'),
     addUser: db.prepare(
-      `INSERT OR IGNORE INTO gateway_users (name, password_hash, connection, root, read_only, created_ms)
-       VALUES (@name, @password_hash, @connection, @root, @read_only, @created_ms)`,
+      `INSERT OR IGNORE INTO gateway_users (name, password_hash, connection, root, read_only, permissions, created_ms)
+       VALUES (@name, @password_hash, @connection, @root, @read_only, @permissions, @created_ms)`,
     ),
     getUser: db.prepare<[string], UserRow>('SELECT * FROM gateway_users WHERE name = ?'),
     allUsers: db.prepare<[], UserRow>('SELECT * FROM gateway_users ORDER BY name'),
@@ -333,7 +347,7 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
     allUserKeys: db.prepare<[], UserKeyRow>('SELECT * FROM gateway_user_keys ORDER BY created_ms, rowid'),
     deleteUserKey: db.prepare('DELETE FROM gateway_user_keys WHERE user = ? AND fingerprint = ?'),
     deleteUserKeys: db.prepare('DELETE FROM gateway_user_keys WHERE user = ?'),
-    addS3Key: db.prepare('INSERT INTO s3_keys (id, user, sealed, created_ms, last_used_ms) VALUES (@id, @user, @sealed, @created_ms, @last_used_ms)'),
+    addS3Key: db.prepare('INSERT INTO s3_keys (id, user, sealed, permissions, created_ms, last_used_ms) VALUES (@id, @user, @sealed, @permissions, @created_ms, @last_used_ms)'),
     getS3Key: db.prepare<[string], S3KeyRow>('SELECT * FROM s3_keys WHERE id = ?'),
     userS3Keys: db.prepare<[string], S3KeyRow>('SELECT * FROM s3_keys WHERE user = ? ORDER BY created_ms, rowid'),
     touchS3Key: db.prepare('UPDATE s3_keys SET last_used_ms = ? WHERE id = ?'),
@@ -455,7 +469,9 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
       password_hash: u.password_hash,
       connection: u.connection,
       root: u.root,
-      read_only: u.read_only ? 1 : 0,
+      // Kept for a filegate of before the bits (a downgrade): read-only when nothing may change.
+      read_only: changesNothing(u.permissions) ? 1 : 0,
+      permissions: toBits(u.permissions),
       created_ms: u.created,
     })
     if (r.changes === 0) return false
@@ -473,7 +489,7 @@ export async function openSqliteState(dir: string): Promise<StateStore> {
   })
   const addS3Key = db.transaction((k: S3KeyRecord): 'added' | 'no-user' => {
     if (q.getUser.get(k.user) === undefined) return 'no-user'
-    q.addS3Key.run({ id: k.id, user: k.user, sealed: k.sealed, created_ms: k.created, last_used_ms: k.last_used })
+    q.addS3Key.run({ id: k.id, user: k.user, sealed: k.sealed, permissions: k.permissions === null ? null : toBits(k.permissions), created_ms: k.created, last_used_ms: k.last_used })
     return 'added'
   })
   q.purge.run(Date.now())

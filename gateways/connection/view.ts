@@ -20,11 +20,12 @@ import type { Entry, Space, StoredMetadata } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
 import { isCanonical, parentOf } from '../../core/paths.js'
 import type { BackendAbilities } from '../../core/messages.js'
+import { type PermissionName, type Permissions, mayReplace } from '../../core/permissions.js'
 import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, ProtocolFs } from '../../core/protocol-fs.js'
 import type { ClientIdentity, RequestContext } from '../../core/storage.js'
 import { Channel, INLINE_READ_MAX } from '../../workers/client.js'
 import type { WorkerPool } from '../../workers/pool.js'
-import { asFsError, fsCall, readOnlyError } from './errors.js'
+import { asFsError, fsCall, refused } from './errors.js'
 import { Handle, toFsEntry } from './handles.js'
 import { InPlaceWriter } from './in-place.js'
 import { ListSnapshots } from './list-pages.js'
@@ -54,7 +55,8 @@ export interface GatewayFsOptions {
   readonly spec: BackendSpec
   /** backendKey(spec), when the caller has it. */
   readonly key?: string
-  readonly readOnly: boolean
+  /** What the login may do: each operation is checked against these bits before it reaches a worker (core/protocol-fs.ts). */
+  readonly permissions: Permissions
   /** Private staging files (`<data_dir>/gateway-staging`); `sweepStaging` it once at start-up. */
   readonly stagingDir: string
   /** The bounds on staged bytes (core/staging-quota.ts); the staging copies count against the client's login. */
@@ -116,7 +118,7 @@ function transferable(data: Uint8Array): Transferable[] {
 }
 
 class GatewayFs implements ProtocolFs {
-  readonly readOnly: boolean
+  readonly permissions: Permissions
   readonly abilities: FsAbilities
   readonly identity: string
   readonly #ch: Channel
@@ -133,7 +135,7 @@ class GatewayFs implements ProtocolFs {
   constructor(ch: Channel, opts: GatewayFsOptions, abilities: BackendAbilities) {
     this.#ch = ch
     this.#opts = opts
-    this.readOnly = opts.readOnly
+    this.permissions = opts.permissions
     this.identity = createHash('sha256').update(backendIdentity(opts.spec)).digest('base64url')
     const { inPlaceWrites, ...fsAbilities } = abilities
     this.abilities = fsAbilities
@@ -165,30 +167,34 @@ class GatewayFs implements ProtocolFs {
   }
 
   list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly after?: string; readonly limit?: number } = {}): Promise<ListPage> {
-    return this.#call([dir], () =>
+    return this.#may(['can_read'], [dir], () =>
       // The login's share of the snapshots: by the storage root it sees (each view of one login sees the same).
       this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })).map(toFsEntry), this.identity),
     )
   }
 
   mkdir(ctx: RequestContext, dir: string): Promise<void> {
-    return this.#write([dir], () => this.#ch.call(ctx, { op: 'mkdir', path: dir, parents: false, exclusive: true }))
+    return this.#may(['can_create_directory'], [dir], () => this.#ch.call(ctx, { op: 'mkdir', path: dir, parents: false, exclusive: true }))
   }
 
   rmdir(ctx: RequestContext, dir: string): Promise<void> {
-    return this.#write([dir], () => this.#ch.call(ctx, { op: 'remove', path: dir, recursive: false, kind: 'dir' }))
+    return this.#may(['can_delete'], [dir], () => this.#ch.call(ctx, { op: 'remove', path: dir, recursive: false, kind: 'dir' }))
   }
 
   unlink(ctx: RequestContext, path: string): Promise<void> {
-    return this.#write([path], () => this.#ch.call(ctx, { op: 'remove', path, recursive: false, kind: 'file' }))
+    return this.#may(['can_delete'], [path], () => this.#ch.call(ctx, { op: 'remove', path, recursive: false, kind: 'file' }))
   }
 
   rename(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<void> {
-    return this.#write([from, to], () => this.#ch.call(ctx, { op: 'move', from, to, overwrite: opts.overwrite, parents: false }))
+    const right = parentOf(from) === parentOf(to) ? 'can_rename' : 'can_move'
+    return this.#may([right], [from, to], async () => {
+      const overwrite = opts.overwrite && (await this.#mayReplaceAt(ctx, to))
+      await this.#ch.call(ctx, { op: 'move', from, to, overwrite, parents: false })
+    })
   }
 
   setTimes(ctx: RequestContext, path: string, times: { readonly mtimeMs: number; readonly atimeMs?: number }): Promise<void> {
-    return this.#write([path], async () => {
+    return this.#may(['can_upload'], [path], async () => {
       if (!this.abilities.setTimes) throw new FsError('ENOTSUP', 'this storage keeps no settable modification times', { path })
       if (!Number.isFinite(times.mtimeMs)) throw new FsError('EINVAL', 'a time is a number of milliseconds', { path })
       await this.#ch.call(ctx, { op: 'setMtime', path, mtimeMs: times.mtimeMs })
@@ -196,7 +202,7 @@ class GatewayFs implements ProtocolFs {
   }
 
   setMode(ctx: RequestContext, path: string, mode: number): Promise<void> {
-    return this.#write([path], async () => {
+    return this.#may(['can_upload'], [path], async () => {
       if (!this.abilities.modes) throw new FsError('ENOTSUP', 'this storage keeps no permission modes', { path })
       if (!Number.isSafeInteger(mode) || mode < 0) throw new FsError('EINVAL', 'a mode is a whole number', { path })
       await this.#ch.call(ctx, { op: 'setMode', path, mode: mode & 0o7777 })
@@ -204,11 +210,18 @@ class GatewayFs implements ProtocolFs {
   }
 
   truncate(ctx: RequestContext, path: string, size: number): Promise<void> {
-    return this.#write([path], () => this.#ch.call(ctx, { op: 'truncate', path, size }))
+    return this.#may(['can_upload'], [path], async () => {
+      if (!mayReplace(this.permissions)) throw refused('can_delete', path, 'replace a file')
+      await this.#ch.call(ctx, { op: 'truncate', path, size })
+    })
   }
 
   copy(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<FsEntry> {
-    return this.#write([from, to], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'copy', from, to, overwrite: opts.overwrite })))
+    return this.#may(['can_read', 'can_upload'], [from, to], async () => {
+      const overwrite = opts.overwrite && (await this.#mayReplaceAt(ctx, to))
+      if (!this.permissions.can_create_file && !(await this.#statOrNull(ctx, to))) throw refused('can_create_file', to)
+      return toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'copy', from, to, overwrite }))
+    })
   }
 
   space(ctx: RequestContext, path: string): Promise<Space> {
@@ -216,7 +229,7 @@ class GatewayFs implements ProtocolFs {
   }
 
   metadata(ctx: RequestContext, path: string): Promise<StoredMetadata> {
-    return this.#call([path], async () => {
+    return this.#may(['can_read'], [path], async () => {
       if (!this.abilities.metadata) throw new FsError('ENOTSUP', 'this storage keeps no object metadata', { path })
       return this.#ch.call<StoredMetadata>(ctx, { op: 'metadata', path })
     })
@@ -225,13 +238,17 @@ class GatewayFs implements ProtocolFs {
   open(ctx: RequestContext, path: string, flags: OpenFlags, opts: OpenOptions = {}): Promise<FileHandle> {
     return this.#call([path], async () => {
       const writes = flags.write || flags.append || flags.create || flags.truncate
-      if (writes && this.readOnly) throw readOnlyError(path)
+      if (flags.read) this.#need('can_read', path)
+      if (writes) this.#need('can_upload', path)
       if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
       const initial = await this.#statOrNull(ctx, path)
       if (initial?.kind === 'dir') throw new FsError('EISDIR', `${path}: is a directory`, { path })
       if (initial && flags.create && flags.exclusive) throw new FsError('EEXIST', `${path}: already exists`, { path })
+      // Writing into an existing file, or truncating it, replaces what was there.
+      if (initial && flags.write && !mayReplace(this.permissions)) throw refused('can_delete', path, 'replace a file')
       if (!initial) {
         if (!flags.create || !flags.write) throw new FsError('ENOENT', `${path}: no such file`, { path })
+        this.#need('can_create_file', path)
         const parent = await this.#statOrNull(ctx, parentOf(path))
         if (!parent) throw new FsError('ENOENT', `${parentOf(path)}: no such directory`, { path: parentOf(path) })
         if (parent.kind !== 'dir') throw new FsError('ENOTDIR', `${parentOf(path)}: not a directory`, { path: parentOf(path) })
@@ -376,11 +393,26 @@ class GatewayFs implements ProtocolFs {
     })
   }
 
-  /** A write: refused at once for a read-only view, before anything reaches a worker. */
-  #write<T>(paths: readonly string[], fn: () => Promise<T>): Promise<T> {
+  /** A call that needs `rights`: refused (EACCES) before anything reaches a worker when one is missing. */
+  #may<T>(rights: readonly PermissionName[], paths: readonly string[], fn: () => Promise<T>): Promise<T> {
     return this.#call(paths, async () => {
-      if (this.readOnly) throw readOnlyError(paths[0]!)
+      for (const r of rights) this.#need(r, paths[0]!)
       return fn()
     })
+  }
+
+  /** @throws EACCES without `right` */
+  #need(right: PermissionName, path: string): void {
+    if (!this.permissions[right]) throw refused(right, path)
+  }
+
+  /**
+   * Whether an overwriting rename or copy onto `to` may replace it: always when the login
+   * may replace files; else only when nothing is there (EACCES when a file is).
+   */
+  async #mayReplaceAt(ctx: RequestContext, to: string): Promise<boolean> {
+    if (mayReplace(this.permissions)) return true
+    if (await this.#statOrNull(ctx, to)) throw refused('can_delete', to, 'replace a file')
+    return false
   }
 }

@@ -20,6 +20,7 @@ import { refusal, toolFailure } from './errors.js'
 import { DeadlineReached, READ, checkCancelled, listAll, removeTree, touchFile, walk, writeFile } from './fs-ops.js'
 import { globMatcher } from './glob.js'
 import { type Grant, grantOf } from './grant.js'
+import { changesNothing } from '../../core/permissions.js'
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>
 
@@ -73,7 +74,8 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     <A>(writes: boolean, fn: (args: A, g: Grant, ctx: RequestContext) => Promise<CallToolResult>) =>
     async (args: A, extra: Extra): Promise<CallToolResult> => {
       const g = grantOf(extra.authInfo)
-      if (writes && g.fs.readOnly) return READ_ONLY
+      // A login that may change nothing is told so plainly; other refusals come from the view (EACCES, naming the bit).
+      if (writes && changesNothing(g.fs.permissions)) return READ_ONLY
       const ctx: RequestContext = { requestId: g.requestId, signal: extra.signal }
       if (deps.calls) deps.calls.running++
       try {

@@ -22,6 +22,7 @@ import type { ObjectMetaStore } from './meta/index.js'
 import { deleteObject, getObject, putObject } from './objects.js'
 import type { S3Request } from './request.js'
 import { xmlDocument } from './xml.js'
+import { changesNothing } from '../../core/permissions.js'
 
 /** Multipart requests (`?uploads`, `?uploadId=`), served by gateways/s3/multipart/; undefined: not one. */
 export type MultipartRoute = (r: S3Request) => Promise<HttpReply | undefined>
@@ -91,7 +92,8 @@ async function route(r: S3Request, multipart: MultipartRoute | undefined): Promi
   const q = req.query
   const m = req.method
   const writes = m === 'PUT' || m === 'POST' || m === 'DELETE'
-  if (writes && r.caller.fs.readOnly) throw new S3Error('AccessDenied', 'Access Denied: this key is read-only.', 403)
+  // A key that may change nothing is refused every write here; the view refuses the rest, bit by bit (EACCES → AccessDenied).
+  if (writes && changesNothing(r.caller.fs.permissions)) throw new S3Error('AccessDenied', 'Access Denied: this key is read-only.', 403)
   if (m === 'PUT' || m === 'POST') refuseUnkept(req)
   const sub = UNSUPPORTED.find((s) => q.has(s))
   if (sub !== undefined) throw notImplemented(`The "${sub}" sub-resource`)

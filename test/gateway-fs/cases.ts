@@ -15,6 +15,7 @@ import { type GatewayFsStats, createProtocolFs } from '../../gateways/connection
 import type { WorkerPool } from '../../workers/pool.js'
 import { HOSTILE_NAMES } from '../drivers/suite.js'
 import type { RequestContext } from '../../core/storage.js'
+import { FULL_ACCESS, READ_ONLY } from '../../core/permissions.js'
 
 export interface Fixture {
   readonly fs: ProtocolFs & { readonly stats: GatewayFsStats }
@@ -616,7 +617,7 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       f.put('a', 'A')
       f.mkdir('d')
       const ro = f.readOnly
-      t.equal(ro.readOnly, true)
+      t.same(ro.permissions, READ_ONLY)
       await rejects(t, ro.mkdir(ctx(), '/n'), 'EACCES', 'mkdir')
       await rejects(t, ro.rmdir(ctx(), '/d'), 'EACCES', 'rmdir')
       await rejects(t, ro.unlink(ctx(), '/a'), 'EACCES', 'unlink')
@@ -657,8 +658,8 @@ export async function viewsOver(
   o: { pool: WorkerPool; spec: BackendSpec; root: string; staging: string; inPlace: boolean; own?: (abs: string) => void },
 ): Promise<Fixture> {
   const own = o.own ?? (() => {})
-  const fs = await createProtocolFs({ pool: o.pool, spec: o.spec, readOnly: false, stagingDir: o.staging, inPlace: o.inPlace })
-  const readOnly = await createProtocolFs({ pool: o.pool, spec: o.spec, readOnly: true, stagingDir: o.staging })
+  const fs = await createProtocolFs({ pool: o.pool, spec: o.spec, permissions: FULL_ACCESS, stagingDir: o.staging, inPlace: o.inPlace })
+  const readOnly = await createProtocolFs({ pool: o.pool, spec: o.spec, permissions: READ_ONLY, stagingDir: o.staging })
   t.teardown(() => {
     fs.close()
     readOnly.close()
