@@ -128,6 +128,8 @@ async function route(r: S3Request, multipart: MultipartRoute | undefined): Promi
     case 'GET':
     case 'HEAD':
       if (q.has('partNumber')) throw notImplemented('GetObject by part number')
+      // HeadObject tells what GetObject would (size, ETag, metadata): both need can_read, as in S3 (s3:GetObject).
+      if (!r.caller.fs.permissions.can_read) throw new S3Error('AccessDenied', 'Access Denied: this key may not read objects.', 403)
       return getObject(r, m === 'HEAD')
     case 'PUT': {
       if (q.has('partNumber')) throw notImplemented('Multipart upload')
