@@ -9,7 +9,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { ApiError } from '../core/api-error.js'
-import { parseClientPath } from '../core/paths.js'
+import { DOOR_PATH_RULES } from '../core/paths.js'
 import { FULL_ACCESS, PERMISSION_NAMES, type Permissions, READ_ONLY, changesNothing } from '../core/permissions.js'
 import type { AuthorizedKeyRecord, GatewayUserRecord, StateStore } from '../core/state.js'
 import { TokenError, seal, unseal } from '../core/token.js'
@@ -106,7 +106,7 @@ export class AdminService {
     if (typeof b.connection !== 'string' || !targets.labels().includes(b.connection)) {
       throw new ApiError('INVALID_INPUT', `"connection" must be one of: ${targets.labels().join(', ')}`)
     }
-    const root = parseClientPath(typeof b.root === 'string' ? b.root : '/', 'root').path
+    const root = DOOR_PATH_RULES.http(typeof b.root === 'string' ? b.root : '/', 'root').path
     const permissions = permissionsInput(b) ?? USER_DEFAULT
     const place = { name: b.name, connection: b.connection, root, created: Date.now() }
     targets.check(place)

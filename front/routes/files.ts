@@ -11,7 +11,7 @@ import type { Entry, EntryKind } from '../../core/driver.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
 import type { ReadHead, TransformRequest, ZipCompression } from '../../core/messages.js'
 import type { TransformFile } from '../../core/plugin.js'
-import { type ClientPath, baseName, parseClientPath, trailingSlashOnFile } from '../../core/paths.js'
+import { type ClientPath, DOOR_PATH_RULES, baseName, trailingSlashOnFile } from '../../core/paths.js'
 import { parseRange } from '../../core/range.js'
 import type { HeadedStream, RequestContext } from '../../core/storage.js'
 import type { FsEntry } from '../../core/protocol-fs.js'
@@ -19,6 +19,9 @@ import { type Access, need } from '../access.js'
 import { type ListSnapshots, listSnapshots } from '../../gateways/connection/view.js'
 import { toFsEntry } from '../../gateways/connection/handles.js'
 import { errorReply, okReply } from '../http/status.js'
+
+/** The HTTP API's path rule (core/paths.ts). */
+const parseClientPath = DOOR_PATH_RULES.http
 
 export type FileHandler = (req: HttpRequest, access: Access) => Promise<HttpReply>
 

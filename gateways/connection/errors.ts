@@ -1,11 +1,10 @@
 /**
  * @module gateways/connection/errors
- * Every failure a gateway sees is an FsError (core/errors.ts): the pool's own refusals
- * (ApiError UNAVAILABLE when it is overloaded or closing) become EUNAVAILABLE, a full
- * disk under the view's staging files (./staging.ts, in the data folder) ENOSPC,
- * anything unclassified EIO with a generic message.
+ * Every failure a gateway sees is an FsError (core/errors.ts): the pool's and the
+ * transfer limits' refusals are FsErrors already (EOVERLOAD, EBUSY), a full disk under
+ * the view's staging files (./staging.ts, in the data folder) becomes ENOSPC, anything
+ * unclassified EIO with a generic message.
  */
-import { ApiError } from '../../core/api-error.js'
 import { FsError, isFsError, stagingError } from '../../core/errors.js'
 import { type PermissionName, PERMISSION_VERBS } from '../../core/permissions.js'
 
@@ -13,10 +12,6 @@ export function asFsError(err: unknown): FsError {
   if (isFsError(err)) return err
   const staged = stagingError(err)
   if (isFsError(staged)) return staged
-  if (err instanceof ApiError) {
-    if (err.code === 'UNAVAILABLE') return new FsError('EUNAVAILABLE', err.message)
-    if (err.code === 'RATE_LIMITED') return new FsError('EBUSY', err.message)
-  }
   return new FsError('EIO', 'internal error')
 }
 

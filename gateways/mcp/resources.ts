@@ -8,7 +8,7 @@ import { lookup } from 'mime-types'
 import { type McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { ErrorCode, McpError, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js'
 import { ApiError, toApiError } from '../../core/api-error.js'
-import { joinPath, mcpToolPath } from '../../core/paths.js'
+import { DOOR_PATH_RULES, joinPath } from '../../core/paths.js'
 import type { RequestContext } from '../../core/storage.js'
 import { READ, listAll } from './fs-ops.js'
 import { grantOf } from './grant.js'
@@ -33,7 +33,7 @@ export function resourcePath(uri: URL): string {
   } catch {
     throw new ApiError('INVALID_INPUT', `the resource URI is not validly percent-encoded: ${uri.href}`)
   }
-  return mcpToolPath(raw || '/')
+  return DOOR_PATH_RULES.mcp(raw || '/')
 }
 
 export function registerResources(server: McpServer, limits: ToolLimits): void {

@@ -3,7 +3,7 @@
  * The MCP tools (docs/mcp-gateway.md): ls, cat, write, mkdir, touch, mv, rm, stat,
  * find, share. Each acts through the `ProtocolFs` its request's credential grants
  * (gateways/mcp/grant.ts), on paths canonicalised by the MCP door's rule
- * (core/paths.ts `mcpToolPath`: `..` above the root is refused, never resolved), and reports
+ * (core/paths.ts `DOOR_PATH_RULES.mcp`: `..` above the root is refused, never resolved), and reports
  * failures as `isError` results with the HTTP API's messages (gateways/mcp/errors.ts).
  */
 import * as z from 'zod'
@@ -13,7 +13,7 @@ import type { CallToolResult, ServerNotification, ServerRequest } from '@modelco
 import { ApiError } from '../../core/api-error.js'
 import { FsError } from '../../core/errors.js'
 import { makeFolders } from '../../core/make-folders.js'
-import { baseName, isWithin, mcpToolPath, parentOf } from '../../core/paths.js'
+import { DOOR_PATH_RULES, baseName, isWithin, parentOf } from '../../core/paths.js'
 import type { FsEntry } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
 import { refusal, toolFailure } from './errors.js'
@@ -21,6 +21,9 @@ import { DeadlineReached, READ, checkCancelled, listAll, removeTree, touchFile, 
 import { globMatcher } from './glob.js'
 import { type Grant, grantOf } from './grant.js'
 import { changesNothing } from '../../core/permissions.js'
+
+/** The MCP door's path rule (core/paths.ts). */
+const mcpToolPath = DOOR_PATH_RULES.mcp
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>
 

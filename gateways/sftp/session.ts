@@ -1,7 +1,7 @@
 /**
  * @module gateways/sftp/session
  * One SFTP v3 session (a `sftp` subsystem channel) over a logged-in user's
- * `ProtocolFs`: each request's path goes through `resolveProtocolPath` (the working
+ * `ProtocolFs`: each request's path goes through the SFTP door's rule (core/paths.ts `DOOR_PATH_RULES.sftp`; the working
  * directory is `/`, the user's root), each failure through the one status table
  * (./errors.ts). The session holds its handle table and what it is writing
  * (./own-writes.ts: its own files are visible to it from OPEN on); its end aborts every
@@ -11,7 +11,7 @@
  */
 import { setMaxListeners } from 'node:events'
 import { FsError } from '../../core/errors.js'
-import { resolveProtocolPath } from '../../core/paths.js'
+import { DOOR_PATH_RULES } from '../../core/paths.js'
 import type { FileHandle, FsEntry, OpenFlags, ProtocolFs } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
 import { longName, toAttrs } from './attrs.js'
@@ -104,7 +104,7 @@ export function serveSftp(channel: SftpChannel, opts: SessionOptions): void {
     signal: life.signal,
     client: { address: opts.address, credential: `sftp:${opts.user}` },
   })
-  const path = (raw: string): string => resolveProtocolPath('/', raw)
+  const path = (raw: string): string => DOOR_PATH_RULES.sftp('/', raw)
 
   const work = opts.work ?? { busy: 0 }
   /** Runs one request: its answer, or its error as a status. */
