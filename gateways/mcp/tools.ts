@@ -10,13 +10,12 @@ import * as z from 'zod'
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js'
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js'
-import { ApiError } from '../../core/api-error.js'
 import { FsError } from '../../core/errors.js'
 import { makeFolders } from '../../core/make-folders.js'
 import { DOOR_PATH_RULES, baseName, isWithin, parentOf } from '../../core/paths.js'
 import type { FsEntry } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
-import { refusal, toolFailure } from './errors.js'
+import { ToolError, refusal, toolFailure } from './errors.js'
 import { DeadlineReached, READ, checkCancelled, listAll, removeTree, touchFile, walk, writeFile } from './fs-ops.js'
 import { globMatcher } from './glob.js'
 import { type Grant, grantOf } from './grant.js'
@@ -143,7 +142,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     run(false, async (a: { path: string; offset: number; length?: number | undefined; encoding: 'text' | 'base64' }, g, ctx) => {
       const p = mcpToolPath(a.path)
       const st = await g.fs.stat(ctx, p)
-      if (st.kind === 'dir') throw new ApiError('INVALID_INPUT', `${p} is a directory: use ls`)
+      if (st.kind === 'dir') throw new ToolError('INVALID_INPUT', `${p} is a directory: use ls`)
       const want = a.length ?? limits.catBytes
       const h = await g.fs.open(ctx, p, READ)
       let data: Uint8Array
@@ -158,7 +157,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       else {
         const decoded = decodeText(data, end < st.size)
         if (decoded === null) {
-          throw new ApiError('UNSUPPORTED_MEDIA', `${p} is not UTF-8 text (binary content): read it with encoding "base64"`)
+          throw new ToolError('UNSUPPORTED_MEDIA', `${p} is not UTF-8 text (binary content): read it with encoding "base64"`)
         }
         text = decoded
         end = a.offset + Buffer.byteLength(text)
@@ -182,7 +181,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     run(true, async (a: { path: string; content: string; encoding: 'utf8' | 'base64' }, g, ctx) => {
       const p = mcpToolPath(a.path)
       if (a.encoding === 'base64' && !/^[A-Za-z0-9+/]*={0,2}$/.test(a.content.replace(/\s+/g, ''))) {
-        throw new ApiError('INVALID_INPUT', '"content" is not base64')
+        throw new ToolError('INVALID_INPUT', '"content" is not base64')
       }
       const data = Buffer.from(a.content, a.encoding)
       await writeFile(g.fs, ctx, p, data)
@@ -231,7 +230,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     run(true, async (a: { from: string; to: string; overwrite: boolean }, g, ctx) => {
       const from = mcpToolPath(a.from, 'from')
       const to = mcpToolPath(a.to, 'to')
-      if (from === '/') throw new ApiError('FORBIDDEN', 'the root cannot be moved')
+      if (from === '/') throw new ToolError('FORBIDDEN', 'the root cannot be moved')
       // Checked before the target's folders are made, so that a refused move leaves nothing behind.
       if (to !== from && isWithin(from, to)) throw new FsError('EINVAL', `${from} cannot be moved into itself (${to})`, { path: from })
       await g.fs.stat(ctx, from)
@@ -253,7 +252,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     },
     run(true, async (a: { path: string; recursive: boolean }, g, ctx) => {
       const p = mcpToolPath(a.path)
-      if (p === '/') throw new ApiError('FORBIDDEN', 'the root cannot be removed')
+      if (p === '/') throw new ToolError('FORBIDDEN', 'the root cannot be removed')
       const e = await g.fs.lstat(ctx, p)
       let removed = 1
       if (e.kind !== 'dir' || e.link) await g.fs.unlink(ctx, p)
@@ -309,7 +308,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       try {
         isMatch = globMatcher(a.pattern)
       } catch (err) {
-        throw new ApiError('INVALID_INPUT', `"pattern" is not a valid name pattern: ${a.pattern} (${(err as Error).message})`)
+        throw new ToolError('INVALID_INPUT', `"pattern" is not a valid name pattern: ${a.pattern} (${(err as Error).message})`)
       }
       const matches: (z.infer<typeof ENTRY> & { path: string })[] = []
       const reason = await walk(g.fs, ctx, root, { maxDepth: a.max_depth, maxVisited: limits.findVisited, deadline: Date.now() + limits.findMs }, (p, e) => {
@@ -349,7 +348,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       let expire: number | undefined
       if (a.expire !== undefined) {
         expire = Date.parse(a.expire)
-        if (Number.isNaN(expire)) throw new ApiError('INVALID_INPUT', `"expire" is not a date and time: ${a.expire}`)
+        if (Number.isNaN(expire)) throw new ToolError('INVALID_INPUT', `"expire" is not a date and time: ${a.expire}`)
       }
       checkCancelled(ctx)
       const link = await g.share(p, {
