@@ -236,7 +236,7 @@ export async function checkUploadTarget(ctx: RequestContext, access: Access, pat
     },
   )
   if (!exists) return
-  if (!access.may_replace) throw new ApiError('FORBIDDEN', 'this share allows uploading new files only, not replacing existing ones')
+  if (!access.may_replace) throw new ApiError('FORBIDDEN', 'this credential allows uploading new files only, not replacing existing ones')
   throw new ApiError('CONFLICT', `${path} already exists (overwrite=false)`)
 }
 
