@@ -49,7 +49,7 @@ import type { BackendSpec } from '../core/backend.js'
 import type { Config } from '../core/config.js'
 import { FsError, isFsError } from '../core/errors.js'
 import type { GatewayLogin, LoginRequest, LoginResult, PublicKey } from '../core/gateway.js'
-import { FULL_ACCESS, type Permissions, describePermissions, intersect, toBits } from '../core/permissions.js'
+import { FULL_ACCESS, type Permissions, changesNothing, describePermissions, intersect, toBits } from '../core/permissions.js'
 import type { ProtocolFs } from '../core/protocol-fs.js'
 import type { GatewayUserRecord, StateStore } from '../core/state.js'
 import type { ClientIdentity } from '../core/storage.js'
@@ -216,7 +216,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     if (granted.stillValid) this.#track(granted.user, fs, granted.stillValid)
     // One line per S3 request would drown the log: signature logins are logged at debug level.
     const level = granted.signature ? 'debug' : 'info'
-    this.#opts.logger.log(level, 'gateway login', { ...fields, permissions: describePermissions(granted.permissions), ...(granted.password ? { password: granted.password } : {}), ...(granted.signature ? { user: granted.user, access_key_id: granted.signature.keyId } : {}) })
+    this.#opts.logger.log(level, 'gateway login', { ...fields, read_only: changesNothing(granted.permissions), permissions: describePermissions(granted.permissions), ...(granted.password ? { password: granted.password } : {}), ...(granted.signature ? { user: granted.user, access_key_id: granted.signature.keyId } : {}) })
     return { ok: true, user: granted.user, fs }
   }
 
