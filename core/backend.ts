@@ -9,7 +9,6 @@
  * messages precise enough for a client to fix its request; drivers trust specs.
  */
 import { createHash } from 'node:crypto'
-import type { PluginBackendSpec } from './plugin.js'
 import { FsError } from './errors.js'
 
 /** A folder of the server's own disk (`local` connections and `tmp` spaces). */
@@ -32,6 +31,11 @@ export interface S3Spec {
   readonly forcePathStyle: boolean
   /** `bucket[/prefix]`; '' lists the buckets at `/`. */
   readonly root: string
+  /**
+   * Keys asked per listing request (ListObjectsV2 `max-keys`, 1-1000; absent: 1000): some
+   * S3-compatible servers answer large pages slowly or cap them lower.
+   */
+  readonly listChunk?: number
 }
 
 export interface SftpSpec {
@@ -68,6 +72,29 @@ export interface SmbSpec {
   readonly username: string
   readonly password: string
   readonly root: string
+}
+
+/** How a session on a plugin's storage type names its backend (inside the session token). */
+export interface PluginBackendSpec {
+  readonly type: 'plugin'
+  readonly plugin: string
+  /** The storage type, as the plugin's `backends` key. */
+  readonly backend: string
+  /** The plugin's own parameters (core/plugin.ts `PluginOptions`). */
+  readonly params: Readonly<Record<string, unknown>>
+}
+
+export const isPluginBackendSpec = (x: unknown): x is PluginBackendSpec => {
+  const o = x as Partial<PluginBackendSpec> | null
+  return (
+    typeof o === 'object' &&
+    o !== null &&
+    o.type === 'plugin' &&
+    typeof o.plugin === 'string' &&
+    typeof o.backend === 'string' &&
+    typeof o.params === 'object' &&
+    o.params !== null
+  )
 }
 
 /** Every backend a worker can open; `plugin`: a storage type an enabled plugin provides. */
@@ -137,6 +164,14 @@ function port(p: Params, dflt: number): number {
   return n
 }
 
+function whole(p: Params, key: string, min: number, max: number): number | undefined {
+  const v = p[key]
+  if (v === undefined || v === null || v === '') return undefined
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) throw bad(`"${key}" must be a whole number from ${min} to ${max}`)
+  return n
+}
+
 function flag(p: Params, key: string, dflt: boolean): boolean {
   const v = p[key]
   if (v === undefined || v === null || v === '') return dflt
@@ -181,7 +216,8 @@ export function parseBackendSpec(type: string, p: Params): BackendSpec {
         forcePathStyle: flag(p, 'path_style', endpoint !== undefined),
         root: root(p).replace(/^\//, ''),
       }
-      return endpoint === undefined ? spec : { ...spec, endpoint }
+      const listChunk = whole(p, 'list_chunk', 1, 1000)
+      return { ...spec, ...(endpoint === undefined ? {} : { endpoint }), ...(listChunk === undefined ? {} : { listChunk }) }
     }
     case 'sftp': {
       const password = text(p, 'password')

@@ -7,13 +7,14 @@
  */
 import type { HttpHandler, HttpReply, HttpRequest } from './http.js'
 import type { BackendSpec } from './backend.js'
+import type { Door, DoorDrain, DoorMeter } from './doors.js'
 import type { ProtocolFs } from './protocol-fs.js'
+import type { StagedUploads } from './staged.js'
 import type { StagingQuota } from './staging-quota.js'
 import type { StateStore } from './state.js'
 import type { Storage } from './storage.js'
 
-/** The protocols logging in, for logs, throttles and metrics. */
-export type Door = 'sftp' | 's3' | 'mcp' | 'http'
+export type { Door } from './doors.js'
 
 /** An SSH public key as the client presented it. */
 export interface PublicKey {
@@ -163,6 +164,8 @@ export interface GatewayContext {
   readonly stagingDir: string
   /** The bounds on bytes staged for uploads (core/staging-quota.ts), shared by every door. */
   readonly stagingQuota: StagingQuota
+  /** Staged uploads' bytes (core/staged.ts), written and read on worker threads: a door's staging area is `staged.area(<staging dir>/<its folder>)`. */
+  readonly staged: StagedUploads
   /**
    * Seals a secret a protocol needs back in clear (e.g. an S3 secret key) under the
    * server secret, bound to `purpose`; `unseal` throws on anything not sealed so.
@@ -172,11 +175,15 @@ export interface GatewayContext {
   /** The storage for a backend, served by the worker pool (for plugins' own gateways). */
   storageFor(spec: BackendSpec): Storage
   log(level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void
+  /** The door's counters on `/metrics` (requests, errors, file bytes, sessions). */
+  meter(door: Door): DoorMeter
+  /** The one shutdown drain: a gateway registers what it must stop, wait for and end. */
+  readonly drain: DoorDrain
 }
 
 export interface Gateway {
   readonly name: string
-  /** HTTP routes the gateway serves on the main port, by path prefix (e.g. `/mcp`). */
+  /** HTTP routes the gateway serves on the main port, each by its exact path (e.g. `/mcp`; front/server.ts matches the whole path). */
   readonly routes?: Readonly<Record<string, HttpHandler>>
   /** Starts the gateway's own listener, if it has one. */
   start(ctx: GatewayContext): Promise<void>

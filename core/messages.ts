@@ -20,6 +20,7 @@ import type { BackendSpec } from './backend.js'
 import type { ByteRange, Entry, ObjectMetadata, Space, StoredMetadata } from './driver.js'
 import type { WireError } from './errors.js'
 import type { FsAbilities } from './protocol-fs.js'
+import type { StagedRequest } from './staged.js'
 
 export const PROTOCOL_VERSION = 2
 
@@ -106,28 +107,34 @@ export type RequestBody =
 export type Request = RequestBase & RequestBody
 export type Op = RequestBody['op']
 
-/** Reply values by op. */
-export interface ReplyValues {
+/**
+ * Reply values by op: one for every op (a request without one does not compile). `void`:
+ * the reply carries no value (null on the wire).
+ */
+export interface ReplyValues extends Record<Op, unknown> {
   stat: Entry
   lstat: Entry
   list: Entry[]
   read: ReadStart
   write: Entry
-  mkdir: null
-  remove: null
-  rename: null
-  move: null
-  setMtime: null
-  setMode: null
-  truncate: null
+  mkdir: void
+  remove: void
+  rename: void
+  move: void
+  setMtime: void
+  setMode: void
+  truncate: void
   copy: Entry
-  writeAt: null
+  writeAt: void
   abilities: BackendAbilities
   space: Space
-  touch: null
+  touch: void
   metadata: StoredMetadata
   zip: ZipStart
 }
+
+/** The value a request's reply carries, by the request's op: what a caller gets, without naming it. */
+export type ReplyOf<R extends { readonly op: Op }> = ReplyValues[R['op']]
 
 export type Reply<V = unknown> = { readonly ok: true; readonly value: V } | { readonly ok: false; readonly error: WireError }
 
@@ -139,6 +146,8 @@ export type ToWorker =
   | { readonly t: 'cancel'; readonly id: number }
   /** The spec a worker asked for (`needBackend`). */
   | { readonly t: 'backend'; readonly key: string; readonly spec: BackendSpec }
+  /** A staged upload's op (core/staged.ts): no backend, the staging folder; answered by a `reply` like `run`. */
+  | { readonly t: 'staged'; readonly id: number; readonly req: StagedRequest }
 
 /** One worker → the main thread. */
 export type FromWorker =

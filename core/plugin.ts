@@ -192,27 +192,8 @@ export interface PluginBackend {
   create(params: PluginOptions, options: PluginOptions): Promise<Driver>
 }
 
-/** How a session on a plugin's storage type names its backend (inside the session token). */
-export interface PluginBackendSpec {
-  readonly type: 'plugin'
-  readonly plugin: string
-  /** The storage type, as the plugin's `backends` key. */
-  readonly backend: string
-  readonly params: PluginOptions
-}
-
-export const isPluginBackendSpec = (x: unknown): x is PluginBackendSpec => {
-  const o = x as Partial<PluginBackendSpec> | null
-  return (
-    typeof o === 'object' &&
-    o !== null &&
-    o.type === 'plugin' &&
-    typeof o.plugin === 'string' &&
-    typeof o.backend === 'string' &&
-    typeof o.params === 'object' &&
-    o.params !== null
-  )
-}
+/** How a session on a plugin's storage type names its backend: core/backend.ts, with the other specs. */
+export { type PluginBackendSpec, isPluginBackendSpec } from './backend.js'
 
 // Loading -----------------------------------------------------------------------
 

@@ -24,7 +24,7 @@
  */
 import type { Entry, ObjectMetadata, Space, StoredMetadata } from './driver.js'
 import type { Permissions } from './permissions.js'
-import type { RequestContext } from './storage.js'
+import type { RequestContext } from './request-context.js'
 
 /** An entry, with its permission bits where the backend keeps them. */
 export interface FsEntry extends Omit<Entry, 'mode'> {

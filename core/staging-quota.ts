@@ -61,10 +61,17 @@ export class StagingQuota {
   #total = 0
   readonly #byKey = new Map<string, number>()
   readonly #disks = new Map<string, Disk>()
+  readonly #freeBytes: (dir: string) => Promise<number>
 
-  constructor(limits: StagingLimits, opts: { readonly alsoWatch?: readonly string[] } = {}) {
+  /**
+   * `freeBytes`: how the free space of a folder's disk is measured (Infinity when it
+   * cannot be told); the server measures on a worker thread (core/staged.ts), so that
+   * the main thread makes no file-system call for it. Default: statfs here.
+   */
+  constructor(limits: StagingLimits, opts: { readonly alsoWatch?: readonly string[]; readonly freeBytes?: (dir: string) => Promise<number> } = {}) {
     this.#limits = limits
     this.#alsoWatch = opts.alsoWatch ?? []
+    this.#freeBytes = opts.freeBytes ?? statfsFree
   }
 
   get limits(): StagingLimits {
@@ -141,13 +148,7 @@ export class StagingQuota {
   async #measure(dir: string, fresh: boolean): Promise<void> {
     const known = this.#disks.get(dir)
     if (known && !fresh && Date.now() - known.measured < DISK_MEASURE_MS) return
-    let free: number
-    try {
-      const s = await statfs(dir)
-      free = s.bavail * s.bsize
-    } catch {
-      free = Infinity // not there yet (made by the first write): the write itself tells
-    }
+    const free = await this.#freeBytes(dir).catch(() => Infinity)
     this.#disks.set(dir, { free, measured: Date.now(), since: 0 })
   }
 }
@@ -206,6 +207,15 @@ export class StagingHold {
     this.#released = true
     this.#quota.give(this.#owner, this.#bytes)
     this.#bytes = 0
+  }
+}
+
+async function statfsFree(dir: string): Promise<number> {
+  try {
+    const s = await statfs(dir)
+    return s.bavail * s.bsize
+  } catch {
+    return Infinity // not there yet (made by the first write): the write itself tells
   }
 }
 

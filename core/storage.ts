@@ -8,21 +8,11 @@
  * Paths are canonical and already authorised.
  */
 import type { Entry } from './driver.js'
+import type { RequestContext } from './request-context.js'
 import type { RangeSpec, ReadHead, TransformRequest, ZipCompression, ZipHead } from './messages.js'
 
-/** Per-request context: aborting `signal` cancels the request (its op or its transfer). */
-export interface RequestContext {
-  readonly requestId: string
-  readonly signal: AbortSignal
-  /** Who asks, for the fairness limits on concurrent transfers (gateways/connection/transfer-limits.ts). */
-  readonly client?: ClientIdentity
-}
-
-/** The network address and the credential (a session, a share...) a request comes with. */
-export interface ClientIdentity {
-  readonly address: string
-  readonly credential: string
-}
+/** Who asks and how to cancel: core/request-context.ts (protocol-fs.ts uses it too, without the rest of this file). */
+export type { ClientIdentity, RequestContext } from './request-context.js'
 
 /** A stream whose metadata (`head`) arrived before its bytes. */
 export interface HeadedStream<H> {

@@ -10,7 +10,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { ApiError } from '../core/api-error.js'
 import { CONTROL } from '../core/paths.js'
-import type { ApiKeyRecord, StateStore } from '../core/state.js'
+import type { ApiKeyRecord, ApiKeyStore } from '../core/state.js'
 import { isOrigin } from './cors.js'
 
 export interface ApiKeyView {
@@ -26,17 +26,17 @@ const hashOf = (key: string) => createHash('sha256').update(key).digest('hex')
 const KEY = /^fgk_[A-Za-z0-9_-]{43}$/
 
 export class ApiKeyService {
-  readonly #state: StateStore
+  readonly #state: ApiKeyStore
   /** origin → number of keys that list it. */
   #origins = new Map<string, number>()
   /** last_used is written at most once a minute per key. */
   readonly #touched = new Map<string, number>()
 
-  private constructor(state: StateStore) {
+  private constructor(state: ApiKeyStore) {
     this.#state = state
   }
 
-  static async open(state: StateStore): Promise<ApiKeyService> {
+  static async open(state: ApiKeyStore): Promise<ApiKeyService> {
     const s = new ApiKeyService(state)
     await s.#reload()
     return s

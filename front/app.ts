@@ -6,15 +6,15 @@
  */
 import { join } from 'node:path'
 import { type BackendSpec, backendKey } from '../core/backend.js'
-import { type Config, parseMaxStartups } from '../core/config.js'
+import type { Config } from '../core/config.js'
 import type { Gateway, GatewayContext } from '../core/gateway.js'
 import type { HttpHandler } from '../core/http.js'
 import { StagingQuota } from '../core/staging-quota.js'
 import type { Storage } from '../core/storage.js'
-import { PoolStorage } from '../workers/client.js'
+import { PoolStaged, PoolStorage } from '../workers/client.js'
 import { WorkerPool } from '../workers/pool.js'
 import { type EngineInfo, listenWith, pickEngine } from './http/engine.js'
-import { isTrustedProxy, trustedProxies } from './http/client-address.js'
+import { trustedProxies } from './http/client-address.js'
 import type { HttpServer } from './http/exchange.js'
 import { type Logger, createLogger } from './log.js'
 import { loadPlugins } from './plugins.js'
@@ -25,23 +25,21 @@ import { logExposure } from './exposure.js'
 import { openState } from './state/open-state.js'
 import { AdminService } from './admin.js'
 import { GatewayLoginService } from './gateway-login.js'
-import { SharedViews } from '../gateways/connection/shared-views.js'
+import { SharedViews } from '../gateways/connection/index.js'
 import { chainBearers, sessionBearer } from './gateway-bearer.js'
-import { createProtocolFs, sweepStaging } from '../gateways/connection/view.js'
+import { createProtocolFs, sweepStaging } from '../gateways/connection/index.js'
 import { ApiKeyService } from './api-keys.js'
 import { S3Keys } from './s3-keys.js'
 import { ShareService } from './shares.js'
 import { TusUploads } from './tus/uploads.js'
-import { TransferLimits } from '../gateways/connection/transfer-limits.js'
+import { DoorMetrics, Drain, TransferLimits } from '../gateways/connection/index.js'
 import { version } from './version.js'
 import { subkey } from './subkey.js'
 import { seal as sealToken, unseal as unsealToken } from '../core/token.js'
 import { Metrics } from './metrics.js'
 import { createOAuth } from './oauth/index.js'
 import { publicOrigin } from './public-url.js'
-import { createSftpGateway } from '../gateways/sftp/index.js'
-import { createMcpGateway } from '../gateways/mcp/index.js'
-import { createS3Gateway } from '../gateways/s3/index.js'
+import { builtInGateways } from './gateways.js'
 import { type Permissions, toBits } from '../core/permissions.js'
 
 export interface Filegate {
@@ -95,7 +93,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   await sweepStaging(stagingDir)
   // One count of staged bytes for every door (tus, S3 multipart, the gateways' staging
   // copies), keeping a reserve of free space where the state store is.
-  const stagingQuota = new StagingQuota(config.staging_limits, { alsoWatch: [config.data_dir] })
+  // Staged uploads (tus, S3 multipart parts) are written, measured and read on the pool's threads.
+  const staged = new PoolStaged(pool)
+  const stagingQuota = new StagingQuota(config.staging_limits, { alsoWatch: [config.data_dir], freeBytes: (dir) => staged.freeBytes(dir) })
   const s3Keys = new S3Keys(state, secret)
   const gatewayLogin = await GatewayLoginService.open({
     config,
@@ -119,43 +119,13 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
 
   // The balancers whose X-Forwarded-For (HTTP) or PROXY header (SFTP) names the client.
   const trustProxy = trustedProxies(config.trust_proxy)
-  const builtIn: Gateway[] = []
-  if (config.sftp.port !== 'off') {
-    const sftpPort = config.sftp.port
-    const proxied = config.sftp.proxy_protocol ? (peer: string) => isTrustedProxy(peer, trustProxy) : undefined
-    const sftp = config.sftp
-    const ms = parseMaxStartups(sftp.max_startups)!
-    builtIn.push(
-      createSftpGateway({
-        port: sftpPort,
-        host: sftp.host ?? config.host,
-        loginGraceMs: sftp.login_grace_seconds * 1000,
-        kexGraceMs: sftp.kex_grace_seconds * 1000,
-        startups: { ...ms, perAddress: sftp.max_startups_per_address },
-        maxConnections: sftp.max_connections,
-        ...(proxied ? { proxied } : {}),
-      }),
-    )
-  }
-  if (config.s3.port !== 'off') builtIn.push(createS3Gateway({ port: config.s3.port, host: config.s3.host ?? config.host, region: config.s3.region, baseDomain: config.s3.base_domain, multipartExpiryHours: config.s3.multipart_expiry_hours, corsOrigins: config.cors.origins }))
   // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
   const publicUrl = () => publicOrigin(config, server?.port ?? config.port)
-  if (config.mcp.enabled) {
-    builtIn.push(
-      createMcpGateway({
-        publicUrl,
-        corsOrigins: config.cors.origins,
-        idleSeconds: config.mcp.session_idle_seconds,
-        maxSessions: config.mcp.max_sessions,
-        sessionsPerSubject: config.mcp.sessions_per_login,
-        sessionsPerAddress: config.mcp.sessions_per_address,
-        callsPerSubject: config.mcp.calls_per_login,
-        maxBatch: config.mcp.max_batch,
-        version,
-      }),
-    )
-  }
+  const builtIn = builtInGateways(config, trustProxy, publicUrl)
   const gateways = [...builtIn, ...(opts.gateways ?? []), ...plugins.gateways]
+  // Every door's figures on /metrics, and the one drain every door registers with.
+  const doors = new DoorMetrics()
+  const drain = new Drain()
   const gatewayRoutes: Record<string, HttpHandler> = {}
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
   const started = Date.now()
@@ -168,7 +138,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
   // What another node may have to finish is staged where every node reaches (`staging_dir`).
   const sharedStaging = config.staging_dir ?? config.data_dir
-  const tus = await TusUploads.open({ dir: join(sharedStaging, 'tus'), state, expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger, quota: stagingQuota })
+  const tus = await TusUploads.open({ area: staged.area(join(sharedStaging, 'tus')), state, expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger, quota: stagingQuota })
   const handler = createHandler({
     sessions,
     storageFor,
@@ -185,6 +155,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
         sessionsIssued: () => sessions.issued,
         inFlight: () => server?.inFlight ?? 0,
         ...(state.connections ? { stateConnections: state.connections.bind(state) } : {}),
+        doors,
       }),
       access: config.metrics,
     },
@@ -230,6 +201,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     dataDir: config.data_dir,
     stagingDir: sharedStaging,
     stagingQuota,
+    staged,
     seal: (purpose, plain) => sealToken(plain, subkey(secret, `gateway:${purpose}`)),
     unseal: (purpose, sealed) => {
       const v = unsealToken(sealed, subkey(secret, `gateway:${purpose}`))
@@ -253,15 +225,11 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
           if (config.log.requests) logger.log(r.status >= 500 ? 'warn' : 'info', 'request', { ...r, ...(o.routeOf ? { path: o.routeOf(r.path) } : {}), port: own.port })
         },
       })
-      return {
-        port: own.port,
-        close: async (graceMs) => {
-          own.stopListening()
-          await own.drain(graceMs)
-          own.close()
-        },
-      }
+      const part = drain.register({ name: `http listener :${own.port}`, stopAccepting: () => own.stopListening(), busy: () => own.inFlight, end: () => own.close() })
+      return { port: own.port, close: (graceMs) => part.stop(graceMs) }
     },
+    meter: (door) => doors.meter(door),
+    drain,
   }
   try {
     for (const g of gateways) await g.start(ctx)
@@ -280,6 +248,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   logger.log('info', 'filegate listening', { url: `http://${config.host}:${server.port}`, data_dir: config.data_dir, workers: config.workers })
 
   const srv = server
+  drain.register({ name: 'http', stopAccepting: () => srv.stopListening(), busy: () => srv.inFlight, end: () => srv.close() })
   let closing: Promise<void> | null = null
   return {
     port: srv.port,
@@ -292,13 +261,13 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
         // The grace's last part (up to 1 s) is kept for what is cut off: cancelled in the
         // worker threads, whose drivers remove their temporary files.
         const settleMs = Math.min(1000, graceMs / 4)
-        srv.stopListening()
-        // Every door at once, to the same deadline: the API's requests and each gateway's own work.
-        await Promise.all([srv.drain(graceMs - settleMs), ...gateways.map((g) => g.stop(graceMs - settleMs).catch(() => {}))])
-        if (srv.inFlight > 0) logger.log('warn', 'shutdown deadline reached: cutting transfers off', { in_flight: srv.inFlight })
+        // Every door at once, to the same deadline (gateways/connection/drain.ts); a
+        // gateway's stop then releases what it holds besides (a plugin's gateway, which
+        // may not use the drain, gets the same grace).
+        const [{ cut }] = await Promise.all([drain.run(graceMs - settleMs), ...gateways.map((g) => g.stop(graceMs - settleMs).catch(() => {}))])
+        for (const c of cut) logger.log('warn', 'shutdown deadline reached: cutting transfers off', { door: c.name, in_flight: c.busy })
         gatewayLogin.close()
         bearerViews.close()
-        srv.close()
         tus.close()
         await pool.close(settleMs)
         await state.close()

@@ -59,7 +59,7 @@ import type { Logger } from './log.js'
 import { type CheckedBy, PasswordCache } from './password-cache.js'
 import { MAX_PASSWORD_LENGTH, failureDelay, hashPassword, verifyPassword } from './passwords.js'
 import type { S3Keys } from './s3-keys.js'
-import { SharedViews } from '../gateways/connection/shared-views.js'
+import { SharedViews } from '../gateways/connection/index.js'
 import { AttemptGate, type AttemptTicket, Throttle } from './throttle.js'
 
 /** Failed gateway logins from one address within WINDOW_MS before every login from it is `throttled`. */

@@ -8,11 +8,17 @@
  *
  * Labels stay bounded: a route is its pattern (`/api/share/{id}`, never an id or a
  * raw path), unknown methods are `other`, a backend is its type.
+ *
+ * Per-door figures (`filegate_door_*`: the HTTP API, SFTP, S3, MCP) are counted by the
+ * connection layer (gateways/connection/metrics.ts); the HTTP API's share is counted
+ * here, for the requests that are not a gateway's routes (MCP counts its own calls).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { HttpReply, HttpRequest } from '../core/http.js'
 import type { StoreConnections } from '../core/state.js'
 import type { PoolStats } from '../workers/pool.js'
+import type { DoorMeter } from '../core/doors.js'
+import type { DoorMetrics } from '../gateways/connection/index.js'
 
 export interface MetricSources {
   readonly pool: () => PoolStats
@@ -21,6 +27,8 @@ export interface MetricSources {
   readonly inFlight: () => number
   /** The state store's connections, when it is a shared one (PostgreSQL). */
   readonly stateConnections?: () => StoreConnections
+  /** Every door's counters; absent: none shown, the HTTP API's not counted. */
+  readonly doors?: DoorMetrics
 }
 
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
@@ -44,6 +52,7 @@ export class Metrics {
   readonly #transfers: Gauge<'direction'>
   readonly #loginFailures: Counter<'endpoint'>
   readonly #throttled: Counter<'route'>
+  readonly #http: DoorMeter | null
 
   constructor(sources: MetricSources) {
     const registers = [this.#registry]
@@ -84,6 +93,52 @@ export class Metrics {
       gauge('filegate_state_connections_idle', 'Of them, idle', () => state().idle)
       gauge('filegate_state_waiting_queries', 'Queries waiting for a state store connection', () => state().waiting)
     }
+    const doors = sources.doors
+    this.#http = doors?.meter('http') ?? null
+    if (doors) {
+      new Counter({
+        name: 'filegate_door_requests_total',
+        help: 'Requests handled, by door: http (an API request), sftp (a request packet), s3 (an HTTP request), mcp (a JSON-RPC call)',
+        labelNames: ['door'],
+        registers,
+        collect() {
+          this.reset()
+          for (const f of doors.figures()) this.inc({ door: f.door }, f.requests)
+        },
+      })
+      new Counter({
+        name: 'filegate_door_errors_total',
+        help: "Requests that failed, by door and the door's error class (HTTP: 4xx/5xx, SFTP: status, S3: error code, MCP: JSON-RPC error or tool_error)",
+        labelNames: ['door', 'error'],
+        registers,
+        collect() {
+          this.reset()
+          for (const f of doors.figures()) for (const [error, n] of f.errors) this.inc({ door: f.door, error }, n)
+        },
+      })
+      new Counter({
+        name: 'filegate_door_bytes_total',
+        help: 'File bytes through each door: in (written to a storage), out (read from one)',
+        labelNames: ['door', 'direction'],
+        registers,
+        collect() {
+          this.reset()
+          for (const f of doors.figures()) {
+            this.inc({ door: f.door, direction: 'in' }, f.bytesIn)
+            this.inc({ door: f.door, direction: 'out' }, f.bytesOut)
+          }
+        },
+      })
+      new Gauge({
+        name: 'filegate_door_sessions',
+        help: 'Sessions open, by door: SFTP channels, MCP sessions; http and s3 (no sessions of their own): requests being answered',
+        labelNames: ['door'],
+        registers,
+        collect() {
+          for (const f of doors.figures()) this.set({ door: f.door }, f.sessions)
+        },
+      })
+    }
     new Counter({
       name: 'filegate_sessions_issued_total',
       help: 'Session tokens issued since start',
@@ -108,9 +163,36 @@ export class Metrics {
     return (await this.#registry.metrics()) + (await processRegistry.metrics())
   }
 
-  /** Answers `req` with `handle` and counts the answer under `route` (a pattern). */
-  async observe(req: HttpRequest, route: string, handle: (req: HttpRequest) => Promise<HttpReply>): Promise<HttpReply> {
-    const reply = await handle(req)
+  /**
+   * Answers `req` with `handle` and counts the answer under `route` (a pattern); a
+   * request of the API itself (not `gateway`'s: a gateway counts its own) also as the
+   * `http` door's.
+   */
+  async observe(req: HttpRequest, route: string, handle: (req: HttpRequest) => Promise<HttpReply>, gateway = false): Promise<HttpReply> {
+    const door = gateway ? null : this.#http
+    const ended = door?.session()
+    let reply: HttpReply
+    try {
+      reply = await handle(req)
+    } catch (err) {
+      ended?.()
+      door?.request('5xx')
+      throw err
+    }
+    if (door) {
+      door.request(reply.status >= 500 ? '5xx' : reply.status >= 400 ? '4xx' : undefined)
+      const first = reply.finally
+      reply = {
+        ...reply,
+        finally: (err?: unknown) => {
+          try {
+            first?.(err)
+          } finally {
+            ended!()
+          }
+        },
+      }
+    }
     const method = METHODS.has(req.method) ? req.method : 'other'
     const key = `${route} ${method} ${reply.status}`
     const seen = this.#answered.get(key)
@@ -123,6 +205,13 @@ export class Metrics {
       if (endpoint) this.#loginFailures.inc({ endpoint })
     }
     return reply
+  }
+
+  /** `req`, its body counted as file bytes in through the HTTP door (a tus upload's). */
+  fileBody(req: HttpRequest): HttpRequest {
+    const door = this.#http
+    if (door === null || req.method === 'GET' || req.method === 'HEAD') return req
+    return new CountedRequest(req, (n) => door.bytes('in', n))
   }
 
   /**
@@ -150,6 +239,7 @@ export class Metrics {
         : new CountedRequest(req, (n) => {
             goLive('in')
             this.#bytes.inc({ backend, direction: 'in' }, n)
+            this.#http?.bytes('in', n)
           })
     let reply: HttpReply
     try {
@@ -167,7 +257,10 @@ export class Metrics {
     const first = reply.finally
     return {
       ...reply,
-      body: countOut(body, (n) => this.#bytes.inc({ backend, direction: 'out' }, n)),
+      body: countOut(body, (n) => {
+        this.#bytes.inc({ backend, direction: 'out' }, n)
+        this.#http?.bytes('out', n)
+      }),
       finally: (err?: unknown) => {
         try {
           first?.(err)

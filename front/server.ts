@@ -83,7 +83,13 @@ export function createHandler(deps: ServerDeps): Handler {
     return (deps.admin && adminPattern(path)) || webPattern(path) || 'unmatched'
   }
   const meter = deps.metrics?.meter
-  const handler: HttpHandler = meter ? (req) => meter.observe(req, routeOf(req.path), answer) : answer
+  const isGateway = (route: string) => deps.gatewayRoutes !== undefined && Object.hasOwn(deps.gatewayRoutes, route)
+  const handler: HttpHandler = meter
+    ? (req) => {
+        const route = routeOf(req.path)
+        return meter.observe(req, route, answer, isGateway(route))
+      }
+    : answer
   return Object.assign(handler, { routeOf })
 }
 
@@ -148,7 +154,8 @@ function dispatch(deps: ServerDeps, routes: Record<string, Route>): HttpHandler 
       const gateway = deps.gatewayRoutes?.[path]
       if (gateway) return await gateway(req)
       if (path.startsWith('/api/share/')) return await shareRoute(deps.shares, req, path.slice('/api/share/'.length), await authenticate(deps, req))
-      if (deps.tus && isTusPath(path)) return await deps.tus.handle(req, () => authenticate(deps, req))
+      // tus bodies are file bytes in through the HTTP door (they are not transfers: no `filegate_transfer_*`).
+      if (deps.tus && isTusPath(path)) return await deps.tus.handle(deps.metrics?.meter.fileBody(req) ?? req, () => authenticate(deps, req))
       const admin = deps.admin && adminRoute(deps.admin, req, req.path)
       if (admin) return await admin
       // The web app's page and files (front/web/): after every API route, so it never shadows one.

@@ -14,11 +14,11 @@ import { ApiError } from '../core/api-error.js'
 import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { HttpRequest } from '../core/http.js'
 import { DOOR_PATH_RULES, baseName, trailingSlashOnFile } from '../core/paths.js'
-import type { ShareRecord, StateStore } from '../core/state.js'
+import type { ShareRecord, ShareStore, ThrottleStore } from '../core/state.js'
 import type { Storage } from '../core/storage.js'
 import { seal, unseal } from '../core/token.js'
 import type { Access, Permissions } from './access.js'
-import { ChrootStorage } from '../gateways/connection/chroot-storage.js'
+import { ChrootStorage } from '../gateways/connection/index.js'
 import { MAX_PASSWORD_LENGTH, checkPassword, failureDelay, hashPassword } from './passwords.js'
 import type { Session } from './sessions.js'
 import { subkey } from './subkey.js'
@@ -74,7 +74,7 @@ const SHARE_ID = /^[A-Za-z0-9_-]{16,64}$/
 export const SHARE_PASSWORD_FAILURES = 20
 
 export class ShareService {
-  readonly #state: StateStore
+  readonly #state: ShareStore & ThrottleStore
   readonly #key: Buffer
   readonly #storageFor: (spec: BackendSpec, key?: string) => Storage
   /** Recently verified (share, password) pairs: scrypt on every request of a download burst would cost ~50 ms each. */
@@ -82,7 +82,7 @@ export class ShareService {
   /** Wrong passwords per (share, address): guessing is throttled, not just delayed. */
   readonly #throttle: Throttle
 
-  constructor(opts: { state: StateStore; secret: Buffer; storageFor: (spec: BackendSpec, key?: string) => Storage }) {
+  constructor(opts: { state: ShareStore & ThrottleStore; secret: Buffer; storageFor: (spec: BackendSpec, key?: string) => Storage }) {
     this.#state = opts.state
     this.#throttle = new Throttle({ state: opts.state, max: SHARE_PASSWORD_FAILURES, windowMs: 15 * 60_000, what: 'share passwords' })
     this.#key = subkey(opts.secret, 'share-credentials')

@@ -25,7 +25,7 @@
  */
 import { ApiError } from '../core/api-error.js'
 import { addressKey } from '../core/networks.js'
-import type { StateStore } from '../core/state.js'
+import type { ThrottleStore } from '../core/state.js'
 
 export { addressKey }
 
@@ -47,7 +47,7 @@ export interface AttemptTicket {
 }
 
 export class Throttle {
-  readonly #state: StateStore
+  readonly #state: ThrottleStore
   readonly #max: number
   readonly #windowMs: number
   readonly #what: string
@@ -56,7 +56,7 @@ export class Throttle {
   #purged = 0
 
   /** @param opts.what names the throttle in its refusals and keeps its counts apart from other throttles' */
-  constructor(opts: { state: StateStore; max: number; windowMs: number; what: string }) {
+  constructor(opts: { state: ThrottleStore; max: number; windowMs: number; what: string }) {
     this.#state = opts.state
     this.#max = opts.max
     this.#windowMs = opts.windowMs

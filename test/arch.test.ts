@@ -10,7 +10,9 @@
  *   bench/, test/ may import anything (not scanned)
  *
  * and uWebSockets.js is imported by one file only, front/http/uws.ts (or by none
- * while that file does not exist).
+ * while that file does not exist). Three more rules, each below with its self-check:
+ * the thread rule (the main thread's modules and the pool threads' never reach each
+ * other), a gateway is imported by its index only, and no import cycles in core/.
  *
  * Specifiers are read with the TypeScript parser (already a dev dependency for the
  * build), so comments and strings never count and every form is seen: `import`,
@@ -332,4 +334,221 @@ t.test('uWebSockets.js is imported by front/http/uws.ts only', async (t) => {
   } else {
     t.strictSame(importers, [], `${UWS_ADAPTER} does not exist yet, so nothing imports uWebSockets.js`)
   }
+})
+
+// The thread rule ------------------------------------------------------------------
+//
+// The service runs on two kinds of thread. The main thread starts at front/main.ts and
+// holds the HTTP front, the gateways and the pool's client side (workers/pool.ts,
+// workers/client.ts, workers/staged-client.ts); a pool thread starts at workers/entry.ts and holds the drivers,
+// the ops, the transfers, zip and the plugins' worker halves. core/ is shared. A module
+// of one side reached from the other's entry would load worker code on the main thread
+// (or the reverse): every import counts, type imports too, so a type that both sides
+// need lives in core/.
+
+const MAIN_ENTRY = 'front/main.ts'
+const WORKER_ENTRY = 'workers/entry.ts'
+const MAIN_SIDE_WORKERS: ReadonlySet<string> = new Set(['workers/pool.ts', 'workers/client.ts', 'workers/staged-client.ts'])
+
+type Side = 'main' | 'worker' | 'shared'
+
+/** Which thread a file belongs to, by where it lies. */
+function sideOf(file: string): Side {
+  const layer = layerOf(file)
+  if (layer === 'core') return 'shared'
+  if (layer === 'workers') return MAIN_SIDE_WORKERS.has(file) ? 'main' : 'worker'
+  return 'main' // front/ and gateways/
+}
+
+/** Our files each file imports (any form, types included). */
+function ownGraph(edges: readonly Edge[]): Map<string, string[]> {
+  const g = new Map<string, string[]>()
+  for (const e of edges) {
+    if (e.target?.kind !== 'ours') continue
+    const list = g.get(e.from) ?? []
+    list.push(e.target.file)
+    g.set(e.from, list)
+  }
+  return g
+}
+
+/** Every file reachable from `entry`, each with the chain of imports that reaches it. */
+function reach(graph: ReadonlyMap<string, readonly string[]>, entry: string): Map<string, string[]> {
+  const chains = new Map<string, string[]>([[entry, [entry]]])
+  const queue = [entry]
+  while (queue.length > 0) {
+    const at = queue.shift()!
+    for (const to of graph.get(at) ?? []) {
+      if (chains.has(to)) continue
+      chains.set(to, [...chains.get(at)!, to])
+      queue.push(to)
+    }
+  }
+  return chains
+}
+
+/** Files of one side that the other side's entry reaches, each with its chain. */
+function threadCrossings(graph: ReadonlyMap<string, readonly string[]>, mainEntry: string, workerEntry: string): string[] {
+  const out: string[] = []
+  for (const [entry, own] of [[mainEntry, 'main'], [workerEntry, 'worker']] as const) {
+    for (const [file, chain] of reach(graph, entry)) {
+      const side = sideOf(file)
+      if (side !== 'shared' && side !== own) out.push(`the ${own} thread (${entry}) reaches ${side}-side ${file}: ${chain.join(' → ')}`)
+    }
+  }
+  return out
+}
+
+t.test('self-check: the thread rule catches crossings both ways', async (t) => {
+  const g = (pairs: [string, string][]): Map<string, string[]> => {
+    const m = new Map<string, string[]>()
+    for (const [a, b] of pairs) m.set(a, [...(m.get(a) ?? []), b])
+    return m
+  }
+  const clean = g([
+    ['front/main.ts', 'front/app.ts'],
+    ['front/app.ts', 'workers/pool.ts'],
+    ['front/app.ts', 'gateways/sftp/index.ts'],
+    ['workers/pool.ts', 'core/messages.ts'],
+    ['workers/entry.ts', 'workers/ops.ts'],
+    ['workers/ops.ts', 'core/messages.ts'],
+  ])
+  t.strictSame(threadCrossings(clean, 'front/main.ts', 'workers/entry.ts'), [], 'both sides meeting in core/ is fine')
+  const mainToWorker = g([...[...clean].flatMap(([a, bs]) => bs.map((b) => [a, b] as [string, string])), ['workers/pool.ts', 'workers/drivers/upload-names.ts']])
+  t.match(threadCrossings(mainToWorker, 'front/main.ts', 'workers/entry.ts'), [/main thread .* reaches worker-side workers\/drivers\/upload-names\.ts: front\/main\.ts → front\/app\.ts → workers\/pool\.ts → workers\/drivers\/upload-names\.ts/])
+  const workerToMain = g([['workers/entry.ts', 'workers/ops.ts'], ['workers/ops.ts', 'workers/client.ts']])
+  t.match(threadCrossings(workerToMain, 'front/main.ts', 'workers/entry.ts'), [/worker thread .* reaches main-side workers\/client\.ts/])
+  const workerToGateway = g([['workers/entry.ts', 'gateways/s3/xml.ts']])
+  t.equal(threadCrossings(workerToGateway, 'front/main.ts', 'workers/entry.ts').length, 1, 'a worker reaching gateways/ crosses')
+  const viaCore = g([['workers/entry.ts', 'core/a.ts'], ['core/a.ts', 'front/x.ts']])
+  t.equal(threadCrossings(viaCore, 'front/main.ts', 'workers/entry.ts').length, 1, 'a path through core/ still counts')
+})
+
+t.test('the thread rule holds: main-thread modules and worker-only modules never import each other', async (t) => {
+  const { files, edges } = scanTree()
+  const graph = ownGraph(edges)
+  t.ok(files.includes(MAIN_ENTRY) && files.includes(WORKER_ENTRY), 'both entry points exist')
+  const main = reach(graph, MAIN_ENTRY)
+  const worker = reach(graph, WORKER_ENTRY)
+  // Not vacuous: each side reaches what it must.
+  for (const f of ['workers/pool.ts', 'workers/client.ts', 'gateways/sftp/index.ts', 'gateways/s3/index.ts', 'gateways/mcp/index.ts']) {
+    t.ok(main.has(f), `${MAIN_ENTRY} reaches ${f}`)
+  }
+  for (const f of ['workers/ops.ts', 'workers/transfers.ts', 'workers/zip.ts', 'workers/plugins.ts', 'workers/drivers/local.ts']) {
+    t.ok(worker.has(f), `${WORKER_ENTRY} reaches ${f}`)
+  }
+  t.strictSame(threadCrossings(graph, MAIN_ENTRY, WORKER_ENTRY), [], 'no crossing')
+})
+
+// A gateway is imported by its index only -------------------------------------------
+//
+// Each folder under gateways/ (a door: sftp, s3, mcp; and the connection layer below
+// them, gateways/connection/) shows the rest of the service one file, its index.ts:
+// what it offers is listed there, and its other files can change without reaching past
+// the folder.
+
+/** Null when `fromFile` may import `to` (repo-relative, ours) under the index rule, else why not. */
+function indexViolation(fromFile: string, to: string): string | null {
+  const segs = to.split('/')
+  if (segs[0] !== 'gateways' || segs.length < 3) return null
+  const folder = `gateways/${segs[1]}/`
+  if (fromFile.startsWith(folder)) return null
+  return to === `${folder}index.ts` ? null : `outside ${folder} only ${folder}index.ts may be imported`
+}
+
+t.test('self-check: the index rule catches reaching into a gateway', async (t) => {
+  const cases: [from: string, to: string, allowed: boolean][] = [
+    ['front/app.ts', 'gateways/sftp/index.ts', true],
+    ['front/app.ts', 'gateways/sftp/session.ts', false],
+    ['front/routes/files.ts', 'gateways/connection/view.ts', false],
+    ['front/routes/files.ts', 'gateways/connection/index.ts', true],
+    ['front/app.ts', 'gateways/s3/multipart/index.ts', false],
+    ['gateways/s3/handler.ts', 'gateways/s3/multipart/route.ts', true],
+    ['gateways/s3/multipart/route.ts', 'gateways/s3/xml.ts', true],
+    ['gateways/sftp/session.ts', 'gateways/mcp/tools.ts', false],
+    ['front/app.ts', 'core/protocol-fs.ts', true],
+  ]
+  for (const [from, to, allowed] of cases) {
+    const why = indexViolation(from, to)
+    t.equal(why === null, allowed, `${from} → ${to}: ${allowed ? 'allowed' : 'forbidden'}${why ? ` (${why})` : ''}`)
+  }
+})
+
+t.test('a gateway is imported by its index only', async (t) => {
+  const { edges } = scanTree()
+  const intoGateways = edges.filter((e) => e.target?.kind === 'ours' && e.target.file.startsWith('gateways/') && !e.from.startsWith('gateways/'))
+  t.ok(intoGateways.length >= 3, `front/ imports the gateways (${intoGateways.length} imports)`)
+  const broken: string[] = []
+  for (const e of edges) {
+    if (e.target?.kind !== 'ours') continue
+    const why = indexViolation(e.from, e.target.file)
+    if (why !== null) broken.push(`${e.from}:${e.line} imports ${JSON.stringify(e.spec)}: ${why}`)
+  }
+  t.strictSame(broken, [], 'every import into a gateway goes through its index')
+})
+
+// No cycles in core ----------------------------------------------------------------
+//
+// core/ is what everything stands on; its files import each other in one direction, so
+// each can be read knowing only what it imports. Type imports count: a cycle of types
+// is still two files that cannot be understood apart.
+
+/** The import cycles (strongly connected components of more than one file, or a file importing itself). */
+function cycles(graph: ReadonlyMap<string, readonly string[]>, within: (f: string) => boolean): string[][] {
+  let index = 0
+  const idx = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: string[] = []
+  const on = new Set<string>()
+  const out: string[][] = []
+  const connect = (v: string): void => {
+    idx.set(v, index)
+    low.set(v, index)
+    index++
+    stack.push(v)
+    on.add(v)
+    for (const w of graph.get(v) ?? []) {
+      if (!within(w)) continue
+      if (!idx.has(w)) {
+        connect(w)
+        low.set(v, Math.min(low.get(v)!, low.get(w)!))
+      } else if (on.has(w)) {
+        low.set(v, Math.min(low.get(v)!, idx.get(w)!))
+      }
+    }
+    if (low.get(v) === idx.get(v)) {
+      const scc: string[] = []
+      let w: string
+      do {
+        w = stack.pop()!
+        on.delete(w)
+        scc.push(w)
+      } while (w !== v)
+      if (scc.length > 1 || (graph.get(v) ?? []).includes(v)) out.push(scc.sort())
+    }
+  }
+  for (const v of [...graph.keys()].filter(within).sort()) if (!idx.has(v)) connect(v)
+  return out
+}
+
+t.test('self-check: the cycle finder', async (t) => {
+  const inCore = (f: string): boolean => f.startsWith('core/')
+  const g = new Map<string, string[]>([
+    ['core/a.ts', ['core/b.ts']],
+    ['core/b.ts', ['core/c.ts']],
+    ['core/c.ts', ['core/a.ts', 'core/d.ts']],
+    ['core/d.ts', []],
+    ['core/e.ts', ['core/e.ts']],
+    ['core/f.ts', ['workers/x.ts']],
+    ['workers/x.ts', ['core/f.ts']],
+  ])
+  t.strictSame(cycles(g, inCore), [['core/a.ts', 'core/b.ts', 'core/c.ts'], ['core/e.ts']], 'finds a three-file cycle and a self-import, not one through another layer')
+  t.strictSame(cycles(new Map([['core/a.ts', ['core/b.ts']], ['core/b.ts', []]]), inCore), [], 'a chain is no cycle')
+})
+
+t.test('no import cycles in core/, type imports included', async (t) => {
+  const { edges } = scanTree()
+  const graph = ownGraph(edges)
+  t.ok([...graph.keys()].filter((f) => f.startsWith('core/')).length >= 10, 'core/ files import each other')
+  t.strictSame(cycles(graph, (f) => f.startsWith('core/')), [], 'no cycle')
 })

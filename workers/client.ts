@@ -13,7 +13,7 @@ import { MessageChannel, type MessagePort, type Transferable } from 'node:worker
 import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { ByteRange, Driver, Entry, Features, OpContext, Space, WriteOptions } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
-import { PROTOCOL_VERSION, type RangeSpec, type ReadHead, type ReadStart, type Request, type RequestBody, type TransformRequest, type ZipCompression, type ZipHead, type ZipStart } from '../core/messages.js'
+import { PROTOCOL_VERSION, type RangeSpec, type ReadHead, type ReadStart, type Op, type ReplyOf, type ReplyValues, type Request, type RequestBody, type TransformRequest, type ZipCompression, type ZipHead, type ZipStart } from '../core/messages.js'
 import { PortReader, PortWriter } from '../core/port-stream.js'
 import type { HeadedStream, RequestContext, Storage } from '../core/storage.js'
 import type { Started, TransferLease, WorkerPool } from './pool.js'
@@ -39,13 +39,17 @@ export class Channel {
     this.#key = key
   }
 
-  #msg(ctx: { requestId: string }, body: RequestBody): Request {
-    return { v: PROTOCOL_VERSION, requestId: ctx.requestId, key: this.#key, ...body } as Request
+  #msg<B extends { readonly op: Op }>(ctx: { requestId: string }, body: B): Request & B {
+    return { v: PROTOCOL_VERSION, requestId: ctx.requestId, key: this.#key, ...body } as Request & B
   }
 
-  /** A one-shot op; aborting `ctx.signal` cancels it in the worker. `transfer`: buffers handed over with it. */
-  call<V>(ctx: OpContext, body: RequestBody, transfer?: readonly Transferable[]): Promise<V> {
-    return this.#pool.run<V>(this.#msg(ctx, body), this.#backend, { signal: ctx.signal, ...(transfer ? { transfer } : {}) })
+  /**
+   * A one-shot op; aborting `ctx.signal` cancels it in the worker. `transfer`: buffers
+   * handed over with it. Resolves with the op's reply value (core/messages.ts `ReplyValues`).
+   */
+  call<B extends RequestBody>(ctx: OpContext, body: B, transfer?: readonly Transferable[]): Promise<ReplyOf<B>> {
+    // The worker answers each op with its `ReplyValues` entry (workers/entry.ts).
+    return this.#pool.run(this.#msg(ctx, body), this.#backend, { signal: ctx.signal, ...(transfer ? { transfer } : {}) }) as Promise<ReplyOf<B>>
   }
 
   /**
@@ -54,14 +58,14 @@ export class Channel {
    * stream is over.
    */
   async read(ctx: OpContext, body: Body<'read'>): Promise<HeadedStream<ReadHead>> {
-    const started = await this.#pool.start<ReadStart>(this.#msg(ctx, body), this.#backend, { signal: ctx.signal })
+    const started = await this.#pool.start(this.#msg(ctx, body), this.#backend, { signal: ctx.signal })
     const { head, bytes, port } = started.value
     if (bytes !== null) return { head, body: once(bytes), cancel: () => {}, live: false }
     return this.#stream(ctx, head, port!, started)
   }
 
   async zip(ctx: OpContext, body: Body<'zip'>): Promise<HeadedStream<ZipHead>> {
-    const started = await this.#pool.start<ZipStart>(this.#msg(ctx, body), this.#backend, { signal: ctx.signal })
+    const started = await this.#pool.start(this.#msg(ctx, body), this.#backend, { signal: ctx.signal })
     return this.#stream(ctx, started.value.head, started.value.port, started)
   }
 
@@ -83,10 +87,10 @@ export class Channel {
   }
 
   /** A consuming op (write): a transfer for its whole body; pumps `source` into the worker with credits. */
-  async upload<V>(ctx: OpContext, body: Body<'write'>, source: AsyncIterable<Uint8Array>): Promise<V> {
+  async upload(ctx: OpContext, body: Body<'write'>, source: AsyncIterable<Uint8Array>): Promise<ReplyValues['write']> {
     const { port1, port2 } = new MessageChannel()
     const writer = new PortWriter(port1)
-    const task = this.#pool.transfer<V>(this.#msg(ctx, { ...body, port: port2 }), this.#backend, { signal: ctx.signal, transfer: [port2] })
+    const task = this.#pool.transfer(this.#msg(ctx, { ...body, port: port2 }), this.#backend, { signal: ctx.signal, transfer: [port2] })
     writer.pipeFrom(source).catch(() => {
       // Cancelled by the worker (it failed, or finished early): the task's reply tells why.
       // A failing source was already sent down the stream as an error frame.
@@ -161,7 +165,7 @@ export class RemoteDriver implements Driver {
     return this.#ch.call(ctx, { op: 'stat', path })
   }
   async *list(ctx: OpContext, dir: string): AsyncIterable<readonly Entry[]> {
-    yield await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })
+    yield await this.#ch.call(ctx, { op: 'list', path: dir })
   }
   async *read(ctx: OpContext, path: string, range?: ByteRange): AsyncIterable<Uint8Array> {
     const stream = await this.#ch.read(ctx, { op: 'read', path, inlineMax: INLINE_READ_MAX, ...(range ? { range } : {}) })
@@ -219,3 +223,6 @@ async function* abortable(body: AsyncIterable<Uint8Array>, signal: AbortSignal):
   }
   if (signal.aborted) throw new FsError('ECANCELED', 'cancelled')
 }
+
+/** Staged uploads (tus, S3 multipart parts) over the pool: the main thread's handle on workers/staged/. */
+export { PoolStaged } from './staged-client.js'

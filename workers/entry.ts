@@ -22,8 +22,10 @@ import { resolveRange } from '../core/range.js'
 import { DriverCache } from './driver-cache.js'
 import { abilitiesOf, copyFile, listDir, lstat, mkdirOne, mkdirp, move, removeOne, removeTree, touch, truncateFile, writeFile } from './ops.js'
 import { openTransformed } from './plugins.js'
-import { type PoolWorkerData, startOutgoing, uploadBudget } from './transfers.js'
+import type { PoolWorkerData } from '../core/worker-data.js'
+import { startOutgoing, uploadBudget } from './transfers.js'
 import { openZip } from './zip.js'
+import { runStaged } from './staged/actor.js'
 
 type Run = Extract<ToWorker, { t: 'run' }>
 
@@ -56,6 +58,8 @@ port.on('message', (m: ToWorker) => {
     }
     case 'cancel':
       return running.get(m.id)?.abort(new FsError('ECANCELED', 'the request was cancelled'))
+    case 'staged':
+      return void runStagedTask(m)
     default:
       return assertNever(m)
   }
@@ -64,6 +68,23 @@ port.on('message', (m: ToWorker) => {
 async function runTask({ id, req }: Run): Promise<void> {
   const transfer: Transferable[] = []
   const reply = await handle(id, req, transfer)
+  port!.postMessage({ t: 'reply', id, reply } satisfies FromWorker, transfer)
+}
+
+/** A staged upload's op (workers/staged/actor.ts): no backend, the staging folder. */
+async function runStagedTask({ id, req }: Extract<ToWorker, { t: 'staged' }>): Promise<void> {
+  const transfer: Transferable[] = []
+  const ac = new AbortController()
+  running.set(id, ac)
+  let reply: Reply
+  try {
+    reply = { ok: true, value: await runStaged(req, { signal: ac.signal, requestId: `staged-${id}` }, budget, transfer) }
+  } catch (err) {
+    if (!isFsError(err)) console.error(JSON.stringify({ level: 'error', thread: threadId, op: `staged ${req.op}`, err: String((err as Error)?.stack ?? err) }))
+    reply = { ok: false, error: toWire(err) }
+  } finally {
+    running.delete(id)
+  }
   port!.postMessage({ t: 'reply', id, reply } satisfies FromWorker, transfer)
 }
 

@@ -34,12 +34,12 @@ import { fileURLToPath } from 'node:url'
 import { type Transferable, Worker } from 'node:worker_threads'
 import type { BackendSpec } from '../core/backend.js'
 import { FsError, fromWire } from '../core/errors.js'
-import type { FromWorker, Reply, Request, ToWorker } from '../core/messages.js'
+import type { FromWorker, Reply, ReplyOf, Request, ToWorker } from '../core/messages.js'
 import type { PluginConfig } from '../core/plugin.js'
+import type { StagedReplies, StagedRequest } from '../core/staged.js'
 import { ByteBudget } from '../core/port-stream.js'
-import { baseName } from '../core/paths.js'
-import { isTempUploadName } from './drivers/upload-names.js'
-import type { PoolWorkerData } from './transfers.js'
+import { baseName, isTempUploadName } from '../core/paths.js'
+import type { PoolWorkerData } from '../core/worker-data.js'
 
 export interface PoolOptions {
   readonly workers: number
@@ -97,8 +97,10 @@ export interface Started<V> {
 
 interface Pending {
   readonly id: number
-  readonly req: Request
-  readonly spec: BackendSpec
+  /** A backend's op with its spec, or a staged upload's op (core/staged.ts). */
+  readonly req: Request | null
+  readonly staged: StagedRequest | null
+  readonly spec: BackendSpec | null
   readonly transfer: readonly Transferable[]
   readonly lane: 'task' | 'transfer'
   readonly settle: (reply: Reply | null, thread: Thread | null, err?: unknown) => void
@@ -162,19 +164,28 @@ export class WorkerPool {
    * when the worker thread died under the task, ECANCELED when `signal` aborted it, or
    * FsError EOVERLOAD when the queue is full or the pool is closing.
    */
-  async run<V>(req: Request, spec: BackendSpec, opts: RunOptions = {}): Promise<V> {
-    return (await this.#submit<V>(req, spec, 'task', opts)).value
+  async run<R extends Request>(req: R, spec: BackendSpec, opts: RunOptions = {}): Promise<ReplyOf<R>> {
+    return (await this.#submit<ReplyOf<R>>(req, spec, 'task', opts)).value
+  }
+
+  /**
+   * A staged upload's op (workers/staged/): a task, or (`lane: 'transfer'`) a write for its
+   * whole body; a `read` answers a stream to lease like `start`'s.
+   */
+  async staged<Op extends StagedRequest['op']>(req: Extract<StagedRequest, { op: Op }>, opts: RunOptions & { readonly lane?: 'task' | 'transfer' } = {}): Promise<Started<StagedReplies[Op]>> {
+    const { value, thread } = await this.#submit<StagedReplies[Op]>(req, null, opts.lane ?? 'task', opts)
+    return { value, lease: (onLost) => this.#lease(thread, onLost) }
   }
 
   /** A task that starts a stream: its value, and the lease that counts the stream afterwards. */
-  async start<V>(req: Request, spec: BackendSpec, opts: RunOptions = {}): Promise<Started<V>> {
-    const { value, thread } = await this.#submit<V>(req, spec, 'task', opts)
+  async start<R extends Request>(req: R, spec: BackendSpec, opts: RunOptions = {}): Promise<Started<ReplyOf<R>>> {
+    const { value, thread } = await this.#submit<ReplyOf<R>>(req, spec, 'task', opts)
     return { value, lease: (onLost) => this.#lease(thread, onLost) }
   }
 
   /** A transfer for the task's whole life (a write): no task slot, counted as a transfer. */
-  async transfer<V>(req: Request, spec: BackendSpec, opts: RunOptions = {}): Promise<V> {
-    return (await this.#submit<V>(req, spec, 'transfer', opts)).value
+  async transfer<R extends Request>(req: R, spec: BackendSpec, opts: RunOptions = {}): Promise<ReplyOf<R>> {
+    return (await this.#submit<ReplyOf<R>>(req, spec, 'transfer', opts)).value
   }
 
   get stats(): PoolStats {
@@ -207,16 +218,18 @@ export class WorkerPool {
     await Promise.all(this.#threads.map((t) => t.worker.terminate()))
   }
 
-  #submit<V>(req: Request, spec: BackendSpec, lane: 'task' | 'transfer', opts: RunOptions): Promise<{ value: V; thread: Thread }> {
+  #submit<V>(req: Request | StagedRequest, spec: BackendSpec | null, lane: 'task' | 'transfer', opts: RunOptions): Promise<{ value: V; thread: Thread }> {
     // The service's own state, not the backend's: UNAVAILABLE (503), never BACKEND_UNREACHABLE.
     if (this.#closed) return Promise.reject(new FsError('EOVERLOAD', 'the server is shutting down'))
     if (opts.signal?.aborted) return Promise.reject(new FsError('ECANCELED', 'the request was cancelled'))
     return new Promise((resolve, reject) => {
       const signal = opts.signal
       const onAbort = () => this.#cancel(p)
+      const isStaged = spec === null
       const p: Pending = {
         id: this.#nextId++,
-        req,
+        req: isStaged ? null : (req as Request),
+        staged: isStaged ? (req as StagedRequest) : null,
         spec,
         lane,
         transfer: opts.transfer ?? [],
@@ -263,6 +276,7 @@ export class WorkerPool {
   #send(t: Thread, p: Pending): void {
     p.thread = t
     t.pending.set(p.id, p)
+    if (p.req === null) return void t.worker.postMessage({ t: 'staged', id: p.id, req: p.staged! } satisfies ToWorker, p.transfer as Transferable[])
     const key = p.req.key
     const first = !t.known.has(key)
     if (first) {
@@ -270,7 +284,7 @@ export class WorkerPool {
       if (t.known.size >= MAX_KNOWN) t.known.clear()
       t.known.add(key)
     }
-    const msg: ToWorker = first ? { t: 'run', id: p.id, req: p.req, backend: p.spec } : { t: 'run', id: p.id, req: p.req }
+    const msg: ToWorker = first && p.spec !== null ? { t: 'run', id: p.id, req: p.req, backend: p.spec } : { t: 'run', id: p.id, req: p.req }
     t.worker.postMessage(msg, p.transfer as Transferable[])
   }
 
@@ -296,7 +310,7 @@ export class WorkerPool {
     if (msg.t === 'needBackend') {
       // The thread parked a request for a key it does not know: any pending request for it has the spec.
       for (const p of t.pending.values()) {
-        if (p.req.key === msg.key) {
+        if (p.req?.key === msg.key && p.spec !== null) {
           t.known.add(msg.key)
           t.worker.postMessage({ t: 'backend', key: msg.key, spec: p.spec } satisfies ToWorker)
           return
@@ -352,7 +366,7 @@ export class WorkerPool {
 
   /** Removes a temporary file a dead thread's task announced, on a live thread; gone already is fine. */
   #removeTemp(p: Pending, path: string): void {
-    if (this.#closed) return
+    if (this.#closed || p.req === null || p.spec === null) return
     const req: Request = { v: p.req.v, requestId: p.req.requestId, key: p.req.key, op: 'remove', path, recursive: false, kind: 'file' }
     this.run(req, p.spec).catch(() => {})
   }

@@ -6,22 +6,13 @@
  * cancelled by its reader (a `cancel` frame aborts its signal), or fails (the error goes
  * down the stream). It holds no task slot; between credits it holds no bytes.
  *
- * The same actors are what a protocol gateway's open handles will be: each one is an
- * entry here, with its own signal and nothing else while idle.
+ * A live transfer costs one entry here, with its own signal, and nothing else while idle.
  */
 import { MessageChannel, type MessagePort, threadId } from 'node:worker_threads'
 import type { OpContext } from '../core/driver.js'
 import { isFsError } from '../core/errors.js'
 import { ByteBudget, PortWriter } from '../core/port-stream.js'
-import type { PluginWorkerData } from './plugins.js'
-
-/** What the pool hands every thread. */
-export interface PoolWorkerData extends PluginWorkerData {
-  /** Bytes this thread may buffer for incoming (upload) streams. */
-  readonly uploadBufferBytes: number
-  /** How long a remote backend may stay silent (config `backend_timeout_seconds`); absent: each driver's default. */
-  readonly backendTimeoutMs?: number
-}
+import type { PoolWorkerData } from '../core/worker-data.js'
 
 /** A stream ready to go: its head (in the task's reply) and its bytes. */
 export interface Outgoing<H> {

@@ -17,7 +17,7 @@ import { isApiError } from '../../core/api-error.js'
 import { CONTROL } from '../../core/paths.js'
 import type { OAuthConfig } from '../../core/config.js'
 import { redirectUriProblem } from '../../core/redirect-uris.js'
-import type { StateStore } from '../../core/state.js'
+import type { OAuthClientStore, ThrottleStore } from '../../core/state.js'
 import { Throttle } from '../throttle.js'
 import { networkOf } from '../../core/networks.js'
 
@@ -38,12 +38,12 @@ const UNUSED_FOR_MS = 24 * 3600_000
 const invalidRedirectUri = (message: string) => new CustomOAuthError('invalid_redirect_uri', message)
 
 export class OAuthClients {
-  readonly #state: StateStore
+  readonly #state: OAuthClientStore & ThrottleStore
   readonly #config: OAuthConfig
   readonly #configured: ReadonlyMap<string, OAuthClient>
   readonly #throttle: Throttle
 
-  constructor(state: StateStore, config: OAuthConfig) {
+  constructor(state: OAuthClientStore & ThrottleStore, config: OAuthConfig) {
     this.#state = state
     this.#throttle = new Throttle({ state, max: config.registrations_per_hour, windowMs: 3600_000, what: 'client registrations' })
     this.#config = config

@@ -9,7 +9,7 @@
  * revoke. A used code is remembered a while past its expiry, to recognise a replay.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import type { StateStore } from '../../core/state.js'
+import type { OAuthGrantStore } from '../../core/state.js'
 import { seal, unseal } from '../../core/token.js'
 import { subkey } from '../subkey.js'
 import type { Grant } from './grants.js'
@@ -36,12 +36,12 @@ export type Taken = { readonly ok: true; readonly code: CodeBinding; readonly fa
 const hash = (code: string) => createHash('sha256').update(code).digest('base64url')
 
 export class AuthorizationCodes {
-  readonly #state: StateStore
+  readonly #state: OAuthGrantStore
   readonly #grantKey: Buffer
   readonly #ttlMs: number
   #purged = 0
 
-  constructor(state: StateStore, secret: Buffer, ttlMs: number) {
+  constructor(state: OAuthGrantStore, secret: Buffer, ttlMs: number) {
     this.#state = state
     this.#grantKey = subkey(secret, 'oauth-grant')
     this.#ttlMs = ttlMs

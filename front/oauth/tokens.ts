@@ -12,7 +12,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { InvalidGrantError, InvalidTargetError } from '@modelcontextprotocol/sdk/server/auth/errors.js'
 import type { OAuthConfig } from '../../core/config.js'
-import type { StateStore } from '../../core/state.js'
+import type { OAuthGrantStore, RevokedTokens } from '../../core/state.js'
 import { TokenError, seal, unseal } from '../../core/token.js'
 import { subkey } from '../subkey.js'
 import type { Grant } from './grants.js'
@@ -44,10 +44,10 @@ const revokedId = (family: string) => `oauth:${family}`
 export class OAuthTokens {
   readonly #accessKey: Buffer
   readonly #grantKey: Buffer
-  readonly #state: StateStore
+  readonly #state: OAuthGrantStore & RevokedTokens
   readonly #config: OAuthConfig
 
-  constructor(secret: Buffer, state: StateStore, config: OAuthConfig) {
+  constructor(secret: Buffer, state: OAuthGrantStore & RevokedTokens, config: OAuthConfig) {
     this.#accessKey = subkey(secret, 'oauth-access')
     this.#grantKey = subkey(secret, 'oauth-grant')
     this.#state = state

@@ -34,7 +34,19 @@ const ASSETS: Readonly<Record<string, string>> = {
   '/admin/console.css': 'console.css',
   '/admin/console.js': 'console.js',
 }
-const assetCache = new Map<string, string>()
+/**
+ * The console's files (plain HTML/CSS/JS next to the sources, front/admin/; a build keeps
+ * them in place), read once when this module loads at start-up: serving them reads no
+ * file on the main thread.
+ */
+const assetTexts: Promise<Map<string, string>> = Promise.all(
+  [...new Set(Object.values(ASSETS))].map(
+    async (file) =>
+      [file, await readFile(new URL(`../admin/${file}`, import.meta.url), 'utf8').catch(() => readFile(new URL(`../../../front/admin/${file}`, import.meta.url), 'utf8'))] as const,
+  ),
+).then((pairs) => new Map(pairs))
+// A failure is answered to the requests that need the files (not an unhandled rejection at start-up).
+assetTexts.catch(() => {})
 
 /** The admin API's resources: /admin/api/<resource>[/<id>]. */
 const RESOURCES = new Set(['session', 'keys', 'shares', 'users', 'status'])
@@ -65,12 +77,7 @@ async function asset(req: HttpRequest, path: string): Promise<HttpReply> {
   const file = ASSETS[path]
   if (!file) throw new ApiError('NOT_FOUND', `no endpoint ${req.path}`)
   refuseWrites(req)
-  let text = assetCache.get(file)
-  if (text === undefined) {
-    // The console's files are plain HTML/CSS/JS next to the sources (front/admin/); a build keeps them in place.
-    text = await readFile(new URL(`../admin/${file}`, import.meta.url), 'utf8').catch(() => readFile(new URL(`../../../front/admin/${file}`, import.meta.url), 'utf8'))
-    assetCache.set(file, text)
-  }
+  const text = (await assetTexts).get(file)!
   return pageFileReply(req, file, text, CONSOLE_CSP)
 }
 

@@ -16,8 +16,7 @@ import { parseRange } from '../../core/range.js'
 import type { HeadedStream, RequestContext } from '../../core/storage.js'
 import type { FsEntry } from '../../core/protocol-fs.js'
 import { type Access, need } from '../access.js'
-import { type ListSnapshots, listSnapshots } from '../../gateways/connection/view.js'
-import { toFsEntry } from '../../gateways/connection/handles.js'
+import { type ListSnapshots, listSnapshots, toFsEntry } from '../../gateways/connection/index.js'
 import { errorReply, okReply } from '../http/status.js'
 
 /** The HTTP API's path rule (core/paths.ts). */

@@ -30,25 +30,31 @@ export const WEB_CSP = [
   "frame-ancestors 'none'",
 ].join('; ')
 
-const cache = new Map<string, string>()
-let names: Promise<Set<string>> | undefined
+/**
+ * The page's files (index.html and those under /web/), read once when this module loads
+ * at start-up: serving them reads no file on the main thread. Beside the routes (`npm run
+ * build` copies them to dist/front/web/), else in the sources' front/web/.
+ */
+const files: Promise<Map<string, string>> = (async () => {
+  const [dir, list] = await readdir(new URL('../web/', import.meta.url)).then(
+    (l) => [new URL('../web/', import.meta.url), l] as const,
+    async () => [new URL('../../../front/web/', import.meta.url), await readdir(new URL('../../../front/web/', import.meta.url))] as const,
+  )
+  const wanted = list.filter((n) => n === 'index.html' || ASSET_NAME.test(n))
+  return new Map(await Promise.all(wanted.map(async (n) => [n, await readFile(new URL(n, dir), 'utf8')] as const)))
+})()
+// A failure is answered to the requests that need the files (not an unhandled rejection at start-up).
+files.catch(() => {})
 
-/** The folder of the page's files: next to the built module's sources (a build does not copy them; dist/ points back). */
 async function read(file: string): Promise<string> {
-  let text = cache.get(file)
-  if (text === undefined) {
-    text = await readFile(new URL(`../web/${file}`, import.meta.url), 'utf8').catch(() => readFile(new URL(`../../../front/web/${file}`, import.meta.url), 'utf8'))
-    cache.set(file, text)
-  }
+  const text = (await files).get(file)
+  if (text === undefined) throw new ApiError('NOT_FOUND', `no file ${file}`)
   return text
 }
 
-/** The files under /web/, listed once: a request names one of them or gets 404. */
-function assetNames(): Promise<Set<string>> {
-  names ??= readdir(new URL('../web/', import.meta.url))
-    .catch(() => readdir(new URL('../../../front/web/', import.meta.url)))
-    .then((list) => new Set(list.filter((n) => ASSET_NAME.test(n))))
-  return names
+/** The files under /web/: a request names one of them or gets 404. */
+async function assetNames(): Promise<Set<string>> {
+  return new Set([...(await files).keys()].filter((n) => ASSET_NAME.test(n)))
 }
 
 /** The route `path` matches, for the request log (a share id is a credential: never logged); null when not the web app's. */

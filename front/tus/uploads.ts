@@ -2,9 +2,10 @@
  * @module front/tus/uploads
  * Resumable uploads: the tus 1.0 protocol (core, creation, creation-with-upload,
  * creation-defer-length, termination, expiration) under /api/files/tus/, spoken by
- * @tus/server with @tus/file-store staging the bytes in `<staging_dir>/tus/` (the data
- * directory by default) and their records in the state store (records.ts): with the
- * store and the staging folder shared, any node serves any upload.
+ * @tus/server, the bytes staged in `<staging_dir>/tus/` (the data directory by default)
+ * by a worker thread (staging-store.ts over core/staged.ts: the main thread does no
+ * file I/O for them) and their records in the state store (records.ts): with the store
+ * and the staging folder shared, any node serves any upload.
  *
  * filegate keeps what the library does not know about:
  * - who may: every request is authenticated like POST /api/files/cat (the caller's
@@ -24,12 +25,11 @@
  * an unsupported Tus-Resumable is 412 (with Tus-Version), a PATCH of another type 415.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises'
-import { join } from 'node:path'
 import { Metadata, Server, type Upload } from '@tus/server'
 import { ApiError, toApiError } from '../../core/api-error.js'
 import { stagingError } from '../../core/errors.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
+import type { StagedArea } from '../../core/staged.js'
 import type { StagingHold, StagingQuota } from '../../core/staging-quota.js'
 import type { StateStore } from '../../core/state.js'
 import { DOOR_PATH_RULES } from '../../core/paths.js'
@@ -59,8 +59,8 @@ const RESERVED = new Set([OWNER, TARGET, OVERWRITE, VIA])
 const CREDENTIAL_PARAMS = ['share', 'key'] as const
 
 export interface TusOptions {
-  /** The staging folder (created 0700), shared by the nodes of a cluster. */
-  readonly dir: string
+  /** The staging area (its folder created 0700 by the first upload), shared by the nodes of a cluster. */
+  readonly area: StagedArea
   /** Where the uploads' records are. */
   readonly state: StateStore
   readonly expiryMs: number
@@ -108,7 +108,7 @@ export class TusUploads {
 
   /** Opens the staging folder and removes what expired while filegate was stopped. */
   static async open(opts: TusOptions): Promise<TusUploads> {
-    await mkdir(opts.dir, { recursive: true, mode: 0o700 })
+    await opts.area.prepare()
     const uploads = new TusUploads(opts)
     await uploads.sweep()
     await uploads.#countStaged()
@@ -119,9 +119,9 @@ export class TusUploads {
     this.#opts = opts
     this.#records = new StoreConfigstore(opts.state)
     this.#store = new StagingStore({
-      directory: opts.dir,
-      configstore: this.#records,
-      expirationPeriodInMilliseconds: opts.expiryMs,
+      area: opts.area,
+      records: this.#records,
+      expiryMs: opts.expiryMs,
       chargeOf: (id) => {
         const hold = this.#holds.get(id)
         return hold && { hold, reserved: this.#reserved.get(id) ?? 0 }
@@ -240,7 +240,7 @@ export class TusUploads {
       if (declared > 0 && this.#reserved.get(upload.id) === declared) {
         this.#reserved.delete(upload.id)
         // The write set the hold to what is on disk; a PATCH that never wrote gives its reservation back.
-        const size = await stat(join(this.#opts.dir, upload.id)).then((st) => st.size, () => null)
+        const size = await this.#store.stagedSize(upload.id).catch(() => null)
         if (size === null) this.#dropHold(upload.id)
         else hold?.setTo(size)
       }
@@ -254,7 +254,7 @@ export class TusUploads {
     let hold = this.#holds.get(id)
     if (!hold) {
       const owner = metadata[OWNER] ?? id
-      hold = quota.hold(this.#opts.dir, metadata[VIA] === 'share' ? { login: null, share: owner } : { login: owner, share: null })
+      hold = quota.hold(this.#opts.area.dir, metadata[VIA] === 'share' ? { login: null, share: owner } : { login: owner, share: null })
       this.#holds.set(id, hold)
     }
     return hold
@@ -271,7 +271,7 @@ export class TusUploads {
     if (!this.#opts.quota) return
     for (const id of await this.#opts.state.expiredTusUploads(Number.MAX_SAFE_INTEGER)) {
       const r = await this.#opts.state.getTusUpload(id)
-      const size = await stat(join(this.#opts.dir, id)).then((st) => st.size, () => null)
+      const size = await this.#store.stagedSize(id).catch(() => null)
       if (r === null || size === null) continue
       this.#holdOf(id, (JSON.parse(r.upload) as Upload).metadata ?? {})?.setTo(size)
     }
@@ -297,32 +297,30 @@ export class TusUploads {
    */
   async sweep(): Promise<void> {
     const now = Date.now()
-    const { dir, expiryMs, state } = this.#opts
+    const { area, expiryMs, state } = this.#opts
     for (const id of await state.expiredTusUploads(now - expiryMs)) if (!this.#commits.has(id)) await this.#discard(id)
     // Uploads another node (sharing the staging folder) finished or terminated: no longer counted here.
     for (const id of [...this.#holds.keys()]) {
       if (!this.#reserved.has(id) && !this.#commits.has(id) && (await state.getTusUpload(id)) === null) this.#dropHold(id)
     }
-    for (const name of await readdir(dir)) {
+    for (const { name, mtimeMs } of await area.entries()) {
       if (name.endsWith('.json') && UPLOAD_ID.test(name.slice(0, -'.json'.length))) {
         await this.#adopt(name.slice(0, -'.json'.length))
         continue
       }
       if (!UPLOAD_ID.test(name) || this.#commits.has(name) || (await state.getTusUpload(name)) !== null) continue
-      const written = await stat(join(dir, name)).then((s) => s.mtimeMs, () => null)
-      if (written !== null && now > written + expiryMs) await rm(join(dir, name), { force: true })
+      if (now > mtimeMs + expiryMs) await area.remove(name)
     }
   }
 
   /** A record an earlier filegate kept beside the bytes (`<id>.json`): moved into the store. */
   async #adopt(id: string): Promise<void> {
-    const file = join(this.#opts.dir, `${id}.json`)
     try {
-      if ((await this.#opts.state.getTusUpload(id)) === null) await this.#records.set(id, JSON.parse(await readFile(file, 'utf8')) as Upload)
+      const text = await this.#opts.area.take(`${id}.json`)
+      if (text !== null && (await this.#opts.state.getTusUpload(id)) === null) await this.#records.set(id, JSON.parse(text) as Upload)
     } catch {
       // unreadable: its upload cannot be resumed; the bytes go as debris
     }
-    await rm(file, { force: true })
   }
 
   close(): void {
@@ -365,7 +363,7 @@ export class TusUploads {
       if (id !== undefined) {
         // creation-with-upload: the write set the hold to what is on disk, if anything is
         this.#reserved.delete(id)
-        const size = await stat(join(this.#opts.dir, id)).then((st) => st.size, () => null)
+        const size = await this.#store.stagedSize(id).catch(() => null)
         if (size === null) this.#dropHold(id)
         else this.#holds.get(id)?.setTo(size)
       }
@@ -425,7 +423,7 @@ export class TusUploads {
     const opts = upload.size === undefined ? { overwrite: meta[OVERWRITE] === 'true' } : { overwrite: meta[OVERWRITE] === 'true', size: upload.size }
     const commit = (async () => {
       try {
-        await writeUpload(ctx, access, meta[TARGET]!, this.#store.read(id), opts)
+        await writeUpload(ctx, access, meta[TARGET]!, this.#store.bytes(id), opts)
       } catch (err) {
         if (HTTP_STATUS[toApiError(err).code] < 500) await this.#discard(id)
         throw err
@@ -438,7 +436,7 @@ export class TusUploads {
 
   async #discard(id: string): Promise<void> {
     await this.#opts.state.deleteTusUpload(id)
-    await rm(join(this.#opts.dir, id), { force: true })
+    await this.#opts.area.remove(id)
     this.#dropHold(id)
   }
 }

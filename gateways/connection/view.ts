@@ -108,7 +108,7 @@ export type GatewayProtocolFs = ProtocolFs & { readonly stats: GatewayFsStats }
  */
 export async function createProtocolFs(opts: GatewayFsOptions): Promise<GatewayProtocolFs> {
   const ch = new Channel(opts.pool, opts.spec, opts.key)
-  const abilities = await fsCall(() => ch.call<BackendAbilities>({ requestId: 'gateway-open', signal: new AbortController().signal }, { op: 'abilities' }))
+  const abilities = await fsCall(() => ch.call({ requestId: 'gateway-open', signal: new AbortController().signal }, { op: 'abilities' }))
   return new GatewayFs(ch, opts, abilities)
 }
 
@@ -159,17 +159,17 @@ class GatewayFs implements ProtocolFs {
   // What the storage holds: a file being written is not there before its handle's
   // `close` (a door shows its own session's files itself: gateways/sftp/own-writes.ts).
   stat(ctx: RequestContext, path: string): Promise<FsEntry> {
-    return this.#call([path], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'stat', path })))
+    return this.#call([path], async () => toFsEntry(await this.#ch.call(ctx, { op: 'stat', path })))
   }
 
   lstat(ctx: RequestContext, path: string): Promise<FsEntry> {
-    return this.#call([path], async () => toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'lstat', path })))
+    return this.#call([path], async () => toFsEntry(await this.#ch.call(ctx, { op: 'lstat', path })))
   }
 
   list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly after?: string; readonly limit?: number } = {}): Promise<ListPage> {
     return this.#may(['can_read'], [dir], () =>
       // The login's share of the snapshots: by the storage root it sees (each view of one login sees the same).
-      this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call<Entry[]>(ctx, { op: 'list', path: dir })).map(toFsEntry), this.identity),
+      this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call(ctx, { op: 'list', path: dir })).map(toFsEntry), this.identity),
     )
   }
 
@@ -220,18 +220,18 @@ class GatewayFs implements ProtocolFs {
     return this.#may(['can_read', 'can_upload'], [from, to], async () => {
       const overwrite = opts.overwrite && (await this.#mayReplaceAt(ctx, to))
       if (!this.permissions.can_create_file && !(await this.#statOrNull(ctx, to))) throw refused('can_create_file', to)
-      return toFsEntry(await this.#ch.call<Entry>(ctx, { op: 'copy', from, to, overwrite }))
+      return toFsEntry(await this.#ch.call(ctx, { op: 'copy', from, to, overwrite }))
     })
   }
 
   space(ctx: RequestContext, path: string): Promise<Space> {
-    return this.#call([path], () => this.#ch.call<Space>(ctx, { op: 'space', path }))
+    return this.#call([path], () => this.#ch.call(ctx, { op: 'space', path }))
   }
 
   metadata(ctx: RequestContext, path: string): Promise<StoredMetadata> {
     return this.#may(['can_read'], [path], async () => {
       if (!this.abilities.metadata) throw new FsError('ENOTSUP', 'this storage keeps no object metadata', { path })
-      return this.#ch.call<StoredMetadata>(ctx, { op: 'metadata', path })
+      return this.#ch.call(ctx, { op: 'metadata', path })
     })
   }
 
@@ -325,7 +325,7 @@ class GatewayFs implements ProtocolFs {
     // The worker hashes what it commits; the digest comes back with the entry (handles.ts).
     const digest = fresh && opts.digest ? { digest: opts.digest } : {}
     const upload = (body: AsyncIterable<Uint8Array>, size?: number): Promise<Entry> =>
-      this.#ch.upload<Entry>(opCtx, { op: 'write', path, overwrite, parents: false, ...(size === undefined ? {} : { size }), ...metadata, ...digest }, body)
+      this.#ch.upload(opCtx, { op: 'write', path, overwrite, parents: false, ...(size === undefined ? {} : { size }), ...metadata, ...digest }, body)
     const reader = new ReadAhead(
       (offset, signal) => this.#ch.read({ requestId: ctx.requestId, signal }, { op: 'read', path, range: { start: offset }, inlineMax: INLINE_READ_MAX }),
       limits.idleMs ?? 2000,
@@ -348,7 +348,7 @@ class GatewayFs implements ProtocolFs {
       fresh,
       commitStaging: (s) => s.commit(upload),
       truncateNow: (size) => this.#ch.call(opCtx, { op: 'truncate', path, size }),
-      statNow: () => this.#ch.call<Entry>(opCtx, { op: 'stat', path }),
+      statNow: () => this.#ch.call(opCtx, { op: 'stat', path }),
       onEnd: () => {
         ended()
         this.#handles.delete(handle)
@@ -377,7 +377,7 @@ class GatewayFs implements ProtocolFs {
 
   async #statOrNull(ctx: RequestContext, path: string): Promise<Entry | null> {
     try {
-      return await this.#ch.call<Entry>(ctx, { op: 'stat', path })
+      return await this.#ch.call(ctx, { op: 'stat', path })
     } catch (err) {
       if ((err as FsError).code === 'ENOENT') return null
       throw err

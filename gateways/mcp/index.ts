@@ -15,7 +15,9 @@
  */
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js'
+import type { DoorMeter, DrainRegistration } from '../../core/doors.js'
 import type { Gateway, GatewayContext } from '../../core/gateway.js'
+import { countCalls } from './call-meter.js'
 import type { HttpHandler, HttpReply, HttpRequest } from '../../core/http.js'
 import { CallSlots, workOf } from './call-slots.js'
 import { type Grant, authInfoOf, grantFrom } from './grant.js'
@@ -56,9 +58,16 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   const limits: ToolLimits = { ...DEFAULT_LIMITS, ...opts.limits }
   const keepAliveMs = opts.keepAliveMs ?? 5000
   let stored: StoredSessions | null = null
-  const sessions = new SessionTable({ idleMs: opts.idleSeconds * 1000, max: opts.maxSessions, perSubject: opts.sessionsPerSubject ?? 32, perAddress: opts.sessionsPerAddress ?? 100 }, (s) => {
-    if (s.kind === 'streamable') stored?.remove(s.id).catch((err: unknown) => ctx?.log('warn', 'mcp: an evicted session stays in the store', { error: String(err) }))
-  })
+  /** The door's counters (core/doors.ts) and its share of the drain, once started. */
+  let meter: DoorMeter | null = null
+  let drain: DrainRegistration | null = null
+  const sessions = new SessionTable(
+    { idleMs: opts.idleSeconds * 1000, max: opts.maxSessions, perSubject: opts.sessionsPerSubject ?? 32, perAddress: opts.sessionsPerAddress ?? 100 },
+    (s) => {
+      if (s.kind === 'streamable') stored?.remove(s.id).catch((err: unknown) => ctx?.log('warn', 'mcp: an evicted session stays in the store', { error: String(err) }))
+    },
+    () => meter?.session() ?? (() => {}),
+  )
   /** Sessions being rebuilt from the store here, by id and subject: one rebuild each. */
   const rebuilding = new Map<string, Promise<string | null>>()
   const corsOrigins = new Set(opts.corsOrigins)
@@ -92,7 +101,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
         if (res.reason === 'unavailable') return jsonReply(503, { error: 'temporarily_unavailable', error_description: res.message }, { 'retry-after': '5' })
         return unauthorized(req, res.message)
       }
-      const grant = grantFrom(res, req.requestId)
+      const grant = grantFrom(meter ? { ...res, fs: meter.fs(res.fs) } : res, req.requestId)
       try {
         return await handle(req, grant, ctx)
       } catch (err) {
@@ -114,7 +123,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
   type Streamable = Extract<McpSession, { kind: 'streamable' }>
 
   /** A session's server and transport, named `sid`; `opened` runs when the transport takes an initialize request. */
-  const newStreamable = async (sid: string, subject: string, address: string, opened?: (s: Streamable) => Promise<void>): Promise<Streamable> => {
+  const newStreamable = async (sid: string, subject: string, address: string, opened?: (s: Streamable) => Promise<void>, counted = true): Promise<Streamable> => {
     const server = newServer()
     const s: Streamable = {
       id: sid,
@@ -128,6 +137,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
     }
     server.server.onclose = () => sessions.remove(sid)
     await server.connect(s.transport)
+    if (counted && meter) countCalls(s.transport, meter)
     return s
   }
 
@@ -137,13 +147,15 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
     if (init === null) return null
     const refused = sessions.admit(subject, address)
     if (refused !== null) return refused
-    const s = await newStreamable(id, subject, address)
+    // The replayed initialize is not a call of the client's: counted from after it.
+    const s = await newStreamable(id, subject, address, undefined, false)
     try {
       await replayInitialize(s.transport, resource(), id, init)
     } catch (err) {
       await s.close()
       throw err
     }
+    if (meter) countCalls(s.transport, meter)
     sessions.add(s)
     return null
   }
@@ -255,6 +267,7 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
     }
     server.server.onclose = () => sessions.remove(sid)
     await server.connect(session.transport)
+    if (meter) countCalls(session.transport, meter)
     sessions.add(session)
     return {
       status: 200,
@@ -314,13 +327,14 @@ export function createMcpGateway(opts: McpGatewayOptions): Gateway {
     async start(c) {
       ctx = c
       stored = new StoredSessions(c.state, opts.idleSeconds * 1000)
+      meter = c.meter('mcp')
+      // New requests are refused at once; tool calls under way get the grace to answer.
+      drain = c.drain.register({ name: 'mcp', stopAccepting: () => (ctx = null), busy: () => calls.running, end: () => sessions.closeAll() })
     },
     async stop(graceMs = 0) {
-      // New requests are refused at once; tool calls under way get the grace to answer.
       ctx = null
-      const deadline = Date.now() + graceMs
-      while (calls.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
-      await sessions.closeAll()
+      await (drain ? drain.stop(graceMs) : sessions.closeAll())
+      drain = null
     },
   }
 }

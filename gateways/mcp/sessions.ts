@@ -49,10 +49,15 @@ export class SessionTable {
   readonly #limits: SessionLimits
   readonly #timer: NodeJS.Timeout
   readonly #evicted: (s: McpSession) => void
+  readonly #opened: () => () => void
+  /** Each session's end for `opened`'s count (the metrics' sessions gauge). */
+  readonly #counted = new Map<string, () => void>()
 
-  constructor(limits: SessionLimits, evicted: (s: McpSession) => void = () => {}) {
+  /** @param opened called as a session enters the table; what it returns, as it leaves */
+  constructor(limits: SessionLimits, evicted: (s: McpSession) => void = () => {}, opened: () => () => void = () => () => {}) {
     this.#limits = limits
     this.#evicted = evicted
+    this.#opened = opened
     this.#timer = setInterval(() => this.sweep(Date.now()), Math.max(100, Math.min(limits.idleMs / 2, 30_000)))
     this.#timer.unref()
   }
@@ -105,7 +110,13 @@ export class SessionTable {
   }
 
   add(s: McpSession): void {
+    if (!this.#counted.has(s.id)) this.#counted.set(s.id, this.#opened())
     this.#byId.set(s.id, s)
+  }
+
+  #uncount(id: string): void {
+    this.#counted.get(id)?.()
+    this.#counted.delete(id)
   }
 
   /** The session `id` when `subject` opened it; undefined otherwise (unknown, ended, someone else's). */
@@ -116,6 +127,7 @@ export class SessionTable {
 
   remove(id: string): void {
     this.#byId.delete(id)
+    this.#uncount(id)
   }
 
   begin(s: McpSession): void {
@@ -139,6 +151,7 @@ export class SessionTable {
 
   #end(s: McpSession): Promise<void> {
     this.#byId.delete(s.id)
+    this.#uncount(s.id)
     return s.close().catch(() => {})
   }
 }

@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto'
 import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js'
-import type { StateStore } from '../../core/state.js'
+import type { McpSessionStore } from '../../core/state.js'
 
 /** The params of a client's `initialize` request, as it sent them. */
 export type InitializeParams = Record<string, unknown> & { readonly protocolVersion?: unknown }
@@ -24,12 +24,12 @@ const idHash = (id: string) => sha256(`filegate mcp session\0${id}`)
 const ownerHash = (subject: string) => sha256(`filegate mcp owner\0${subject}`)
 
 export class StoredSessions {
-  readonly #state: StateStore
+  readonly #state: McpSessionStore
   readonly #idleMs: number
   readonly #touchEveryMs: number
   #purged = 0
 
-  constructor(state: StateStore, idleMs: number) {
+  constructor(state: McpSessionStore, idleMs: number) {
     this.#state = state
     this.#idleMs = idleMs
     this.#touchEveryMs = Math.min(idleMs / 10, 60_000)

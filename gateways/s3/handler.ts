@@ -8,6 +8,7 @@
  * logged and answered InternalError.
  */
 import { randomBytes } from 'node:crypto'
+import type { DoorMeter } from '../../core/doors.js'
 import type { GatewayLogin } from '../../core/gateway.js'
 import type { HttpHandler, HttpReply, HttpRequest } from '../../core/http.js'
 import { bucketLocation, bucketVersioning, createBucket, deleteBucket, headBucket, listBuckets } from './buckets.js'
@@ -37,6 +38,8 @@ export interface S3HandlerOptions {
   /** Browser origins allowed (the service's `cors.origins`): their preflights are answered, their requests get CORS headers. */
   readonly corsOrigins?: readonly string[]
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
+  /** The door's counters: a request is an HTTP request, an error its S3 error code, a session a request being answered. */
+  readonly meter?: DoorMeter
 }
 
 /** This node, as `x-amz-id-2` tells it (S3 sends its host id there). */
@@ -162,12 +165,17 @@ export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
     }
     let caller: S3Caller | null = null
     let reply: HttpReply
+    const { meter } = opts
+    const ended = meter?.session()
     try {
       caller = await authenticate(req, opts.login, { region: opts.region })
+      if (meter) caller = { ...caller, fs: meter.fs(caller.fs) }
       const { bucket, key } = address(req, opts.baseDomain)
       const r: S3Request = { req, caller, ctx: { requestId: req.requestId, signal: req.signal, client: { address: req.remoteAddress, credential: `s3:${caller.accessKeyId}` } }, meta: opts.meta, region: opts.region, bucket, key }
       reply = await route(r, opts.multipart)
+      meter?.request()
     } catch (err) {
+      meter?.request(toS3Error(err).error.code)
       reply = errorReply(req, err, opts.log)
     }
     const fs = caller?.fs
@@ -180,6 +188,7 @@ export function createS3Handler(opts: S3HandlerOptions): HttpHandler {
           done?.(err)
         } finally {
           fs?.close()
+          ended?.()
         }
       },
     }

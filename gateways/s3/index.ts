@@ -39,7 +39,7 @@ export function createS3Gateway(opts: S3GatewayOptions): Gateway {
       const meta = new ObjectMeta(ctx.state)
       const mp = createMultipart(ctx, { expiryHours: opts.multipartExpiryHours ?? 24, meta })
       multipart = mp
-      const handler = createS3Handler({ login: ctx.login, meta, region: opts.region, baseDomain: opts.baseDomain, log: ctx.log, multipart: (r) => mp.route(r), corsOrigins: opts.corsOrigins ?? [] })
+      const handler = createS3Handler({ login: ctx.login, meta, region: opts.region, baseDomain: opts.baseDomain, log: ctx.log, multipart: (r) => mp.route(r), corsOrigins: opts.corsOrigins ?? [], meter: ctx.meter('s3') })
       // Bodies stream: PutObject has no size limit of its own (S3's is 5 GiB; this server streams any size).
       // What the engine refuses itself is answered in S3's shape too (with x-amz-request-id).
       // Header bytes exactly as signed, and `100 Continue` only after authentication (core/gateway.ts, exactHeaders).

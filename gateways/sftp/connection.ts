@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Connection, ClientInfo } from 'ssh2'
+import type { DoorMeter } from '../../core/doors.js'
 import type { GatewayLogin } from '../../core/gateway.js'
 import { type LoggedIn, authenticate } from './auth.js'
 import type { SendBudget } from './send-budget.js'
@@ -26,6 +27,8 @@ export interface ConnectionOptions {
   readonly work?: Work
   /** The connection's cap on bytes on their way to the client (./send-budget.ts). */
   readonly sendBudget?: SendBudget
+  /** The door's counters (core/doors.ts): requests, errors, file bytes, sessions. */
+  readonly meter?: DoorMeter
   readonly log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void
 }
 
@@ -66,7 +69,7 @@ export function onConnection(client: Connection, info: ClientInfo, opts: Connect
     // (./wire/), ssh2 the SSH beneath.
     session.on('subsystem', (acceptSub, reject, info) => {
       if (who === null || info.name !== 'sftp') return reject()
-      serveSftp(acceptSub(), { fs: who.fs, user: who.user, connId, address, log: opts.log, ...(opts.socket ? { socket: opts.socket } : {}), ...(opts.work ? { work: opts.work } : {}), ...(opts.sendBudget ? { sendBudget: opts.sendBudget } : {}) })
+      serveSftp(acceptSub(), { fs: who.fs, user: who.user, connId, address, log: opts.log, ...(opts.socket ? { socket: opts.socket } : {}), ...(opts.work ? { work: opts.work } : {}), ...(opts.sendBudget ? { sendBudget: opts.sendBudget } : {}), ...(opts.meter ? { meter: opts.meter } : {}) })
     })
     const refuseCommand = (accept: () => { stderr: { write(s: string): void }; exit(code: number): void; end(): void }) => {
       const ch = accept()

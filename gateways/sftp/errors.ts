@@ -1,13 +1,15 @@
 /**
  * @module gateways/sftp/errors
  * The one table from the storage error vocabulary (core/errors.ts) to SFTP v3 status
- * codes. SFTP v3 has few codes: everything that is neither "no such file", "permission
- * denied" nor "unsupported" is FAILURE, with the error's message telling which.
+ * codes (core/sftp-status.ts). SFTP v3 has few codes: everything that is neither "no
+ * such file", "permission denied" nor "unsupported" is FAILURE, with the error's
+ * message telling which.
  */
 import { type FsErrorCode, isFsError } from '../../core/errors.js'
+import type { SftpStatusCode } from '../../core/sftp-status.js'
 import { STATUS } from './wire/codec.js'
 
-const TABLE: Readonly<Record<FsErrorCode, number>> = {
+const TABLE: Readonly<Record<FsErrorCode, SftpStatusCode>> = {
   ENOENT: STATUS.NO_SUCH_FILE,
   EACCES: STATUS.PERMISSION_DENIED,
   ENOTSUP: STATUS.OP_UNSUPPORTED,

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { DrainRegistration } from '../../core/doors.js'
 import type { Gateway, GatewayContext } from '../../core/gateway.js'
 import { loadOrCreateHostKey } from './hostkey.js'
 import { type SshListener, listenSsh } from './server.js'
@@ -28,6 +29,7 @@ export interface SftpGatewayOptions {
 
 export function createSftpGateway(opts: SftpGatewayOptions): Gateway {
   let listener: SshListener | null = null
+  let drain: DrainRegistration | null = null
   return {
     name: 'sftp',
     get port() {
@@ -40,16 +42,19 @@ export function createSftpGateway(opts: SftpGatewayOptions): Gateway {
       listener = await listenSsh(key.privateKey, opts.host, opts.port, {
         login: ctx.login,
         log: ctx.log,
+        meter: ctx.meter('sftp'),
         ...(opts.loginGraceMs ? { graceMs: opts.loginGraceMs } : {}),
         ...(opts.kexGraceMs ? { kexGraceMs: opts.kexGraceMs } : {}),
         ...(opts.startups ? { startups: opts.startups } : {}),
         maxConnections: opts.maxConnections || defaultMaxConnections(),
         ...(opts.proxied ? { proxied: opts.proxied } : {}),
       })
+      drain = ctx.drain.register(listener.drain)
       ctx.log('info', 'sftp gateway listening', { address: `${opts.host}:${listener.port}`, host_key: key.fingerprint })
     },
     async stop(graceMs?: number) {
-      await listener?.close(graceMs)
+      await drain?.stop(graceMs ?? 0)
+      drain = null
       listener = null
     },
   }

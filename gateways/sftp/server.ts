@@ -16,6 +16,7 @@
  */
 import { type Socket, createServer } from 'node:net'
 import type { Algorithms } from 'ssh2'
+import type { DrainPart } from '../../core/doors.js'
 import { type ConnectionOptions, onConnection } from './connection.js'
 import { readProxyHeader } from './proxy-header.js'
 import { SendBudget } from './send-budget.js'
@@ -50,14 +51,15 @@ const REFUSAL_LOG_MS = 60_000
 export interface SshListener {
   readonly port: number
   /**
-   * Stops listening; each connection is closed once it has nothing under way (no request
-   * in flight, no file open), and whatever is left after `graceMs` (default 0) is dropped.
+   * Its share of the drain (gateways/connection/drain.ts): stops listening; each
+   * connection is closed once it has nothing under way (no request in flight, no file
+   * open), and whatever is left at the deadline is dropped, its open files aborted.
    */
-  close(graceMs?: number): Promise<void>
+  readonly drain: DrainPart
 }
 
-/** How often a closing listener looks for connections that became idle. */
-const CLOSE_POLL_MS = 50
+/** How often an ended listener looks whether its connections are gone. */
+const CLOSE_POLL_MS = 5
 
 export interface ListenOptions extends Omit<ConnectionOptions, 'loggedIn' | 'socket' | 'work' | 'sendBudget'> {
   readonly graceMs?: number
@@ -170,32 +172,41 @@ export function listenSsh(hostKey: string, host: string, port: number, opts: Lis
       )
     }
     tcp.once('error', onError)
+    let listening = true
+    const ending = new Set<Socket>()
     tcp.listen(port, host, () => {
       tcp.off('error', onError)
       tcp.on('error', (err: Error) => opts.log('error', 'sftp listener error', { err: err.message }))
       resolve({
         port: (tcp.address() as { port: number }).port,
-        close: (graceMs = 0) =>
-          new Promise<void>((res) => {
-            const deadline = Date.now() + graceMs
-            const ending = new Set<Socket>()
-            let listening = true
-            tcp.close(() => (listening = false))
-            const sweep = () => {
-              const late = Date.now() >= deadline
-              for (const { socket, work } of sockets.values()) {
-                // Late: dropped, its open files aborted (nothing committed). Idle: closed once what was written is sent.
-                if (late) socket.destroy()
-                else if (work.busy === 0 && !ending.has(socket)) {
-                  ending.add(socket)
-                  socket.destroySoon()
-                }
+        drain: {
+          name: 'sftp',
+          stopAccepting: () => tcp.close(() => (listening = false)),
+          busy: () => {
+            let n = 0
+            for (const { work } of sockets.values()) n += work.busy
+            return n
+          },
+          // An idle connection is closed once what was written to it is sent.
+          closeIdle: () => {
+            for (const { socket, work } of sockets.values()) {
+              if (work.busy === 0 && !ending.has(socket)) {
+                ending.add(socket)
+                socket.destroySoon()
               }
-              if (sockets.size === 0 && !listening) return res()
-              setTimeout(sweep, late ? 5 : CLOSE_POLL_MS)
             }
-            sweep()
-          }),
+          },
+          // What is left is dropped: its sessions end and abort their open files (nothing committed).
+          end: () =>
+            new Promise<void>((res) => {
+              const sweep = () => {
+                for (const { socket } of sockets.values()) socket.destroy()
+                if (sockets.size === 0 && !listening) return res()
+                setTimeout(sweep, CLOSE_POLL_MS)
+              }
+              sweep()
+            }),
+        },
       })
     })
   })

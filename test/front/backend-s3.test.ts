@@ -37,8 +37,8 @@ function sdk(t: Test, server: S3rverServer = s3): S3Client {
 }
 
 /** filegate with an s3 connection fixed to this endpoint. */
-async function gate(t: Test, endpoint = s3.endpoint): Promise<string> {
-  const { url } = await startTestServer(t, { connections: [{ label: 's3', type: 's3', endpoint, region: 'us-east-1', path_style: true }] })
+async function gate(t: Test, endpoint = s3.endpoint, more: Record<string, unknown> = {}): Promise<string> {
+  const { url } = await startTestServer(t, { connections: [{ label: 's3', type: 's3', endpoint, region: 'us-east-1', path_style: true, ...more }] })
   return url
 }
 
@@ -157,10 +157,11 @@ t.test('every endpoint on s3', async (t) => {
 })
 
 t.test('a folder of more objects than one listing page, made by another client', async (t) => {
-  const url = await gate(t)
+  // Pages of 100 keys (`list_chunk`): 234 objects are three pages, as 1234 are two of 1000.
+  const url = await gate(t, s3.endpoint, { list_chunk: 100 })
   const c = sdk(t)
   const bucket = await s3.bucket()
-  const n = 1234
+  const n = 234
   let next = 0
   // No markers: folders that exist only as key prefixes, as other S3 tools make them.
   await Promise.all(
@@ -176,9 +177,9 @@ t.test('a folder of more objects than one listing page, made by another client',
   t.match(((await res.json()) as { results: Listing }).results, [{ name: 'many', type: 'directory' }], 'an implicit folder')
   res = await call('GET', '/api/files/ls', { path: '/many/' })
   const all = ((await res.json()) as { results: Listing }).results
-  t.equal(all.length, n, `${n} entries over two listing pages`)
+  t.equal(all.length, n, `${n} entries over three listing pages`)
   t.same(all.map((e) => e.name), Array.from({ length: n }, (_, i) => `f-${String(i).padStart(5, '0')}`), 'every name once, sorted')
-  t.equal(await (await call('GET', '/api/files/cat', { path: '/many/f-01000' })).text(), '1000')
+  t.equal(await (await call('GET', '/api/files/cat', { path: '/many/f-00200' })).text(), '200')
   res = await call('POST', '/api/files/rm', { path: '/many/' })
   t.equal(res.status, 200, 'rm of an implicit folder')
   await res.body?.cancel()
@@ -215,6 +216,11 @@ t.test('login answers', async (t) => {
   await expectError(t, await login(url, { path: bucket, access_key_id: 'NOBODY' }), 401, 'NOT_AUTHENTICATED', 'unknown access key')
   await expectError(t, await login(url, { secret_access_key: 'wrong' }), 401, 'NOT_AUTHENTICATED', 'wrong secret, no bucket fixed')
   await expectError(t, await login(url, { path: 'no-such-bucket-here' }), 502, 'BACKEND_UNREACHABLE', 'a bucket that does not exist')
+  for (const chunk of [0, 1001, 'many']) {
+    const res = await login(url, { path: bucket, list_chunk: chunk })
+    t.equal(res.status, 400, `list_chunk ${chunk}: HTTP 400`)
+    t.match(await res.json(), { status: 'error', code: 'INVALID_INPUT', message: /list_chunk.*1 to 1000/ }, `list_chunk ${chunk}: says what it takes`)
+  }
   started = Date.now()
   const nobody = await gate(t, `http://127.0.0.1:${await freePort()}`)
   await expectError(t, await login(nobody, { path: bucket }), 502, 'BACKEND_UNREACHABLE', 'nothing listening')

@@ -1,7 +1,7 @@
 /**
  * @module gateways/s3/multipart
  * S3 multipart uploads over any storage: uploads.ts (the operations, records, Complete,
- * expiry), staging.ts (parts on disk), route.ts (the query forms of the REST API),
+ * expiry), staging.ts (parts staged by a worker), route.ts (the query forms of the REST API),
  * xml.ts (the part list of Complete). docs/s3-gateway.md, "Multipart uploads".
  */
 import { join } from 'node:path'
@@ -24,13 +24,14 @@ export interface Multipart {
 
 /**
  * The multipart side of the S3 gateway, for its context: parts staged under
- * `<staging_dir>/s3-multipart/` (where every node reaches), records in the state store;
+ * `<staging_dir>/s3-multipart/` (where every node reaches) by the pool's threads
+ * (core/staged.ts), records in the state store;
  * swept now (in the background) and periodically.
  */
-export function createMultipart(ctx: Pick<GatewayContext, 'state' | 'stagingDir' | 'log' | 'stagingQuota'>, opts: { readonly expiryHours: number; readonly meta: Pick<ObjectMeta, 'put'> }): Multipart {
+export function createMultipart(ctx: Pick<GatewayContext, 'state' | 'stagingDir' | 'log' | 'stagingQuota' | 'staged'>, opts: { readonly expiryHours: number; readonly meta: Pick<ObjectMeta, 'put'> }): Multipart {
   const uploads = new MultipartUploads({
     state: ctx.state,
-    stagingDir: join(ctx.stagingDir, 's3-multipart'),
+    staging: ctx.staged.area(join(ctx.stagingDir, 's3-multipart')),
     meta: opts.meta,
     expiryMs: opts.expiryHours * 3_600_000,
     log: (level, msg, fields) => ctx.log(level, msg, fields),

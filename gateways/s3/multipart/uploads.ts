@@ -5,9 +5,10 @@
  * - **records** in the state store (who created the upload, for which bucket and key,
  *   its Content-Type and metadata; each part's number, size, MD5 and staging file), so
  *   only keys of the same user see an upload and a restart loses nothing;
- * - **parts** staged privately on disk (staging.ts), streamed as they arrive: memory is
- *   one chunk whatever the part's size. A part re-sent replaces the previous one
- *   atomically (one record swap);
+ * - **parts** staged privately on disk by a worker thread (staging.ts over
+ *   core/staged.ts), streamed as they arrive and hashed where they are written: memory
+ *   is a few chunks whatever the part's size, and the main thread does no file I/O for
+ *   them. A part re-sent replaces the previous one atomically (one record swap);
  * - **Complete** checks the part list, then streams the parts in order into one file
  *   opened on the user's view (while route.ts keeps the client's connection alive): the
  *   object appears atomically at the handle's close, with the md5-of-md5s `-N` ETag; the
@@ -28,6 +29,7 @@ import { compareKeys, keyPath } from '../keys.js'
 import { type ObjectMeta, fromRecordedMeta, multipartEtag, unquoteEtag } from '../meta/index.js'
 import { statObject } from '../objects.js'
 import { type S3Request, makeFolders, statBucket, unmakeFolders } from '../request.js'
+import type { StagedArea } from '../../../core/staged.js'
 import type { StagingHold, StagingQuota } from '../../../core/staging-quota.js'
 import { PartStaging, PartTooLarge, UPLOAD_ID, UploadGone, newUploadId } from './staging.js'
 import type { RequestedPart } from './xml.js'
@@ -43,8 +45,8 @@ export const PART_IDLE_MS = 3_600_000
 
 export interface MultipartOptions {
   readonly state: StateStore
-  /** `<staging_dir>/s3-multipart`, shared by the nodes of a cluster. */
-  readonly stagingDir: string
+  /** The staging area `<staging_dir>/s3-multipart` (core/staged.ts), shared by the nodes of a cluster. */
+  readonly staging: StagedArea
   /** Where the object's ETag and metadata are recorded at Complete (gateways/s3/meta/). */
   readonly meta: Pick<ObjectMeta, 'put'>
   /** Uploads not completed this long after their creation are removed (`s3.multipart_expiry_hours`). */
@@ -87,7 +89,7 @@ export class MultipartUploads {
 
   constructor(opts: MultipartOptions) {
     this.#o = opts
-    this.#staging = new PartStaging(opts.stagingDir)
+    this.#staging = new PartStaging(opts.staging)
   }
 
   /** Sweeps now, then every quarter of the expiry time (at most hourly), until `stop`. */
@@ -220,11 +222,10 @@ export class MultipartUploads {
       const h = await r.caller.fs.open(r.ctx, path, FILE_WRITE, { metadata })
       try {
         let off = 0
-        for (const p of chosen) {
-          for await (const chunk of this.#staging.read(id, p.file)) {
-            await h.write(off, chunk)
-            off += chunk.byteLength
-          }
+        // The parts in order, in one stream from a worker that reads them.
+        for await (const chunk of this.#staging.read(id, chosen.map((p) => p.file))) {
+          await h.write(off, chunk)
+          off += chunk.byteLength
         }
         // Published and recorded as one commit of the object (gateways/s3/commits.ts).
         await serially(r.caller.fs, path, async () => {
@@ -238,7 +239,7 @@ export class MultipartUploads {
       }
     } catch (err) {
       await unmakeFolders(r, made)
-      if (!isFsError(err) && (err as NodeJS.ErrnoException).code === 'ENOENT') throw noSuchUpload(id) // aborted or swept meanwhile
+      if (err instanceof UploadGone) throw noSuchUpload(id) // aborted or swept meanwhile
       throw err
     }
     await this.#o.state.completeMultipartUpload(id, etag)
@@ -289,8 +290,8 @@ export class MultipartUploads {
         continue
       }
       const known = new Set((await this.#o.state.listMultipartParts(name)).map((p) => p.file))
-      for (const f of await this.#staging.files(name)) {
-        if (!known.has(f) && (await this.#staging.idleFor(name, f)) >= PART_IDLE_MS) await this.#staging.removePart(name, f)
+      for (const { file, mtimeMs } of await this.#staging.files(name)) {
+        if (!known.has(file) && Date.now() - mtimeMs >= PART_IDLE_MS) await this.#staging.removePart(name, file)
       }
     }
     // Uploads another node (sharing the staging folder) completed or aborted: no longer counted here.

@@ -37,17 +37,8 @@ export const PACKET = {
   EXTENDED_REPLY: 201,
 } as const
 
-export const STATUS = {
-  OK: 0,
-  EOF: 1,
-  NO_SUCH_FILE: 2,
-  PERMISSION_DENIED: 3,
-  FAILURE: 4,
-  BAD_MESSAGE: 5,
-  NO_CONNECTION: 6,
-  CONNECTION_LOST: 7,
-  OP_UNSUPPORTED: 8,
-} as const
+/** Status codes: the one table, core/sftp-status.ts (the SFTP driver reads the same codes). */
+export { SFTP_STATUS as STATUS } from '../../../core/sftp-status.js'
 
 /** OPEN's pflags. */
 export const OPEN_MODE = { READ: 0x01, WRITE: 0x02, APPEND: 0x04, CREAT: 0x08, TRUNC: 0x10, EXCL: 0x20 } as const

@@ -15,6 +15,7 @@
  *   fills and it waits).
  */
 import type { Duplex } from 'node:stream'
+import { SFTP_STATUS_TEXT, type SftpStatusCode } from '../../../core/sftp-status.js'
 import { type Attrs, Fields, Malformed, Out, PACKET, STATUS, sizeOf } from './codec.js'
 import { PacketReader } from './framing.js'
 
@@ -76,15 +77,6 @@ const MAX_QUEUED = 8 * 1024 * 1024
 /** Answers smaller than this are gathered per event-loop turn. */
 const SMALL = 16 * 1024
 
-const MESSAGES: Readonly<Record<number, string>> = {
-  [STATUS.OK]: 'Success',
-  [STATUS.EOF]: 'End of file',
-  [STATUS.NO_SUCH_FILE]: 'No such file',
-  [STATUS.PERMISSION_DENIED]: 'Permission denied',
-  [STATUS.FAILURE]: 'Failure',
-  [STATUS.BAD_MESSAGE]: 'Bad message',
-  [STATUS.OP_UNSUPPORTED]: 'Operation unsupported',
-}
 
 export class SftpServer {
   private readonly handlers: Partial<Requests> = {}
@@ -142,7 +134,7 @@ export class SftpServer {
     this.over()
   }
 
-  status(id: number, code: number, message = MESSAGES[code] ?? 'Failure'): void {
+  status(id: number, code: number, message = SFTP_STATUS_TEXT[code as SftpStatusCode] ?? SFTP_STATUS_TEXT[STATUS.FAILURE]): void {
     const out = new Out(1 + 4 + 4 + sizeOf.string(message) + sizeOf.string('en'))
     this.answer(out.u8(PACKET.STATUS).u32(id).u32(code).string(message).string('en').done())
   }

@@ -20,12 +20,15 @@ import { S3Error } from '../../../gateways/s3/errors.js'
 import { ObjectMeta } from '../../../gateways/s3/meta/index.js'
 import { MultipartUploads, multipartRoute } from '../../../gateways/s3/multipart/index.js'
 import { PART_IDLE_MS } from '../../../gateways/s3/multipart/uploads.js'
+import { PoolStaged } from '../../../workers/client.js'
 import { WorkerPool } from '../../../workers/pool.js'
 import { startS3rver } from '../../servers/s3rver.js'
 import { FULL_ACCESS, READ_ONLY } from '../../../core/permissions.js'
 
 const pool = new WorkerPool({ workers: 1, tasksPerWorker: 16, maxQueue: 1000 })
 t.teardown(() => pool.close())
+/** The parts' staging area: written by the pool's thread, as the server does. */
+const staging = (dir: string) => new PoolStaged(pool).area(dir)
 
 const MiB = 1024 * 1024
 const md5 = (b: Uint8Array) => createHash('md5').update(b).digest('hex')
@@ -51,7 +54,7 @@ async function fixture(t: Test, opts: { expiryMs?: number } = {}) {
   t.teardown(() => state.close())
   const stagingDir = join(base, 'mp')
   const meta = new ObjectMeta(state)
-  const uploads = new MultipartUploads({ state, stagingDir, meta, expiryMs: opts.expiryMs ?? 24 * 3_600_000 })
+  const uploads = new MultipartUploads({ state, staging: staging(stagingDir), meta, expiryMs: opts.expiryMs ?? 24 * 3_600_000 })
   await uploads.start()
   t.teardown(() => uploads.stop())
   const views: ProtocolFs[] = []
@@ -316,7 +319,7 @@ t.test('expiry and crash debris: swept at start and periodically, nothing left',
   utimesSync(join(f.stagingDir, kept, '00002.deadbeef'), anHourAgo, anHourAgo)
   writeFileSync(join(f.stagingDir, kept, '00003.cafe'), 'being written at another node')
   writeFileSync(join(f.stagingDir, 'junk'), 'junk')
-  const restarted = new MultipartUploads({ state: f.state, stagingDir: f.stagingDir, meta: f.meta, expiryMs: 24 * 3_600_000 })
+  const restarted = new MultipartUploads({ state: f.state, staging: staging(f.stagingDir), meta: f.meta, expiryMs: 24 * 3_600_000 })
   await restarted.start()
   restarted.stop()
   t.same(readdirSync(f.stagingDir), [kept], 'only the live upload remains')
@@ -325,7 +328,7 @@ t.test('expiry and crash debris: swept at start and periodically, nothing left',
   t.same((await f.state.listMultipartParts(kept)).map((p) => p.number), [1])
 
   // Expired: an upload older than the expiry goes, records and staging.
-  const soon = new MultipartUploads({ state: f.state, stagingDir: f.stagingDir, meta: f.meta, expiryMs: 200 })
+  const soon = new MultipartUploads({ state: f.state, staging: staging(f.stagingDir), meta: f.meta, expiryMs: 200 })
   const old = await f.create()
   await f.part(f.alice, 'big.bin', old, 1, randomBytes(1000))
   await soon.start() // sweeps every 1 s at this expiry
@@ -344,7 +347,7 @@ t.test('over an S3 backend: Complete writes the object with its Content-Type and
   const state = await openSqliteState(join(base, 'state'))
   t.teardown(() => state.close())
   const meta = new ObjectMeta(state)
-  const uploads = new MultipartUploads({ state, stagingDir: join(base, 'mp'), meta, expiryMs: 3_600_000 })
+  const uploads = new MultipartUploads({ state, staging: staging(join(base, 'mp')), meta, expiryMs: 3_600_000 })
   t.teardown(() => uploads.stop())
   const spec = { type: 's3' as const, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, root: '' }
   const fs = await createProtocolFs({ pool, spec, permissions: FULL_ACCESS, stagingDir: join(base, 'gw') })

@@ -53,7 +53,7 @@ export { classify } from './errors.js'
 
 // 1) Config ------------------------------------------------------------------
 
-export interface S3Config extends S3ClientOptions, Pick<S3Spec, 'root'> {
+export interface S3Config extends S3ClientOptions, Pick<S3Spec, 'root' | 'listChunk'> {
   /** Multipart part size in bytes (at least 5 MiB, S3's minimum). */
   readonly partSize?: number
 }
@@ -126,6 +126,8 @@ class S3Driver implements Driver {
   /** Key prefix of the root inside the fixed bucket: '' or 'a/b/'. */
   readonly #base: string
   readonly #partSize: number
+  /** `max-keys` of a listing request (undefined: the server's default, 1000 on S3). */
+  readonly #listChunk: number | undefined
   /** Unfinished multipart uploads whose abort could not reach the server. */
   readonly #aborts: UploadCleanup<Upload>
 
@@ -138,6 +140,7 @@ class S3Driver implements Driver {
     this.#bucket = segs[0] ?? null
     this.#base = segs.length > 1 ? `${segs.slice(1).join('/')}/` : ''
     this.#partSize = Math.max(MIN_PART, cfg.partSize ?? PART_SIZE)
+    this.#listChunk = cfg.listChunk
     this.#aborts = new UploadCleanup<Upload>({
       run: async (u) => {
         try {
@@ -178,7 +181,7 @@ class S3Driver implements Driver {
     let token: string | undefined
     let first = true
     do {
-      const out = await this.#send(ctx, dir, new this.#sdk.ListObjectsV2Command({ Bucket: loc.bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token }))
+      const out = await this.#send(ctx, dir, new this.#sdk.ListObjectsV2Command({ Bucket: loc.bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token, MaxKeys: this.#listChunk }))
       const page: Entry[] = []
       const files = new Set<string>()
       for (const o of out.Contents ?? []) {
@@ -630,7 +633,7 @@ class S3Driver implements Driver {
   async *#walk(ctx: OpContext, path: string, bucket: string, prefix: string): AsyncIterable<{ key: string; size: number }[]> {
     let token: string | undefined
     do {
-      const out = await this.#send(ctx, path, new this.#sdk.ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }))
+      const out = await this.#send(ctx, path, new this.#sdk.ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: this.#listChunk }))
       const objects = (out.Contents ?? []).filter((o) => o.Key !== undefined).map((o) => ({ key: o.Key!, size: o.Size ?? 0 }))
       if (objects.length > 0) yield objects
       token = out.IsTruncated ? out.NextContinuationToken : undefined

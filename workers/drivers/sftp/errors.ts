@@ -3,21 +3,13 @@
  * Section 2 of the sftp driver: ssh2 and SFTP status errors → FsError.
  */
 import { FsError, isFsError } from '../../../core/errors.js'
+import { SFTP_STATUS } from '../../../core/sftp-status.js'
 import { socketErrorCode } from '../socket-errors.js'
 
 // 2) classify ----------------------------------------------------------------
 
-/** SFTP v3 status codes (draft-ietf-secsh-filexfer-02, ssh2's utils.sftp.STATUS_CODE). */
-export const Status = {
-  EOF: 1,
-  NO_SUCH_FILE: 2,
-  PERMISSION_DENIED: 3,
-  FAILURE: 4,
-  BAD_MESSAGE: 5,
-  NO_CONNECTION: 6,
-  CONNECTION_LOST: 7,
-  OP_UNSUPPORTED: 8,
-} as const
+/** SFTP v3 status codes: the table the SFTP gateway answers with too (core/sftp-status.ts). */
+export const Status = SFTP_STATUS
 
 /**
  * ssh2 / SFTP error → FsError. SFTP v3 has one code for most failures (FAILURE):

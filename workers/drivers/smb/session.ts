@@ -28,6 +28,7 @@
 import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { type Socket, connect } from 'node:net'
+import { FrameReader } from '../../../core/frames.js'
 import { FsError } from '../../../core/errors.js'
 import { NtStatusError, STATUS, SmbTransportError } from './errors.js'
 import type { SmbSpec } from '../../../core/backend.js'
@@ -162,8 +163,11 @@ export class SmbSession {
   writeLen = IO_BLOCK
   readonly #queue: Queued[] = []
   readonly #pending = new Map<number, Pending>()
-  #chunks: Buffer[] = []
-  #buffered = 0
+  /** NetBIOS session messages: a zero type byte, then the SMB2 message's 24-bit length. */
+  readonly #frames = new FrameReader((head) => {
+    if (head[0] !== 0) throw new Error(`NetBIOS message type ${head[0]}`)
+    return head.readUInt32BE(0) & 0xffffff
+  })
   #dead: SmbTransportError | null = null
 
   private constructor(lib: Lib, socket: Socket, timeoutMs: number) {
@@ -480,44 +484,10 @@ export class SmbSession {
   }
 
   #onData(chunk: Buffer): void {
-    this.#chunks.push(chunk)
-    this.#buffered += chunk.length
-    while (this.#buffered >= 4 && !this.#dead) {
-      const head = this.#peek4()
-      if (head[0] !== 0) throw new Error(`NetBIOS message type ${head[0]}`)
-      const len = head.readUInt32BE(0) & 0xffffff
-      if (this.#buffered < 4 + len) return
-      this.#dispatch(this.#take(4 + len).subarray(4))
-    }
-  }
-
-  #peek4(): Buffer {
-    const first = this.#chunks[0]!
-    return first.length >= 4 ? first : Buffer.concat(this.#chunks.slice(0, 4)).subarray(0, 4)
-  }
-
-  #take(n: number): Buffer {
-    const first = this.#chunks[0]!
-    let out: Buffer
-    if (first.length >= n) {
-      out = first.subarray(0, n)
-      if (first.length === n) this.#chunks.shift()
-      else this.#chunks[0] = first.subarray(n)
-    } else {
-      // Only the bytes of this frame are copied, never the whole backlog.
-      out = Buffer.allocUnsafe(n)
-      let off = 0
-      while (off < n) {
-        const c = this.#chunks[0]!
-        const k = Math.min(c.length, n - off)
-        c.copy(out, off, 0, k)
-        off += k
-        if (k === c.length) this.#chunks.shift()
-        else this.#chunks[0] = c.subarray(k)
-      }
-    }
-    this.#buffered -= n
-    return out
+    // Frames after a reply that killed the session are not dispatched: its callers have their error.
+    this.#frames.push(chunk, (frame) => {
+      if (!this.#dead) this.#dispatch(frame)
+    })
   }
 
   #dispatch(frame: Buffer): void {
