@@ -36,16 +36,8 @@ type Door = 'http' | 'sftp' | 's3' | 'mcp'
  * entry when that work is merged (the test says which entries it no longer saw).
  */
 const STILL_ON_MAIN_THREAD: readonly { readonly door: Door; readonly module: string; readonly why: string }[] = [
-  // HTTP: a tus upload's bytes, record and reassembly on the main thread's disk.
-  { door: 'http', module: 'front/tus/uploads.ts', why: 'issue 26, lane "staged": tus uploads become staged uploads in the worker (workers/staged/)' },
-  { door: 'http', module: 'front/tus/staging-store.ts', why: 'issue 26, lane "staged": tus uploads become staged uploads in the worker (workers/staged/)' },
-  { door: 'http', module: 'core/staging-quota.ts', why: 'issue 26, lane "staged": the free-space check (statfs) of the staging folder goes with the staged uploads into the worker' },
   // SFTP: a write that is not a put, on a storage that cannot write at an offset, goes through a staging copy.
   { door: 'sftp', module: 'gateways/connection/staging.ts', why: 'issue 26, lane "handles": the staging copy moves with the file handles into the worker (workers/handles/)' },
-  { door: 'sftp', module: 'core/staging-quota.ts', why: 'issue 26, lanes "handles"/"staged": the free-space check (statfs) of the staging folder goes with the staging copy into the worker' },
-  // S3: multipart parts staged on the main thread's disk.
-  { door: 's3', module: 'gateways/s3/multipart/staging.ts', why: 'issue 26, lane "staged": multipart parts become staged uploads in the worker (native parts on S3 storages, in place on local folders)' },
-  { door: 's3', module: 'core/staging-quota.ts', why: 'issue 26, lane "staged": the free-space check (statfs) of the staging folder goes with the parts into the worker' },
 ]
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url))
