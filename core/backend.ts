@@ -9,7 +9,7 @@
  * messages precise enough for a client to fix its request; drivers trust specs.
  */
 import { createHash } from 'node:crypto'
-import { ApiError } from './api-error.js'
+import { FsError } from './errors.js'
 
 /** A folder of the server's own disk (`local` connections and `tmp` spaces). */
 export interface LocalSpec {
@@ -141,7 +141,8 @@ export function stableJson(v: unknown): string {
 
 type Params = Readonly<Record<string, unknown>>
 
-const bad = (msg: string) => new ApiError('INVALID_INPUT', msg)
+/** A parameter the caller got wrong: EINVAL, whose message names it (the HTTP API answers 400 INVALID_INPUT). */
+const bad = (msg: string) => new FsError('EINVAL', msg)
 
 function text(p: Params, key: string, opts: { required?: boolean; dflt?: string; max?: number } = {}): string | undefined {
   const v = p[key]
@@ -200,7 +201,7 @@ function root(p: Params): string {
  * A session request's parameters (the connection's fixed values already applied over
  * the client's) → a spec. `local` is not accepted here: its folder comes from the
  * configuration only.
- * @throws ApiError INVALID_INPUT naming the parameter
+ * @throws FsError EINVAL naming the parameter
  */
 export function parseBackendSpec(type: string, p: Params): BackendSpec {
   switch (type) {

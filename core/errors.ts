@@ -20,6 +20,7 @@ export const FS_ERROR_CODES = [
   'ETIMEDOUT', // the backend did not answer in time
   'EUNAVAILABLE', // the backend refused or dropped the connection
   'EBUSY', // a fairness limit of this server (too many transfers at once for this client): retry later
+  'EOVERLOAD', // this server refused the task (its worker pool is full, or it is shutting down): retry shortly
   'EAUTH', // the backend refused the credentials
   'EFBIG', // over a size limit (the configured upload limit, a backend quota, a plugin's input cap)
   'ENOSPC', // the storage (or the server's data folder) has no room left
@@ -40,7 +41,7 @@ export interface WireError {
 const CODE_SET: ReadonlySet<string> = new Set(FS_ERROR_CODES)
 
 /** Codes after which retrying the same request may succeed. */
-const RETRYABLE: ReadonlySet<FsErrorCode> = new Set(['ETIMEDOUT', 'EUNAVAILABLE', 'EBUSY'])
+const RETRYABLE: ReadonlySet<FsErrorCode> = new Set(['ETIMEDOUT', 'EUNAVAILABLE', 'EBUSY', 'EOVERLOAD'])
 
 export class FsError extends Error {
   readonly code: FsErrorCode

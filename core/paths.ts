@@ -1,14 +1,17 @@
 /**
  * @module core/paths
  * The path rules, all of them in this one file: what each door accepts as a path and
- * how it becomes canonical, and what a storage can hold. Every client-supplied path
- * goes through its door's rule exactly once, on the main thread, before anything
- * reaches a worker; drivers and workers only ever see canonical paths.
+ * how it becomes canonical, and what a storage can hold. Each door has its own rule,
+ * one function, declared in `DOOR_PATH_RULES` (the doors take their rule from there).
+ * Every client-supplied path goes through its door's rule exactly once, on the main
+ * thread, before anything reaches a worker; drivers and workers only ever see
+ * canonical paths. Nothing here throws a door's error type: each door answers the
+ * refusal in its own shape (the HTTP API's one table, MCP's, SFTP's, S3's).
  *
- * | door     | rule                   | `..` above the root | error                      |
+ * | door     | rule                   | `..` above the root | refusal                    |
  * |----------|------------------------|---------------------|----------------------------|
- * | HTTP API | `parseClientPath`      | refused             | ApiError INVALID_INPUT     |
- * | MCP      | `mcpToolPath`          | refused             | ApiError INVALID_INPUT     |
+ * | HTTP API | `parseClientPath`      | refused             | FsError EINVAL             |
+ * | MCP      | `mcpToolPath`          | refused             | FsError EINVAL             |
  * | SFTP     | `resolveProtocolPath`  | stays at the root   | FsError EINVAL             |
  * | S3       | `s3KeyPath`            | not a walk: refused | KeyRefusal (keys.ts → S3)  |
  *
@@ -26,7 +29,6 @@
  * is `/`), no empty, `.` or `..` segments, no control characters. Paths are relative
  * to the session's root: `/` is that root, and nothing can name a place above it.
  */
-import { ApiError } from './api-error.js'
 import type { Features } from './driver.js'
 import { FsError } from './errors.js'
 
@@ -71,30 +73,33 @@ function reservedRefusal(segs: readonly string[]): string | null {
     : null
 }
 
+/** A refused path: EINVAL, whose message names the parameter (the HTTP API answers 400 INVALID_INPUT). */
+const invalid = (message: string): FsError => new FsError('EINVAL', message)
+
 /**
  * The HTTP API's rule. Validates and canonicalises a client path. `//` collapses,
  * `.` is dropped, `..` pops a segment; a `..` that would climb above the root, a
  * relative path, and what `doorRefusal` refuses or an upload's hidden name is
- * INVALID_INPUT.
+ * EINVAL.
  * @param what the parameter name, for the error message
  */
 export function parseClientPath(raw: string | undefined, what = 'path'): ClientPath {
-  if (raw === undefined || raw === '') throw new ApiError('INVALID_INPUT', `missing parameter "${what}"`)
+  if (raw === undefined || raw === '') throw invalid(`missing parameter "${what}"`)
   const refused = doorRefusal(raw)
-  if (refused !== null) throw new ApiError('INVALID_INPUT', `"${what}" ${refused}`)
-  if (!raw.startsWith('/')) throw new ApiError('INVALID_INPUT', `"${what}" must be an absolute path starting with "/"`)
+  if (refused !== null) throw invalid(`"${what}" ${refused}`)
+  if (!raw.startsWith('/')) throw invalid(`"${what}" must be an absolute path starting with "/"`)
   const out: string[] = []
   for (const seg of raw.split('/')) {
     if (seg === '' || seg === '.') continue
     if (seg === '..') {
-      if (out.length === 0) throw new ApiError('INVALID_INPUT', `"${what}" climbs above the root`)
+      if (out.length === 0) throw invalid(`"${what}" climbs above the root`)
       out.pop()
       continue
     }
     out.push(seg)
   }
   const reserved = reservedRefusal(out)
-  if (reserved !== null) throw new ApiError('INVALID_INPUT', `"${what}" ${reserved}`)
+  if (reserved !== null) throw invalid(`"${what}" ${reserved}`)
   return { path: '/' + out.join('/'), dirHint: raw.endsWith('/') || raw.endsWith('/.') || raw.endsWith('/..') }
 }
 
@@ -111,8 +116,8 @@ export function mcpToolPath(raw: string, what = 'path'): string {
  * trailing `/` names a directory. The error for such a path that turns out to be a
  * file (callers check the kind, with a stat, only when `dirHint` is set).
  */
-export function trailingSlashOnFile(what: string, path: string): ApiError {
-  return new ApiError('INVALID_INPUT', `"${what}" ends with "/", which names a directory, but ${path} is a file`)
+export function trailingSlashOnFile(what: string, path: string): FsError {
+  return invalid(`"${what}" ends with "/", which names a directory, but ${path} is a file`)
 }
 
 /** True for canonical paths (what workers and drivers accept). */
@@ -221,6 +226,21 @@ export function s3KeyPath(bucketPath: string, key: string): { readonly path: str
   if (Buffer.byteLength(path) > MAX_PATH_BYTES) throw new KeyRefusal('too-long', 'Your key is too long.', bytes)
   return { path, folder }
 }
+
+/**
+ * Each door's path rule, declared once: the door takes its rule from here (and from
+ * nowhere else), so what a door accepts is read in one place.
+ */
+export const DOOR_PATH_RULES = {
+  /** The HTTP API (and what the admin API names, e.g. a gateway user's root). */
+  http: parseClientPath,
+  /** The MCP server's tool and resource arguments. */
+  mcp: mcpToolPath,
+  /** The SFTP server: relative to the session's directory, chroot-like at the root. */
+  sftp: resolveProtocolPath,
+  /** The S3 endpoint: a bucket's key, verbatim or refused (`s3BucketPath` names the bucket's folder). */
+  s3: s3KeyPath,
+} as const
 
 /** The first character of `s` that a storage with these features cannot hold in a name, or null. */
 export function unstorableChar(features: Pick<Features, 'refusedNameChars'>, s: string): string | null {

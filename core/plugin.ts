@@ -12,12 +12,14 @@
  * per thread. A module that throws at load time, or whose `init` throws, stops start-up
  * with a message naming the plugin.
  *
- * Errors are data (core/errors.ts, core/api-error.ts): they are recognised by shape, not
- * class, so a plugin needs no runtime import from filegate. Throw an Error whose `name` is
- * `'FsError'` and whose `code` is one of FS_ERROR_CODES (e.g. `EMEDIA` → 415
- * UNSUPPORTED_MEDIA, `EFBIG` → 413 TOO_LARGE), or, on the main thread, `name: 'ApiError'`
- * with a contract code (e.g. `INVALID_INPUT` → 400). Anything else is a bug: the client
- * gets 500 INTERNAL without detail, the server logs it, and nothing crashes.
+ * Errors are data (core/errors.ts): they are recognised by shape, not class, so a plugin
+ * needs no runtime import from filegate. Throw an Error whose `name` is `'FsError'` and
+ * whose `code` is one of FS_ERROR_CODES (e.g. `EINVAL` for a bad parameter, `EMEDIA`,
+ * `EFBIG`); each door answers it in its own shape (the HTTP API: 400 INVALID_INPUT, 415
+ * UNSUPPORTED_MEDIA, 413 TOO_LARGE). The HTTP API also takes `name: 'ApiError'` with one
+ * of its codes from a main-thread hook, as plugins written before did. Anything else is
+ * a bug: the client gets an internal error without detail, the server logs it, and
+ * nothing crashes.
  *
  * Hooks:
  * - `transform`: a download transform. `select` (main thread, before dispatch) reads the
@@ -124,8 +126,8 @@ export interface TransformOutput {
 export interface DownloadTransform<P = unknown> {
   /**
    * MAIN THREAD, before anything is sent to a worker: the parameters (plain data) when the
-   * request asks for this transform, null when it does not. Throw INVALID_INPUT (an
-   * `ApiError`) for a bad parameter. No I/O: the file has not been looked at yet.
+   * request asks for this transform, null when it does not. Throw an `FsError`-shaped
+   * EINVAL for a bad parameter. No I/O: the file has not been looked at yet.
    */
   select?(query: URLSearchParams, file: TransformFile, options: PluginOptions): P | null
   /**

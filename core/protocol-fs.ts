@@ -10,12 +10,20 @@
  * one file removed, listings in pages, files opened as handles and read or written at
  * offsets.
  *
- * Paths are canonical (each door's rule in core/paths.ts made them so), `/` being the user's
+ * Paths are canonical (the door's own rule, declared in core/paths.ts `DOOR_PATH_RULES`, made them so), `/` being the user's
  * root; nothing can name a place above it. Every failure is an `FsError`
  * (core/errors.ts): each gateway maps its codes to its protocol in one table of its own.
- * A read-only view answers EACCES to every write, before anything reaches a worker.
+ * A view checks every operation against its login's eight permission bits
+ * (core/permissions.ts) before anything reaches a worker, and answers EACCES for what
+ * they do not allow: `list`, `metadata` and opening for reading need can_read; `mkdir`
+ * can_create_directory; `rmdir` and `unlink` can_delete; `rename` can_rename within a
+ * folder, can_move to another; opening for writing can_upload, plus can_create_file for
+ * a new file; replacing an existing file's content (writing into it, truncating it,
+ * renaming or copying onto it) `mayReplace`; `setTimes` and `setMode` can_upload;
+ * `stat`, `lstat` and `space` are always allowed (a client looks before it uploads).
  */
 import type { Entry, ObjectMetadata, Space, StoredMetadata } from './driver.js'
+import type { Permissions } from './permissions.js'
 import type { RequestContext } from './request-context.js'
 
 /** An entry, with its permission bits where the backend keeps them. */
@@ -116,8 +124,8 @@ export interface FsAbilities {
 }
 
 export interface ProtocolFs {
-  /** The user may not change anything: every write is EACCES. */
-  readonly readOnly: boolean
+  /** What the login may do (the module comment says which operation needs which bit). */
+  readonly permissions: Permissions
   /**
    * A stable name of the storage and root this view shows (a hash of their non-secret
    * identity: never a credential): views of the same folder of the same storage have the

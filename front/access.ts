@@ -6,52 +6,21 @@
  * (front/shares.ts) narrow `permissions` and the root.
  */
 import { ApiError } from '../core/api-error.js'
+import { FULL_ACCESS, type Permissions } from '../core/permissions.js'
 import type { Storage } from '../core/storage.js'
 import type { Session } from './sessions.js'
 
-/** As listed in every `ls` answer (docs/api.md, "Files"): all keys, always. */
-export interface Permissions {
-  readonly can_read: boolean
-  readonly can_create_file: boolean
-  readonly can_create_directory: boolean
-  readonly can_rename: boolean
-  readonly can_move: boolean
-  readonly can_upload: boolean
-  readonly can_delete: boolean
-  readonly can_share: boolean
-}
-
-export const FULL_ACCESS: Permissions = {
-  can_read: true,
-  can_create_file: true,
-  can_create_directory: true,
-  can_rename: true,
-  can_move: true,
-  can_upload: true,
-  can_delete: true,
-  can_share: true,
-}
-
-/** Reading only: what a read-only gateway user's session may do. */
-export const READ_ONLY: Permissions = {
-  can_read: true,
-  can_create_file: false,
-  can_create_directory: false,
-  can_rename: false,
-  can_move: false,
-  can_upload: false,
-  can_delete: false,
-  can_share: false,
-}
+export { FULL_ACCESS, type Permissions, READ_ONLY } from '../core/permissions.js'
 
 /**
- * A session's rights. A gateway user's session has its user's (read-only or not), and
- * never makes share links: a link would outlive the user it came from, whose removal
- * or new password must end everything it logged in.
+ * A session's rights. A gateway user's session has its user's bits (the same the user
+ * has at SFTP, S3 and MCP: core/permissions.ts), but never makes share links: a link
+ * would outlive the user it came from, whose removal or new password must end
+ * everything it logged in.
  */
 export function sessionPermissions(session: Session): Permissions {
   if (!session.gateway) return FULL_ACCESS
-  return session.gateway.readOnly ? READ_ONLY : { ...FULL_ACCESS, can_share: false }
+  return { ...session.gateway.permissions, can_share: false }
 }
 
 export interface Access {

@@ -9,7 +9,8 @@
  */
 import { randomBytes } from 'node:crypto'
 import { ApiError } from '../core/api-error.js'
-import { parseClientPath } from '../core/paths.js'
+import { DOOR_PATH_RULES } from '../core/paths.js'
+import { FULL_ACCESS, PERMISSION_NAMES, type Permissions, READ_ONLY, changesNothing } from '../core/permissions.js'
 import type { AuthorizedKeyRecord, GatewayUserRecord, StateStore } from '../core/state.js'
 import { TokenError, seal, unseal } from '../core/token.js'
 import { checkPassword, hashPassword } from './passwords.js'
@@ -105,15 +106,15 @@ export class AdminService {
     if (typeof b.connection !== 'string' || !targets.labels().includes(b.connection)) {
       throw new ApiError('INVALID_INPUT', `"connection" must be one of: ${targets.labels().join(', ')}`)
     }
-    const root = parseClientPath(typeof b.root === 'string' ? b.root : '/', 'root').path
-    if (b.read_only !== undefined && typeof b.read_only !== 'boolean') throw new ApiError('INVALID_INPUT', '"read_only" must be true or false')
+    const root = DOOR_PATH_RULES.http(typeof b.root === 'string' ? b.root : '/', 'root').path
+    const permissions = permissionsInput(b) ?? USER_DEFAULT
     const place = { name: b.name, connection: b.connection, root, created: Date.now() }
     targets.check(place)
     const user: GatewayUserRecord = {
       ...place,
       password_hash: b.password === undefined ? null : await hashPassword(b.password as string),
       keys,
-      read_only: b.read_only === true,
+      permissions,
     }
     if (!(await this.#state.addGatewayUser(user))) throw new ApiError('CONFLICT', `a gateway user "${b.name}" exists already`)
     return userView(user)
@@ -172,6 +173,31 @@ function object(body: unknown): Record<string, unknown> {
   return body as Record<string, unknown>
 }
 
+/** A gateway user without `permissions` or `read_only` may do everything but make share links (which it never can). */
+const USER_DEFAULT: Permissions = { ...FULL_ACCESS, can_share: false }
+
+/**
+ * The rights asked for in an admin API body (a gateway user's, an S3 key's): `permissions`,
+ * an object of the eight bits (a bit left out is not granted), or `read_only`, the
+ * shorthand kept from before the bits (true: can_read only; false: everything a gateway
+ * user may have). Undefined when the body names neither. A gateway user never makes
+ * share links (they would outlive it), so can_share is refused.
+ */
+export function permissionsInput(b: Record<string, unknown>): Permissions | undefined {
+  if (b.read_only !== undefined && typeof b.read_only !== 'boolean') throw new ApiError('INVALID_INPUT', '"read_only" must be true or false')
+  if (b.permissions === undefined) return b.read_only === undefined ? undefined : b.read_only ? READ_ONLY : USER_DEFAULT
+  if (b.read_only !== undefined) throw new ApiError('INVALID_INPUT', 'give "permissions" or "read_only" (its shorthand), not both')
+  const p = b.permissions
+  if (p === null || typeof p !== 'object' || Array.isArray(p)) throw new ApiError('INVALID_INPUT', `"permissions" must be an object of true/false bits: ${PERMISSION_NAMES.join(', ')}`)
+  for (const [k, v] of Object.entries(p)) {
+    if (!(PERMISSION_NAMES as readonly string[]).includes(k)) throw new ApiError('INVALID_INPUT', `"permissions" has no bit ${JSON.stringify(k)}: the bits are ${PERMISSION_NAMES.join(', ')}`)
+    if (typeof v !== 'boolean') throw new ApiError('INVALID_INPUT', `"permissions"."${k}" must be true or false`)
+  }
+  const bits = Object.fromEntries(PERMISSION_NAMES.map((n) => [n, (p as Record<string, unknown>)[n] === true])) as unknown as Permissions
+  if (bits.can_share) throw new ApiError('INVALID_INPUT', '"can_share" cannot be granted here: a share link would outlive the gateway user it came from')
+  return bits
+}
+
 function password(v: unknown): string {
   if (typeof v !== 'string' || v.length < 8 || v.length > 1024) throw new ApiError('INVALID_INPUT', '"password" must be 8 to 1024 characters')
   return v
@@ -200,6 +226,8 @@ export interface GatewayUserView {
   readonly name: string
   readonly connection: string
   readonly root: string
+  readonly permissions: Permissions
+  /** True when the user may change nothing (the shorthand, kept for clients of before the bits). */
   readonly read_only: boolean
   readonly has_password: boolean
   readonly keys: readonly AuthorizedKeyView[]
@@ -212,7 +240,8 @@ export const userView = (u: GatewayUserRecord): GatewayUserView => ({
   name: u.name,
   connection: u.connection,
   root: u.root,
-  read_only: u.read_only,
+  permissions: u.permissions,
+  read_only: changesNothing(u.permissions),
   has_password: u.password_hash !== null,
   keys: u.keys.map(keyView),
   created: u.created,

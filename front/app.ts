@@ -40,6 +40,7 @@ import { Metrics } from './metrics.js'
 import { createOAuth } from './oauth/index.js'
 import { publicOrigin } from './public-url.js'
 import { builtInGateways } from './gateways.js'
+import { type Permissions, toBits } from '../core/permissions.js'
 
 export interface Filegate {
   readonly port: number
@@ -102,7 +103,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     s3Keys,
     plugins,
     logger,
-    openFs: (spec, o) => createProtocolFs({ pool, spec, readOnly: o.readOnly, client: o.client, transfers: limits, stagingDir, stagingQuota }),
+    openFs: (spec, o) => createProtocolFs({ pool, spec, permissions: o.permissions, client: o.client, transfers: limits, stagingDir, stagingQuota }),
   })
 
   const sessions = await SessionService.open({
@@ -132,8 +133,8 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   // Bearer credentials (MCP) come once per request: a session's view is opened once and
   // leased to its requests (gateways/connection/shared-views.ts), as S3's signed requests are.
   const bearerViews = new SharedViews({ idleMs: 30_000 })
-  const openFs = (spec: BackendSpec, readOnly: boolean) =>
-    bearerViews.lease(`${readOnly ? 'ro' : 'rw'}\0${backendKey(spec)}`, () => createProtocolFs({ pool, spec, readOnly, transfers: limits, stagingDir, stagingQuota }))
+  const openFs = (spec: BackendSpec, permissions: Permissions) =>
+    bearerViews.lease(`${toBits(permissions)}\0${backendKey(spec)}`, () => createProtocolFs({ pool, spec, permissions, transfers: limits, stagingDir, stagingQuota }))
   const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
   // What another node may have to finish is staged where every node reaches (`staging_dir`).
   const sharedStaging = config.staging_dir ?? config.data_dir

@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { ApiError } from '../core/api-error.js'
 import { type BackendSpec, type LocalSpec, backendIdentity, parseBackendSpec } from '../core/backend.js'
 import { type ConnectionConfig, leavesCredentialsToUsers } from '../core/config.js'
+import { isFsError } from '../core/errors.js'
 import type { PluginStorageType } from './plugins.js'
 
 /** Storage types that plugins provide (front/plugins.ts). */
@@ -74,7 +75,14 @@ export function connectionSpec(conn: ConnectionConfig, params: Readonly<Record<s
     const spec: BackendSpec = { type: 'plugin', plugin, backend: conn.type, params: p }
     return { spec, identity: backend.identity ? `plugin\0${plugin}\0${conn.type}\0${backend.identity(p)}` : backendIdentity(spec) }
   }
-  const spec = parseBackendSpec(conn.type, { ...params, ...fixed })
+  let spec: BackendSpec
+  try {
+    spec = parseBackendSpec(conn.type, { ...params, ...fixed })
+  } catch (err) {
+    // The core names a bad parameter EINVAL; what a login or session request gets wrong is the API's INVALID_INPUT.
+    if (isFsError(err) && err.code === 'EINVAL') throw new ApiError('INVALID_INPUT', err.message)
+    throw err
+  }
   return { spec, identity: backendIdentity(spec) }
 }
 

@@ -11,6 +11,7 @@
  */
 import type { BearerResult, ShareRequest } from '../core/gateway.js'
 import { ApiError } from '../core/api-error.js'
+import type { Permissions } from '../core/permissions.js'
 import type { ProtocolFs } from '../core/protocol-fs.js'
 import type { BackendSpec } from '../core/backend.js'
 import type { Storage } from '../core/storage.js'
@@ -41,14 +42,14 @@ export interface SessionBearerDeps {
   readonly sessions: SessionService
   readonly shares: ShareService
   readonly storageFor: (spec: BackendSpec, key?: string) => Storage
-  /** `readOnly`: a read-only gateway user's session. */
-  readonly openFs: (spec: BackendSpec, readOnly: boolean) => Promise<ProtocolFs>
+  /** `permissions`: the session's (a gateway user's bits; everything for other sessions). */
+  readonly openFs: (spec: BackendSpec, permissions: Permissions) => Promise<ProtocolFs>
 }
 
 /** A session's view and share maker (also used by the OAuth resolver, whose grants are sessions). */
 export async function sessionGrant(session: Session, deps: SessionBearerDeps, req: BearerRequest): Promise<BearerResult> {
   const rights = sessionPermissions(session)
-  const fs = await deps.openFs(session.spec, !rights.can_upload)
+  const fs = await deps.openFs(session.spec, rights)
   if (!rights.can_share) return { ok: true, subject: session.backendID, fs }
   return {
     ok: true,

@@ -4,8 +4,8 @@
  * (docs/gateways.md, "Gateway users and logins"):
  *
  * - **gateway users**, defined by the admin (front/admin.ts): a password (scrypt) or
- *   an authorized public key, mapped to a connection, a root inside it and read-only
- *   or not. The backend spec is built as a session builds it
+ *   an authorized public key, mapped to a connection, a root inside it and the eight
+ *   permission bits (core/permissions.ts), checked by its view at every door. The backend spec is built as a session builds it
  *   (front/connection-spec.ts) and narrowed to the user's root, so the driver's own
  *   containment holds at that root. A `tmp` user gets a space of its own,
  *   `<data_dir>/gateway-tmp/<name>.<created>` (front/connection-spec.ts).
@@ -49,6 +49,7 @@ import type { BackendSpec } from '../core/backend.js'
 import type { Config } from '../core/config.js'
 import { FsError, isFsError } from '../core/errors.js'
 import type { GatewayLogin, LoginRequest, LoginResult, PublicKey } from '../core/gateway.js'
+import { FULL_ACCESS, type Permissions, changesNothing, describePermissions, intersect, toBits } from '../core/permissions.js'
 import type { ProtocolFs } from '../core/protocol-fs.js'
 import type { GatewayUserRecord, StateStore } from '../core/state.js'
 import type { ClientIdentity } from '../core/storage.js'
@@ -75,7 +76,7 @@ const SHARED_VIEW_IDLE_MS = 30_000
 export const REVALIDATE_MS = 5_000
 
 /** Opens the file system view of one login (gateways/connection/view.ts); rejects when the backend cannot be opened. */
-export type OpenProtocolFs = (spec: BackendSpec, opts: { readonly readOnly: boolean; readonly client: ClientIdentity }) => Promise<ProtocolFs>
+export type OpenProtocolFs = (spec: BackendSpec, opts: { readonly permissions: Permissions; readonly client: ClientIdentity }) => Promise<ProtocolFs>
 
 export interface GatewayLoginOptions {
   readonly config: Config
@@ -91,7 +92,8 @@ export interface GatewayLoginOptions {
 interface Granted {
   readonly user: string
   readonly spec: BackendSpec
-  readonly readOnly: boolean
+  /** The user's bits; for a signature login, narrowed by its key's. */
+  readonly permissions: Permissions
   /** For the admin's warning when the storage is not there: the user and its folder. */
   readonly where: Record<string, unknown>
   /** For a password login: how the password was checked (front/password-cache.ts). */
@@ -108,6 +110,8 @@ interface Unservable {
 }
 
 const REFUSED = 'wrong user name, password or key'
+/** A pass-through login's own account: everything its backend lets it do (share links are the HTTP API's). */
+const PASSTHROUGH: Permissions = { ...FULL_ACCESS, can_share: false }
 
 /**
  * What a credential issued at a gateway user's login (an OAuth grant) stays bound to:
@@ -187,7 +191,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     if ('unservable' in granted) return this.#unavailable('gateway login: this user cannot be served', { ...fields, ...granted.unservable })
     const client = { address: req.address, credential: `gateway:${granted.user}` }
     const open = async (): Promise<ProtocolFs> => {
-      const fs = await this.#opts.openFs(granted.spec, { readOnly: granted.readOnly, client })
+      const fs = await this.#opts.openFs(granted.spec, { permissions: granted.permissions, client })
       try {
         const root = await fs.stat({ requestId: req.requestId, signal: new AbortController().signal, client }, '/')
         if (root.kind !== 'dir') throw new FsError('ENOTDIR', 'the root is not a folder')
@@ -212,7 +216,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     if (granted.stillValid) this.#track(granted.user, fs, granted.stillValid)
     // One line per S3 request would drown the log: signature logins are logged at debug level.
     const level = granted.signature ? 'debug' : 'info'
-    this.#opts.logger.log(level, 'gateway login', { ...fields, read_only: granted.readOnly, ...(granted.password ? { password: granted.password } : {}), ...(granted.signature ? { user: granted.user, access_key_id: granted.signature.keyId } : {}) })
+    this.#opts.logger.log(level, 'gateway login', { ...fields, read_only: changesNothing(granted.permissions), permissions: describePermissions(granted.permissions), ...(granted.password ? { password: granted.password } : {}), ...(granted.signature ? { user: granted.user, access_key_id: granted.signature.keyId } : {}) })
     return { ok: true, user: granted.user, fs }
   }
 
@@ -278,7 +282,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     const user = await this.#opts.state.getGatewayUser(name)
     if (!user || loginMark(user) !== mark) return null
     const spec = this.userSpec(user)
-    return this.#views.lease(sharedViewKey(user, spec), () => this.#opts.openFs(spec, { readOnly: user.read_only, client }))
+    return this.#views.lease(sharedViewKey(user, user.permissions, spec), () => this.#opts.openFs(spec, { permissions: user.permissions, client }))
   }
 
   async keyAuthorized(user: string, key: PublicKey): Promise<boolean> {
@@ -312,7 +316,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   }
 
   /** What `user` is granted once its credentials were found right. */
-  #grant(user: GatewayUserRecord, extra: (spec: BackendSpec) => Pick<Granted, 'password' | 'signature' | 'stillValid'>): Granted | Unservable {
+  #grant(user: GatewayUserRecord, extra: (spec: BackendSpec) => Pick<Granted, 'password' | 'signature' | 'stillValid'>, permissions = user.permissions): Granted | Unservable {
     let spec: BackendSpec
     try {
       spec = this.userSpec(user)
@@ -321,7 +325,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       if (!(isApiError(err) && err.code === 'INVALID_INPUT')) throw err
       return { unservable: { connection: user.connection, root: user.root, error: err.message } }
     }
-    return { user: user.name, spec, readOnly: user.read_only, where: { connection: user.connection, root: user.root, folder: describe(spec) }, ...extra(spec) }
+    return { user: user.name, spec, permissions, where: { connection: user.connection, root: user.root, folder: describe(spec) }, ...extra(spec) }
   }
 
   /** An access key id and a request signed with its secret (S3): the key's user. */
@@ -332,7 +336,9 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     if (!req.signature!.verify(key.secret)) return 'wrong signature'
     const user = await this.#opts.state.getGatewayUser(key.user)
     if (!user) return 'unknown user'
-    return this.#grant(user, (spec) => ({ signature: { keyId: key.id, view: sharedViewKey(user, spec) } }))
+    // The key narrows its user's bits: requests signed with it share a view with those bits only.
+    const permissions = key.permissions === null ? user.permissions : intersect(user.permissions, key.permissions)
+    return this.#grant(user, (spec) => ({ signature: { keyId: key.id, view: sharedViewKey(user, permissions, spec) } }), permissions)
   }
 
   /** `<name>@<label>`: the user's own account on a connection that leaves credentials to its users. */
@@ -345,7 +351,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     const params = conn.type === 's3' ? { access_key_id: name, secret_access_key: req.password } : { username: name, password: req.password }
     try {
       const { spec } = connectionSpec(conn, params, this.#opts.plugins)
-      return { user: req.user, spec, readOnly: false, where: { connection: label } }
+      return { user: req.user, spec, permissions: PASSTHROUGH, where: { connection: label } }
     } catch (err) {
       if (isApiError(err) && err.code === 'INVALID_INPUT') return `malformed credentials (${err.message})`
       throw err
@@ -434,8 +440,8 @@ function keyMatches(blobs: readonly string[], key: PublicKey): boolean {
 
 /**
  * The key of a gateway user's view shared by its per-request logins (S3 signatures,
- * OAuth grants): shared while the user, its rights and its storage stay the same.
+ * OAuth grants): shared while the user, its rights (as narrowed by a key) and its storage stay the same.
  */
-function sharedViewKey(user: GatewayUserRecord, spec: BackendSpec): string {
-  return JSON.stringify([user.name, user.created, user.read_only, spec])
+function sharedViewKey(user: GatewayUserRecord, permissions: Permissions, spec: BackendSpec): string {
+  return JSON.stringify([user.name, user.created, toBits(permissions), spec])
 }

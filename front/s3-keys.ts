@@ -16,6 +16,7 @@
  */
 import { randomInt } from 'node:crypto'
 import { ApiError } from '../core/api-error.js'
+import type { Permissions } from '../core/permissions.js'
 import type { S3KeyRecord, StateStore } from '../core/state.js'
 import { seal, unseal } from '../core/token.js'
 import { subkey } from './subkey.js'
@@ -35,6 +36,8 @@ const TOUCH_EVERY_MS = 60_000
 
 export interface S3KeyView {
   readonly access_key_id: string
+  /** The bits this key narrows its user's to; null: the user's own. */
+  readonly permissions: Permissions | null
   readonly created: number
   readonly last_used: number | null
 }
@@ -48,11 +51,13 @@ export interface S3KeyFound {
   readonly id: string
   readonly user: string
   readonly secret: string
+  /** The key's own bits (null: its user's), intersected with the user's at the login. */
+  readonly permissions: Permissions | null
 }
 
 const random = (alphabet: string, n: number): string => Array.from({ length: n }, () => alphabet[randomInt(alphabet.length)]).join('')
 
-export const s3KeyView = (k: S3KeyRecord): S3KeyView => ({ access_key_id: k.id, created: k.created, last_used: k.last_used })
+export const s3KeyView = (k: S3KeyRecord): S3KeyView => ({ access_key_id: k.id, permissions: k.permissions, created: k.created, last_used: k.last_used })
 
 export class S3Keys {
   readonly #state: StateStore
@@ -67,11 +72,14 @@ export class S3Keys {
     this.#key = subkey(serverSecret, S3_SECRET_PURPOSE)
   }
 
-  /** POST /admin/api/users/<name>/s3-keys: the only time the secret is told. */
-  async create(user: string): Promise<NewS3Key> {
+  /**
+   * POST /admin/api/users/<name>/s3-keys: the only time the secret is told. `permissions`
+   * narrows what requests signed with the key may do (null: what its user may).
+   */
+  async create(user: string, permissions: Permissions | null = null): Promise<NewS3Key> {
     if ((await this.#state.listS3Keys(user)).length >= MAX_S3_KEYS) throw new ApiError('CONFLICT', `"${user}" has ${MAX_S3_KEYS} S3 keys already: revoke one first`)
     const secret = random(MIXED, 40)
-    const record: S3KeyRecord = { id: `FG${random(UPPER, 18)}`, user, sealed: seal(secret, this.#key), created: Date.now(), last_used: null }
+    const record: S3KeyRecord = { id: `FG${random(UPPER, 18)}`, user, sealed: seal(secret, this.#key), permissions, created: Date.now(), last_used: null }
     if ((await this.#state.addS3Key(record)) === 'no-user') throw new ApiError('NOT_FOUND', 'no such gateway user')
     return { ...s3KeyView(record), secret_access_key: secret }
   }
@@ -100,7 +108,7 @@ export class S3Keys {
       if (this.#touched.size > SECRET_CACHE_KEYS) this.#touched.delete(this.#touched.keys().next().value!)
       void this.#state.touchS3Key(id, now).catch(() => {}) // best effort
     }
-    return { id, user: k.user, secret }
+    return { id, user: k.user, secret, permissions: k.permissions }
   }
 
   #unseal(sealed: string): string {

@@ -10,6 +10,7 @@ import type { PluginRoute } from '../core/plugin.js'
 import type { Storage } from '../core/storage.js'
 import type { BackendSpec } from '../core/backend.js'
 import { type Access, sessionPermissions } from './access.js'
+import { mayReplace } from '../core/permissions.js'
 import { readJson } from './http/body.js'
 import { errorReply, okReply } from './http/status.js'
 import * as files from './routes/files.js'
@@ -210,5 +211,6 @@ async function authenticate(deps: ServerDeps, req: HttpRequest): Promise<Access>
   if (share !== null) return deps.shares.resolve(share, req)
   const session = await deps.sessions.authenticate(req.header('authorization'))
   const permissions = sessionPermissions(session)
-  return { session, storage: deps.storageFor(session.spec, session.key), permissions, may_replace: permissions.can_upload }
+  // Replacing a file takes can_delete besides can_upload, at every door (core/permissions.ts `mayReplace`).
+  return { session, storage: deps.storageFor(session.spec, session.key), permissions, may_replace: mayReplace(permissions) }
 }

@@ -20,6 +20,7 @@ import { ApiError } from '../core/api-error.js'
 import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { Config, ConnectionConfig } from '../core/config.js'
 import type { StateStore } from '../core/state.js'
+import { FULL_ACCESS, type Permissions, READ_ONLY, fromBits, toBits } from '../core/permissions.js'
 import { TokenError, seal, unseal } from '../core/token.js'
 import { type BuiltSpec, type PluginStorageTypes, connectionSpec, tmpSpec } from './connection-spec.js'
 import { type GatewayLoginService, REVALIDATE_MS, loginMark } from './gateway-login.js'
@@ -39,7 +40,8 @@ interface Payload {
   /** backendKey(spec), computed once at login. */
   readonly key: string
   /** A gateway user's session: its name, `loginMark` at the login, read-only. */
-  readonly gw?: { readonly u: string; readonly m: string; readonly ro: boolean }
+  /** `p`: the user's permission bits (core/permissions.ts `toBits`); tokens sealed before it had only `ro` (read-only or not). */
+  readonly gw?: { readonly u: string; readonly m: string; readonly ro?: boolean; readonly p?: number }
 }
 
 export interface Session {
@@ -51,7 +53,7 @@ export interface Session {
   readonly key: string
   readonly expiresAt: number
   /** A gateway user's session (absent: a connection's or a tmp user's, with every right). */
-  readonly gateway?: { readonly user: string; readonly mark: string; readonly readOnly: boolean }
+  readonly gateway?: { readonly user: string; readonly mark: string; readonly permissions: Permissions }
 }
 
 /** A token that was a session's, and is no more: told apart for the gateways' bearer answers. */
@@ -277,7 +279,7 @@ export class SessionService {
     return {
       spec: login.userSpec(record),
       identity: `gateway\0${record.name}\0${record.created}`, // a user made anew is another owner
-      gw: { u: record.name, m: loginMark(record), ro: record.read_only },
+      gw: { u: record.name, m: loginMark(record), p: toBits(record.permissions) },
     }
   }
 
@@ -314,5 +316,7 @@ export class SessionService {
 
 function toSession(p: Payload): Session {
   const s = { id: p.id, backendID: p.backendID, home: p.home, spec: p.spec, key: p.key, expiresAt: p.exp }
-  return p.gw ? { ...s, gateway: { user: p.gw.u, mark: p.gw.m, readOnly: p.gw.ro } } : s
+  if (!p.gw) return s
+  const permissions = typeof p.gw.p === 'number' ? fromBits(p.gw.p) : p.gw.ro ? READ_ONLY : { ...FULL_ACCESS, can_share: false }
+  return { ...s, gateway: { user: p.gw.u, mark: p.gw.m, permissions } }
 }

@@ -13,7 +13,7 @@ import { posix } from 'node:path'
 import { ApiError } from '../core/api-error.js'
 import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { HttpRequest } from '../core/http.js'
-import { baseName, parseClientPath, trailingSlashOnFile } from '../core/paths.js'
+import { DOOR_PATH_RULES, baseName, trailingSlashOnFile } from '../core/paths.js'
 import type { ShareRecord, ShareStore, ThrottleStore } from '../core/state.js'
 import type { Storage } from '../core/storage.js'
 import { seal, unseal } from '../core/token.js'
@@ -93,7 +93,7 @@ export class ShareService {
   async create(session: Session, storage: Storage, body: unknown, requestId: string, signal: AbortSignal): Promise<ShareView> {
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('INVALID_INPUT', 'the body must be a JSON object with at least "path"')
     const b = body as Record<string, unknown>
-    const { path, dirHint } = parseClientPath(typeof b.path === 'string' ? b.path : undefined, 'path')
+    const { path, dirHint } = DOOR_PATH_RULES.http(typeof b.path === 'string' ? b.path : undefined, 'path')
     const right = (name: string, dflt: boolean): boolean => {
       const v = b[name]
       if (v === undefined || v === null) return dflt
@@ -133,7 +133,7 @@ export class ShareService {
 
   /** GET /api/share?path=: the owner's shares at or under `path`. */
   async list(session: Session, rawPath: string | null): Promise<ShareView[]> {
-    const { path } = parseClientPath(rawPath ?? '/', 'path')
+    const { path } = DOOR_PATH_RULES.http(rawPath ?? '/', 'path')
     const under = (p: string) => path === '/' || p === path || p.startsWith(path + '/')
     return (await this.#state.listShares(session.backendID)).filter((s) => under(s.path)).map(shareView)
   }

@@ -7,7 +7,7 @@
  * - tasks (stat, list, mkdir, rm, mv..., and the start of a read or zip): at most
  *   `tasksPerWorker` at once per thread, on the least busy one; beyond that they wait
  *   in a bounded queue, and beyond `maxQueue` waiting the answer is EUNAVAILABLE-style
- *   ApiError UNAVAILABLE (503 at the HTTP edge);
+ *   FsError EOVERLOAD (each door answers it: 503 UNAVAILABLE at the HTTP API);
  * - live transfers (a read or zip stream after its start, a write for its whole
  *   body): actors owned by their worker, counted per thread up to
  *   `transfersPerWorker`, placed on the thread with the fewest; they hold no task slot.
@@ -32,7 +32,6 @@
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { type Transferable, Worker } from 'node:worker_threads'
-import { ApiError } from '../core/api-error.js'
 import type { BackendSpec } from '../core/backend.js'
 import { FsError, fromWire } from '../core/errors.js'
 import type { FromWorker, Reply, ReplyOf, Request, ToWorker } from '../core/messages.js'
@@ -91,7 +90,7 @@ export interface Started<V> {
   readonly value: V
   /**
    * Counts the stream on the thread that started it; `onLost` is called if that thread dies
-   * first. @throws ApiError UNAVAILABLE when that thread has `transfersPerWorker` already
+   * first. @throws FsError EOVERLOAD when that thread has `transfersPerWorker` already
    */
   lease(onLost: (err: FsError) => void): TransferLease
   /**
@@ -177,7 +176,7 @@ export class WorkerPool {
   /**
    * Runs one task. Resolves with the reply value; rejects with the op's own FsError, EIO
    * when the worker thread died under the task, ECANCELED when `signal` aborted it, or
-   * ApiError UNAVAILABLE when the queue is full or the pool is closing.
+   * FsError EOVERLOAD when the queue is full or the pool is closing.
    */
   async run<R extends Request>(req: R, spec: BackendSpec, opts: RunOptions = {}): Promise<ReplyOf<R>> {
     return (await this.#submit<ReplyOf<R>>(req, spec, 'task', opts)).value
@@ -226,7 +225,7 @@ export class WorkerPool {
    */
   async close(settleMs = 0): Promise<void> {
     this.#closed = true
-    for (const p of this.#queue.splice(0)) p.settle(null, null, new ApiError('UNAVAILABLE', 'the server is shutting down'))
+    for (const p of this.#queue.splice(0)) p.settle(null, null, new FsError('EOVERLOAD', 'the server is shutting down'))
     for (const t of this.#threads) for (const id of t.pending.keys()) t.worker.postMessage({ t: 'cancel', id } satisfies ToWorker)
     const deadline = performance.now() + settleMs
     while (this.#threads.some((t) => t.pending.size > 0) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10))
@@ -235,7 +234,7 @@ export class WorkerPool {
 
   #submit<V>(req: Request | StagedRequest, spec: BackendSpec | null, lane: 'task' | 'transfer', opts: RunOptions): Promise<{ value: V; thread: Thread; task: Pending }> {
     // The service's own state, not the backend's: UNAVAILABLE (503), never BACKEND_UNREACHABLE.
-    if (this.#closed) return Promise.reject(new ApiError('UNAVAILABLE', 'the server is shutting down'))
+    if (this.#closed) return Promise.reject(new FsError('EOVERLOAD', 'the server is shutting down'))
     if (opts.signal?.aborted) return Promise.reject(new FsError('ECANCELED', 'the request was cancelled'))
     return new Promise((resolve, reject) => {
       const signal = opts.signal
@@ -261,7 +260,7 @@ export class WorkerPool {
       if (lane === 'transfer') {
         const t = this.#leastBy((x) => x.transfers * 1e6 + x.tasks)
         if (!t || t.transfers >= this.#opts.transfersPerWorker) {
-          return reject(new ApiError('UNAVAILABLE', 'the server is overloaded, try again shortly'))
+          return reject(new FsError('EOVERLOAD', 'the server is overloaded, try again shortly'))
         }
         t.transfers++
         this.#send(t, p)
@@ -275,7 +274,7 @@ export class WorkerPool {
         } else if (this.#queue.length < this.#opts.maxQueue) {
           this.#queue.push(p)
         } else {
-          return reject(new ApiError('UNAVAILABLE', 'the server is overloaded, try again shortly'))
+          return reject(new FsError('EOVERLOAD', 'the server is overloaded, try again shortly'))
         }
       }
       signal?.addEventListener('abort', onAbort, { once: true })
@@ -367,7 +366,7 @@ export class WorkerPool {
       queueMicrotask(() => onLost(lost()))
       return { release() {} }
     }
-    if (t.transfers >= this.#opts.transfersPerWorker) throw new ApiError('UNAVAILABLE', 'the server is overloaded, try again shortly')
+    if (t.transfers >= this.#opts.transfersPerWorker) throw new FsError('EOVERLOAD', 'the server is overloaded, try again shortly')
     t.transfers++
     t.leases.add(lease)
     return {

@@ -3,6 +3,7 @@
  * The protocol gateways' users and their SSH keys (front/gateway-login.ts, the admin API).
  * Removing a user removes its S3 keys too. Part of the state store (core/state.ts).
  */
+import type { Permissions } from '../permissions.js'
 
 /** An SSH public key a gateway user may log in with (docs/gateways.md). */
 export interface AuthorizedKeyRecord {
@@ -28,7 +29,8 @@ export interface GatewayUserRecord {
   readonly connection: string
   /** Canonical root path inside that connection. */
   readonly root: string
-  readonly read_only: boolean
+  /** What the user may do, at every door (core/permissions.ts); `read_only` in the admin API is a shorthand for reading only. */
+  readonly permissions: Permissions
   readonly created: number
 }
 

@@ -3,6 +3,7 @@
  * Gateway users' S3 access keys (front/s3-keys.ts, docs/s3-keys.md). Part of the state store
  * (core/state.ts).
  */
+import type { Permissions } from '../permissions.js'
 
 /**
  * An S3 access key of a gateway user (docs/s3-keys.md): the id is public, the secret
@@ -16,6 +17,8 @@ export interface S3KeyRecord {
   readonly user: string
   /** The secret access key, sealed under the server secret. */
   readonly sealed: string
+  /** Narrows the user's permissions for requests signed with this key (never widens them); null: the user's. */
+  readonly permissions: Permissions | null
   readonly created: number
   readonly last_used: number | null
 }

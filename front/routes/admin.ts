@@ -9,7 +9,7 @@ import { ApiError } from '../../core/api-error.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
 import type { StateStore } from '../../core/state.js'
 import type { AdminService, GatewayUserTargets } from '../admin.js'
-import { userView } from '../admin.js'
+import { userView, permissionsInput } from '../admin.js'
 import type { ApiKeyService } from '../api-keys.js'
 import type { S3Keys } from '../s3-keys.js'
 import { readJson } from '../http/body.js'
@@ -161,7 +161,14 @@ async function s3Keys(deps: AdminDeps, req: HttpRequest, name: string, id: strin
   if (id === undefined) {
     if (req.method === 'GET') return okReply({ results: await deps.s3Keys.list(name) })
     // The secret is in this answer, and in no other: no cache may keep it.
-    if (req.method === 'POST') return jsonReply(201, { status: 'ok', result: await deps.s3Keys.create(name) }, { 'cache-control': 'no-store' })
+    if (req.method === 'POST') {
+      // The body is optional: `{"permissions": {...}}` or `{"read_only": true}` narrows the key.
+      const body = req.contentLength === 0 || (req.contentLength === null && req.header('transfer-encoding') === undefined) ? {} : await readJson(req)
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('INVALID_INPUT', 'the body must be a JSON object')
+      for (const k of Object.keys(body)) if (k !== 'permissions' && k !== 'read_only') throw new ApiError('INVALID_INPUT', `"${k}" is not a field of an S3 key: give "permissions" or "read_only", or no body`)
+      const result = await deps.s3Keys.create(name, permissionsInput(body as Record<string, unknown>) ?? null)
+      return jsonReply(201, { status: 'ok', result }, { 'cache-control': 'no-store' })
+    }
     throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use GET or POST`)
   }
   if (req.method === 'DELETE') return (await deps.s3Keys.revoke(name, decodeSegment(id)), okReply())

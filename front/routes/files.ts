@@ -11,13 +11,16 @@ import type { Entry, EntryKind } from '../../core/driver.js'
 import type { HttpReply, HttpRequest } from '../../core/http.js'
 import type { ReadHead, TransformRequest, ZipCompression } from '../../core/messages.js'
 import type { TransformFile } from '../../core/plugin.js'
-import { type ClientPath, baseName, parseClientPath, trailingSlashOnFile } from '../../core/paths.js'
+import { type ClientPath, DOOR_PATH_RULES, baseName, trailingSlashOnFile } from '../../core/paths.js'
 import { parseRange } from '../../core/range.js'
 import type { HeadedStream, RequestContext } from '../../core/storage.js'
 import type { FsEntry } from '../../core/protocol-fs.js'
 import { type Access, need } from '../access.js'
 import { type ListSnapshots, listSnapshots, toFsEntry } from '../../gateways/connection/index.js'
 import { errorReply, okReply } from '../http/status.js'
+
+/** The HTTP API's path rule (core/paths.ts). */
+const parseClientPath = DOOR_PATH_RULES.http
 
 export type FileHandler = (req: HttpRequest, access: Access) => Promise<HttpReply>
 
@@ -232,7 +235,7 @@ export async function checkUploadTarget(ctx: RequestContext, access: Access, pat
     },
   )
   if (!exists) return
-  if (!access.may_replace) throw new ApiError('FORBIDDEN', 'this share allows uploading new files only, not replacing existing ones')
+  if (!access.may_replace) throw new ApiError('FORBIDDEN', 'this credential allows uploading new files only, not replacing existing ones')
   throw new ApiError('CONFLICT', `${path} already exists (overwrite=false)`)
 }
 

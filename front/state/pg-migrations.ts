@@ -73,6 +73,10 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX mcp_sessions_last_seen ON mcp_sessions (last_seen_ms);
    CREATE TABLE tus_uploads (id text COLLATE "C" PRIMARY KEY, upload text NOT NULL, created_ms bigint NOT NULL);
    CREATE INDEX tus_uploads_created ON tus_uploads (created_ms);`,
+  // 3: the eight permission bits of gateway users and S3 keys (core/permissions.ts `toBits`);
+  // NULL: a user's from its read_only flag, a key's its user's.
+  `ALTER TABLE gateway_users ADD COLUMN permissions integer;
+   ALTER TABLE s3_keys ADD COLUMN permissions integer;`,
 ]
 
 /** The schema version this build knows. */

@@ -32,7 +32,7 @@ import type { HttpReply, HttpRequest } from '../../core/http.js'
 import type { StagedArea } from '../../core/staged.js'
 import type { StagingHold, StagingQuota } from '../../core/staging-quota.js'
 import type { StateStore } from '../../core/state.js'
-import { parseClientPath } from '../../core/paths.js'
+import { DOOR_PATH_RULES } from '../../core/paths.js'
 import type { RequestContext } from '../../core/storage.js'
 import { type Access, need } from '../access.js'
 import type { Logger } from '../log.js'
@@ -338,7 +338,7 @@ export class TusUploads {
         throw new ApiError('INVALID_INPUT', 'Upload-Metadata must be comma-separated "key base64value" pairs with unique keys')
       }
     }
-    const { path, dirHint } = parseClientPath(req.query.get('path') ?? metadata.path ?? undefined, 'path')
+    const { path, dirHint } = DOOR_PATH_RULES.http(req.query.get('path') ?? metadata.path ?? undefined, 'path')
     if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', 'the upload path must name a file, not a directory')
     const overwrite = flag(req, 'overwrite', true)
     const length = Number(req.header('upload-length') ?? NaN)

@@ -81,7 +81,7 @@ export class SharedViews {
 
 /** One holder's use of a shared view. */
 class Lease implements ProtocolFs {
-  readonly readOnly: boolean
+  readonly permissions: ProtocolFs['permissions']
   readonly abilities: ProtocolFs['abilities']
   readonly identity: string
   readonly #view: ProtocolFs
@@ -92,7 +92,7 @@ class Lease implements ProtocolFs {
   constructor(view: ProtocolFs, release: () => void) {
     this.#view = view
     this.#release = release
-    this.readOnly = view.readOnly
+    this.permissions = view.permissions
     this.abilities = view.abilities
     this.identity = view.identity
   }

@@ -3,14 +3,15 @@
  * Fair shares of the transfer capacity: at most `perAddress` concurrent transfers
  * (downloads that stream, uploads, zips) from one client address and `perCredential`
  * with one credential (a session token, a share link). Beyond either, the request is
- * answered at once with 429 RATE_LIMITED, which says which limit it hit; nothing waits.
+ * refused at once with EBUSY, saying which limit it hit (the HTTP API answers 429
+ * RATE_LIMITED, SFTP FAILURE, S3 SlowDown); nothing waits.
  * Small reads answered whole by their task (64 KiB and less) are not transfers and are
  * never limited here.
  *
  * Applied as a Storage wrapper, so every protocol that names its client in the request
  * context (`RequestContext.client`) gets the same limits.
  */
-import { ApiError } from '../../core/api-error.js'
+import { FsError } from '../../core/errors.js'
 import type { Entry } from '../../core/driver.js'
 import type { RangeSpec, ReadHead, TransformRequest, ZipCompression, ZipHead } from '../../core/messages.js'
 import type { ClientIdentity, HeadedStream, RequestContext, Storage } from '../../core/storage.js'
@@ -29,16 +30,16 @@ export class TransferLimits {
     this.#settings = settings
   }
 
-  /** Counts one transfer for `client`; returns its (idempotent) release. @throws ApiError RATE_LIMITED */
+  /** Counts one transfer for `client`; returns its (idempotent) release. @throws FsError EBUSY */
   acquire(client: ClientIdentity): () => void {
     const { address, credential } = client
     const a = this.#byAddress.get(address) ?? 0
     const c = this.#byCredential.get(credential) ?? 0
     if (a >= this.#settings.perAddress) {
-      throw new ApiError('RATE_LIMITED', `too many transfers at once from your address (at most ${this.#settings.perAddress}): retry when one has finished`)
+      throw new FsError('EBUSY', `too many transfers at once from your address (at most ${this.#settings.perAddress}): retry when one has finished`)
     }
     if (c >= this.#settings.perCredential) {
-      throw new ApiError('RATE_LIMITED', `too many transfers at once with this credential (at most ${this.#settings.perCredential}): retry when one has finished`)
+      throw new FsError('EBUSY', `too many transfers at once with this credential (at most ${this.#settings.perCredential}): retry when one has finished`)
     }
     this.#byAddress.set(address, a + 1)
     this.#byCredential.set(credential, c + 1)

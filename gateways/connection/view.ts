@@ -18,15 +18,16 @@ import { createHash } from 'node:crypto'
 import { type BackendSpec, backendIdentity } from '../../core/backend.js'
 import type { Entry, Space, StoredMetadata } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
-import { isCanonical } from '../../core/paths.js'
+import { isCanonical, parentOf } from '../../core/paths.js'
 import type { BackendAbilities, HandleOpen, HandleOpened, ToHandle } from '../../core/messages.js'
 import { PendingBudget } from '../../core/pending-budget.js'
+import { type PermissionName, type Permissions, mayReplace } from '../../core/permissions.js'
 import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, ProtocolFs } from '../../core/protocol-fs.js'
 import type { StagingQuota } from '../../core/staging-quota.js'
 import type { ClientIdentity, RequestContext } from '../../core/storage.js'
 import { Channel, INLINE_READ_MAX } from '../../workers/client.js'
 import type { Started, WorkerPool } from '../../workers/pool.js'
-import { asFsError, fsCall, readOnlyError } from './errors.js'
+import { asFsError, fsCall, refused } from './errors.js'
 import { ProxyHandle, toFsEntry } from './file-handle.js'
 import { ListSnapshots } from './list-pages.js'
 
@@ -50,7 +51,8 @@ export interface GatewayFsOptions {
   readonly spec: BackendSpec
   /** backendKey(spec), when the caller has it. */
   readonly key?: string
-  readonly readOnly: boolean
+  /** What the login may do: each operation is checked against these bits before it reaches a worker (core/protocol-fs.ts). */
+  readonly permissions: Permissions
   /** Private staging files (`<data_dir>/gateway-staging`); `sweepStaging` it once at start-up. */
   readonly stagingDir: string
   /** The bounds on staged bytes (core/staging-quota.ts); the staging copies count against the client's login. */
@@ -107,7 +109,7 @@ export async function createProtocolFs(opts: GatewayFsOptions): Promise<GatewayP
 }
 
 class GatewayFs implements ProtocolFs {
-  readonly readOnly: boolean
+  readonly permissions: Permissions
   readonly abilities: FsAbilities
   readonly identity: string
   readonly #ch: Channel
@@ -124,7 +126,7 @@ class GatewayFs implements ProtocolFs {
   constructor(ch: Channel, opts: GatewayFsOptions, abilities: BackendAbilities) {
     this.#ch = ch
     this.#opts = opts
-    this.readOnly = opts.readOnly
+    this.permissions = opts.permissions
     this.identity = createHash('sha256').update(backendIdentity(opts.spec)).digest('base64url')
     const { inPlaceWrites, ...fsAbilities } = abilities
     this.abilities = fsAbilities
@@ -156,30 +158,34 @@ class GatewayFs implements ProtocolFs {
   }
 
   list(ctx: RequestContext, dir: string, opts: { readonly cursor?: string | null; readonly after?: string; readonly limit?: number } = {}): Promise<ListPage> {
-    return this.#call([dir], () =>
+    return this.#may(['can_read'], [dir], () =>
       // The login's share of the snapshots: by the storage root it sees (each view of one login sees the same).
       this.#snapshots.page(this, dir, opts, async () => (await this.#ch.call(ctx, { op: 'list', path: dir })).map(toFsEntry), this.identity),
     )
   }
 
   mkdir(ctx: RequestContext, dir: string): Promise<void> {
-    return this.#write([dir], () => this.#ch.call(ctx, { op: 'mkdir', path: dir, parents: false, exclusive: true }))
+    return this.#may(['can_create_directory'], [dir], () => this.#ch.call(ctx, { op: 'mkdir', path: dir, parents: false, exclusive: true }))
   }
 
   rmdir(ctx: RequestContext, dir: string): Promise<void> {
-    return this.#write([dir], () => this.#ch.call(ctx, { op: 'remove', path: dir, recursive: false, kind: 'dir' }))
+    return this.#may(['can_delete'], [dir], () => this.#ch.call(ctx, { op: 'remove', path: dir, recursive: false, kind: 'dir' }))
   }
 
   unlink(ctx: RequestContext, path: string): Promise<void> {
-    return this.#write([path], () => this.#ch.call(ctx, { op: 'remove', path, recursive: false, kind: 'file' }))
+    return this.#may(['can_delete'], [path], () => this.#ch.call(ctx, { op: 'remove', path, recursive: false, kind: 'file' }))
   }
 
   rename(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<void> {
-    return this.#write([from, to], () => this.#ch.call(ctx, { op: 'move', from, to, overwrite: opts.overwrite, parents: false }))
+    const right = parentOf(from) === parentOf(to) ? 'can_rename' : 'can_move'
+    return this.#may([right], [from, to], async () => {
+      const overwrite = opts.overwrite && (await this.#mayReplaceAt(ctx, to))
+      await this.#ch.call(ctx, { op: 'move', from, to, overwrite, parents: false })
+    })
   }
 
   setTimes(ctx: RequestContext, path: string, times: { readonly mtimeMs: number; readonly atimeMs?: number }): Promise<void> {
-    return this.#write([path], async () => {
+    return this.#may(['can_upload'], [path], async () => {
       if (!this.abilities.setTimes) throw new FsError('ENOTSUP', 'this storage keeps no settable modification times', { path })
       if (!Number.isFinite(times.mtimeMs)) throw new FsError('EINVAL', 'a time is a number of milliseconds', { path })
       await this.#ch.call(ctx, { op: 'setMtime', path, mtimeMs: times.mtimeMs })
@@ -187,7 +193,7 @@ class GatewayFs implements ProtocolFs {
   }
 
   setMode(ctx: RequestContext, path: string, mode: number): Promise<void> {
-    return this.#write([path], async () => {
+    return this.#may(['can_upload'], [path], async () => {
       if (!this.abilities.modes) throw new FsError('ENOTSUP', 'this storage keeps no permission modes', { path })
       if (!Number.isSafeInteger(mode) || mode < 0) throw new FsError('EINVAL', 'a mode is a whole number', { path })
       await this.#ch.call(ctx, { op: 'setMode', path, mode: mode & 0o7777 })
@@ -195,11 +201,18 @@ class GatewayFs implements ProtocolFs {
   }
 
   truncate(ctx: RequestContext, path: string, size: number): Promise<void> {
-    return this.#write([path], () => this.#ch.call(ctx, { op: 'truncate', path, size }))
+    return this.#may(['can_upload'], [path], async () => {
+      if (!mayReplace(this.permissions)) throw refused('can_delete', path, 'replace a file')
+      await this.#ch.call(ctx, { op: 'truncate', path, size })
+    })
   }
 
   copy(ctx: RequestContext, from: string, to: string, opts: { readonly overwrite: boolean }): Promise<FsEntry> {
-    return this.#write([from, to], async () => toFsEntry(await this.#ch.call(ctx, { op: 'copy', from, to, overwrite: opts.overwrite })))
+    return this.#may(['can_read', 'can_upload'], [from, to], async () => {
+      const overwrite = opts.overwrite && (await this.#mayReplaceAt(ctx, to))
+      if (!this.permissions.can_create_file && !(await this.#statOrNull(ctx, to))) throw refused('can_create_file', to)
+      return toFsEntry(await this.#ch.call(ctx, { op: 'copy', from, to, overwrite }))
+    })
   }
 
   space(ctx: RequestContext, path: string): Promise<Space> {
@@ -207,7 +220,7 @@ class GatewayFs implements ProtocolFs {
   }
 
   metadata(ctx: RequestContext, path: string): Promise<StoredMetadata> {
-    return this.#call([path], async () => {
+    return this.#may(['can_read'], [path], async () => {
       if (!this.abilities.metadata) throw new FsError('ENOTSUP', 'this storage keeps no object metadata', { path })
       return this.#ch.call(ctx, { op: 'metadata', path })
     })
@@ -216,7 +229,8 @@ class GatewayFs implements ProtocolFs {
   open(ctx: RequestContext, path: string, flags: OpenFlags, opts: OpenOptions = {}): Promise<FileHandle> {
     return this.#call([path], async () => {
       const writes = flags.write || flags.append || flags.create || flags.truncate
-      if (writes && this.readOnly) throw readOnlyError(path)
+      if (flags.read) this.#need('can_read', path)
+      if (writes) this.#need('can_upload', path)
       if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
       const exclusive = flags.create && flags.exclusive ? this.#reserve(path) : null
       const limits = this.#opts.limits ?? {}
@@ -245,6 +259,10 @@ class GatewayFs implements ProtocolFs {
       let transfer: (() => void) | null = null
       try {
         if (this.#closed) throw new FsError('ECANCELED', 'the session is closed') // while the open was checked
+        // The worker told whether the file exists: writing into one, or truncating it,
+        // replaces what was there; a new one needs its own bit. Refused, the actor commits nothing.
+        if (entry && flags.write && !mayReplace(this.permissions)) throw refused('can_delete', path, 'replace a file')
+        if (!entry && flags.write) this.#need('can_create_file', path)
         transfer = this.#transfer(ctx, flags, entry)
       } catch (err) {
         port1.postMessage({ t: 'abort' } satisfies ToHandle)
@@ -346,11 +364,35 @@ class GatewayFs implements ProtocolFs {
     })
   }
 
-  /** A write: refused at once for a read-only view, before anything reaches a worker. */
-  #write<T>(paths: readonly string[], fn: () => Promise<T>): Promise<T> {
+  /** A call that needs `rights`: refused (EACCES) before anything reaches a worker when one is missing. */
+  #may<T>(rights: readonly PermissionName[], paths: readonly string[], fn: () => Promise<T>): Promise<T> {
     return this.#call(paths, async () => {
-      if (this.readOnly) throw readOnlyError(paths[0]!)
+      for (const r of rights) this.#need(r, paths[0]!)
       return fn()
     })
+  }
+
+  async #statOrNull(ctx: RequestContext, path: string): Promise<Entry | null> {
+    try {
+      return await this.#ch.call(ctx, { op: 'stat', path })
+    } catch (err) {
+      if ((err as FsError).code === 'ENOENT') return null
+      throw err
+    }
+  }
+
+  /** @throws EACCES without `right` */
+  #need(right: PermissionName, path: string): void {
+    if (!this.permissions[right]) throw refused(right, path)
+  }
+
+  /**
+   * Whether an overwriting rename or copy onto `to` may replace it: always when the login
+   * may replace files; else only when nothing is there (EACCES when a file is).
+   */
+  async #mayReplaceAt(ctx: RequestContext, to: string): Promise<boolean> {
+    if (mayReplace(this.permissions)) return true
+    if (await this.#statOrNull(ctx, to)) throw refused('can_delete', to, 'replace a file')
+    return false
   }
 }

@@ -6,11 +6,11 @@
  */
 import { lookup } from 'mime-types'
 import { type McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js'
-import { ErrorCode, McpError, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js'
-import { ApiError, toApiError } from '../../core/api-error.js'
-import { joinPath, mcpToolPath } from '../../core/paths.js'
+import { McpError, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js'
+import { DOOR_PATH_RULES, joinPath } from '../../core/paths.js'
 import type { RequestContext } from '../../core/storage.js'
 import { READ, listAll } from './fs-ops.js'
+import { ToolError, describeFailure, resourceErrorCode } from './errors.js'
 import { grantOf } from './grant.js'
 import { type Extra, type ToolLimits, decodeText, entryLine } from './tools.js'
 
@@ -26,26 +26,25 @@ const RESOURCE_NOT_FOUND = -32002
 
 /** The canonical path a resource URI names; `..` above the root is refused like everywhere. */
 export function resourcePath(uri: URL): string {
-  if (uri.protocol !== 'filegate:' || uri.host !== '') throw new ApiError('INVALID_INPUT', `not a filegate resource: ${uri.href}`)
+  if (uri.protocol !== 'filegate:' || uri.host !== '') throw new ToolError('INVALID_INPUT', `not a filegate resource: ${uri.href}`)
   let raw: string
   try {
     raw = decodeURIComponent(uri.pathname)
   } catch {
-    throw new ApiError('INVALID_INPUT', `the resource URI is not validly percent-encoded: ${uri.href}`)
+    throw new ToolError('INVALID_INPUT', `the resource URI is not validly percent-encoded: ${uri.href}`)
   }
-  return mcpToolPath(raw || '/')
+  return DOOR_PATH_RULES.mcp(raw || '/')
 }
 
 export function registerResources(server: McpServer, limits: ToolLimits): void {
   const ctxOf = (extra: Extra): RequestContext => ({ requestId: grantOf(extra.authInfo).requestId, signal: extra.signal })
-  /** Storage errors as JSON-RPC errors (a resource read has no `isError` result), with the HTTP API's messages. */
+  /** Failures as JSON-RPC errors (a resource read has no `isError` result), through this door's table (./errors.ts). */
   const failing = async <T>(fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn()
     } catch (err) {
-      const api = toApiError(err)
-      const code = api.code === 'NOT_FOUND' ? RESOURCE_NOT_FOUND : api.code === 'INTERNAL' || api.code.startsWith('BACKEND_') ? ErrorCode.InternalError : ErrorCode.InvalidParams
-      throw new McpError(code, `${api.code}: ${api.message}`)
+      const f = describeFailure(err)
+      throw new McpError(resourceErrorCode(f.code, RESOURCE_NOT_FOUND), `${f.code}: ${f.message}`)
     }
   }
   server.registerResource(
@@ -82,7 +81,7 @@ export function registerResources(server: McpServer, limits: ToolLimits): void {
         } finally {
           await h.close()
         }
-        if (data.byteLength < st.size) throw new ApiError('TOO_LARGE', `${path} is larger than ${limits.catBytes} bytes: read it in parts with the cat tool`)
+        if (data.byteLength < st.size) throw new ToolError('TOO_LARGE', `${path} is larger than ${limits.catBytes} bytes: read it in parts with the cat tool`)
         const mimeType = lookup(path) || 'application/octet-stream'
         const text = decodeText(data, false)
         return { contents: [text === null ? { uri: uri.href, mimeType, blob: Buffer.from(data).toString('base64') } : { uri: uri.href, mimeType, text }] }

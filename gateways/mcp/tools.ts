@@ -3,8 +3,8 @@
  * The MCP tools (docs/mcp-gateway.md): ls, cat, write, mkdir, touch, mv, rm, stat,
  * find, share. Each acts through the `ProtocolFs` its request's credential grants
  * (gateways/mcp/grant.ts), on paths canonicalised by the MCP door's rule
- * (core/paths.ts `mcpToolPath`: `..` above the root is refused, never resolved), and reports
- * failures as `isError` results with the HTTP API's messages (gateways/mcp/errors.ts).
+ * (core/paths.ts `DOOR_PATH_RULES.mcp`: `..` above the root is refused, never resolved), and reports
+ * failures as `isError` results through MCP's own error table (gateways/mcp/errors.ts).
  *
  * The tools are in gateways/mcp/tools/: read.ts (ls, cat, stat, find), write.ts (write,
  * mkdir, touch, mv, rm), share.ts; what they are made with, common.ts.

@@ -41,6 +41,7 @@ const TABLE: Readonly<Record<FsErrorCode, readonly [code: string, status: number
   ETIMEDOUT: ['ServiceUnavailable', 503],
   EUNAVAILABLE: ['ServiceUnavailable', 503],
   EBUSY: ['SlowDown', 503], // a fairness limit: SDKs back off and retry
+  EOVERLOAD: ['ServiceUnavailable', 503],
   EAUTH: ['AccessDenied', 403],
   EFBIG: ['EntityTooLarge', 400],
   ENOSPC: ['InsufficientStorage', 507], // no AWS code for it: WebDAV's 507, not retried by SDKs as a 503 would be

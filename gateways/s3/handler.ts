@@ -23,6 +23,7 @@ import type { ObjectMetaStore } from './meta/index.js'
 import { deleteObject, getObject, putObject } from './objects.js'
 import type { S3Request } from './request.js'
 import { xmlDocument } from './xml.js'
+import { changesNothing } from '../../core/permissions.js'
 
 /** Multipart requests (`?uploads`, `?uploadId=`), served by gateways/s3/multipart/; undefined: not one. */
 export type MultipartRoute = (r: S3Request) => Promise<HttpReply | undefined>
@@ -94,7 +95,8 @@ async function route(r: S3Request, multipart: MultipartRoute | undefined): Promi
   const q = req.query
   const m = req.method
   const writes = m === 'PUT' || m === 'POST' || m === 'DELETE'
-  if (writes && r.caller.fs.readOnly) throw new S3Error('AccessDenied', 'Access Denied: this key is read-only.', 403)
+  // A key that may change nothing is refused every write here; the view refuses the rest, bit by bit (EACCES → AccessDenied).
+  if (writes && changesNothing(r.caller.fs.permissions)) throw new S3Error('AccessDenied', 'Access Denied: this key is read-only.', 403)
   if (m === 'PUT' || m === 'POST') refuseUnkept(req)
   const sub = UNSUPPORTED.find((s) => q.has(s))
   if (sub !== undefined) throw notImplemented(`The "${sub}" sub-resource`)
@@ -129,6 +131,8 @@ async function route(r: S3Request, multipart: MultipartRoute | undefined): Promi
     case 'GET':
     case 'HEAD':
       if (q.has('partNumber')) throw notImplemented('GetObject by part number')
+      // HeadObject tells what GetObject would (size, ETag, metadata): both need can_read, as in S3 (s3:GetObject).
+      if (!r.caller.fs.permissions.can_read) throw new S3Error('AccessDenied', 'Access Denied: this key may not read objects.', 403)
       return getObject(r, m === 'HEAD')
     case 'PUT': {
       if (q.has('partNumber')) throw notImplemented('Multipart upload')

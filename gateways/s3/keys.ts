@@ -2,10 +2,10 @@
  * @module gateways/s3/keys
  * Bucket names and object keys → paths of the caller's `ProtocolFs`. A bucket is a
  * top-level directory of the caller's root; a key is a path below it, split at `/`.
- * The rule is the S3 door's in core/paths.ts (`s3KeyPath`, `s3BucketPath`); here its
+ * The rule is the S3 door's in core/paths.ts (`DOOR_PATH_RULES.s3`, and `s3BucketPath` for the bucket's folder); here its
  * refusals get S3's error shape.
  */
-import { KeyRefusal, MAX_S3_KEY_BYTES, s3BucketPath, s3KeyPath } from '../../core/paths.js'
+import { DOOR_PATH_RULES, KeyRefusal, MAX_S3_KEY_BYTES, s3BucketPath } from '../../core/paths.js'
 import { S3Error } from './errors.js'
 
 /** S3's limit on a key's length (UTF-8 bytes). */
@@ -64,7 +64,7 @@ export interface KeyPath {
 export function keyPath(bucket: string, key: string): KeyPath {
   const dir = bucketPath(bucket)
   try {
-    return s3KeyPath(dir, key)
+    return DOOR_PATH_RULES.s3(dir, key)
   } catch (err) {
     if (!(err instanceof KeyRefusal)) throw err
     if (err.reason === 'too-long') {

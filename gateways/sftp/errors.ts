@@ -22,6 +22,7 @@ const TABLE: Readonly<Record<FsErrorCode, SftpStatusCode>> = {
   ETIMEDOUT: STATUS.FAILURE,
   EUNAVAILABLE: STATUS.FAILURE,
   EBUSY: STATUS.FAILURE, // the message says which limit, and to retry
+  EOVERLOAD: STATUS.FAILURE, // the message says to retry
   EAUTH: STATUS.FAILURE,
   EFBIG: STATUS.FAILURE,
   ENOSPC: STATUS.FAILURE, // v3 has no code for it (SSH_FX_NO_SPACE_ON_FILESYSTEM is v5): the message says it

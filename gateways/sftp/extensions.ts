@@ -13,6 +13,7 @@ import type { FileHandle, ProtocolFs } from '../../core/protocol-fs.js'
 import type { RequestContext } from '../../core/storage.js'
 import { MAX_HANDLES, MAX_PACKET, MAX_READ, MAX_WRITE } from './limits.js'
 import { Fields, Malformed } from './wire/codec.js'
+import { changesNothing } from '../../core/permissions.js'
 
 /** name → version, as VERSION lists them. */
 export const ADVERTISED: Readonly<Record<string, string>> = {
@@ -86,11 +87,11 @@ export async function handleExtended(name: string, data: Buffer, x: ExtensionCon
       return x.ok()
     case 'statvfs@openssh.com': {
       const raw = fields(data, (f) => f.string())
-      return x.reply(statvfsReply(await x.fs.space(x.ctx(), x.path(raw)), x.fs.readOnly))
+      return x.reply(statvfsReply(await x.fs.space(x.ctx(), x.path(raw)), changesNothing(x.fs.permissions)))
     }
     case 'fstatvfs@openssh.com': {
       const handle = fields(data, (f) => f.bytes())
-      return x.reply(statvfsReply(await x.fs.space(x.ctx(), x.file(handle).path), x.fs.readOnly))
+      return x.reply(statvfsReply(await x.fs.space(x.ctx(), x.file(handle).path), changesNothing(x.fs.permissions)))
     }
     case 'fsync@openssh.com':
       throw new FsError('ENOTSUP', 'written data is committed when the file is closed')

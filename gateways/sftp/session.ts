@@ -1,7 +1,7 @@
 /**
  * @module gateways/sftp/session
  * One SFTP v3 session (a `sftp` subsystem channel) over a logged-in user's
- * `ProtocolFs`: each request's path goes through `resolveProtocolPath` (the working
+ * `ProtocolFs`: each request's path goes through the SFTP door's rule (core/paths.ts `DOOR_PATH_RULES.sftp`; the working
  * directory is `/`, the user's root), each failure through the one status table
  * (./errors.ts). The session holds its handle table and what it is writing
  * (./own-writes.ts: its own files are visible to it from OPEN on); its end aborts every
@@ -16,7 +16,7 @@
  */
 import { setMaxListeners } from 'node:events'
 import { FsError } from '../../core/errors.js'
-import { resolveProtocolPath } from '../../core/paths.js'
+import { DOOR_PATH_RULES } from '../../core/paths.js'
 import type { DoorMeter } from '../../core/doors.js'
 import { SFTP_STATUS_NAME, type SftpStatusCode } from '../../core/sftp-status.js'
 import type { ProtocolFs } from '../../core/protocol-fs.js'
@@ -102,7 +102,7 @@ function session(sftp: SftpServer, opts: SessionOptions, signal: AbortSignal): S
     signal,
     client: { address: opts.address, credential: `sftp:${opts.user}` },
   })
-  const path = (raw: string): string => resolveProtocolPath('/', raw)
+  const path = (raw: string): string => DOOR_PATH_RULES.sftp('/', raw)
   return {
     sftp,
     fs: opts.meter ? opts.meter.fs(opts.fs) : opts.fs,

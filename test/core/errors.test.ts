@@ -37,7 +37,7 @@ async function overPort<T>(values: readonly T[]): Promise<T[]> {
   }
 }
 
-const RETRYABLE_BY_DEFAULT: ReadonlySet<FsErrorCode> = new Set(['ETIMEDOUT', 'EUNAVAILABLE', 'EBUSY'])
+const RETRYABLE_BY_DEFAULT: ReadonlySet<FsErrorCode> = new Set(['ETIMEDOUT', 'EUNAVAILABLE', 'EBUSY', 'EOVERLOAD'])
 
 /** Every code, with and without a path, with the default and with both retryable overrides. */
 function samples(): FsError[] {

@@ -7,11 +7,11 @@
  */
 import { posix } from 'node:path'
 import t from 'tap'
-import { isApiError } from '../../core/api-error.js'
 import { isFsError } from '../../core/errors.js'
 import {
   baseName,
   checkStorable,
+  DOOR_PATH_RULES,
   isCanonical,
   isTempUploadName,
   isWithin,
@@ -29,7 +29,7 @@ import {
 
 const bytes = (s: string): number => Buffer.byteLength(s, 'utf8')
 
-/** Runs `parseClientPath` and returns the ApiError it threw, or null. */
+/** Runs `parseClientPath` and returns the FsError (EINVAL) it threw, or null. */
 function rejection(raw: string | undefined, what?: string): unknown {
   try {
     parseClientPath(raw, what)
@@ -123,7 +123,7 @@ t.test('the canonical form is a fixed point', async (t) => {
   }
 })
 
-t.test('hostile inputs are INVALID_INPUT', async (t) => {
+t.test('hostile inputs are EINVAL (the HTTP API answers INVALID_INPUT)', async (t) => {
   const climbs = [
     '/..',
     '/../',
@@ -193,8 +193,8 @@ t.test('hostile inputs are INVALID_INPUT', async (t) => {
     t.test(group, async (t) => {
       for (const raw of inputs) {
         const err = rejection(raw)
-        t.ok(isApiError(err), `${JSON.stringify(raw)} throws an ApiError`)
-        t.match(err, { name: 'ApiError', code: 'INVALID_INPUT' }, JSON.stringify(raw))
+        t.ok(isFsError(err), `${JSON.stringify(raw)} throws an FsError`)
+        t.match(err, { name: 'FsError', code: 'EINVAL' }, JSON.stringify(raw))
         if (raw !== undefined && (raw.length > 3 || /[\u0000-\u001f\u007f-\u009f]/.test(raw))) {
           // The message must not echo the input: it may hold control characters meant for a log.
           t.notOk((err as Error).message.includes(raw), `${JSON.stringify(raw)}: message does not echo the input`)
@@ -204,9 +204,9 @@ t.test('hostile inputs are INVALID_INPUT', async (t) => {
   }
 
   t.test('the message names the parameter', async (t) => {
-    t.match(rejection('/..', 'from'), { code: 'INVALID_INPUT', message: /"from"/ })
-    t.match(rejection(undefined, 'to'), { code: 'INVALID_INPUT', message: /"to"/ })
-    t.match(rejection('a'), { code: 'INVALID_INPUT', message: /"path"/ })
+    t.match(rejection('/..', 'from'), { code: 'EINVAL', message: /"from"/ })
+    t.match(rejection(undefined, 'to'), { code: 'EINVAL', message: /"to"/ })
+    t.match(rejection('a'), { code: 'EINVAL', message: /"path"/ })
   })
 })
 
@@ -233,7 +233,7 @@ t.test('length limit counts UTF-8 bytes, not characters', async (t) => {
       t.equal(parseClientPath(raw).path, raw, `${what}: accepted`)
     } else {
       t.ok(bytes(raw) > 4096, `${what}: the fixture is over 4096 bytes`)
-      t.match(rejection(raw), { name: 'ApiError', code: 'INVALID_INPUT' }, `${what}: rejected`)
+      t.match(rejection(raw), { name: 'FsError', code: 'EINVAL' }, `${what}: rejected`)
     }
   }
   t.equal(('/' + 'é'.repeat(2048)).length, 2049, 'the 2-byte case is only 2049 UTF-16 units: counting chars would accept it')
@@ -268,7 +268,7 @@ t.test('fuzz against an independent model', async (t) => {
     const err = rejection(raw)
     if (bad) {
       rejected++
-      if (!isApiError(err) || err.code !== 'INVALID_INPUT') t.fail(`accepted ${JSON.stringify(raw)}`)
+      if (!isFsError(err) || err.code !== 'EINVAL') t.fail(`accepted ${JSON.stringify(raw)}`)
       continue
     }
     accepted++
@@ -415,8 +415,8 @@ t.test('the other doors: SFTP, MCP, S3', async (t) => {
   t.test('MCP: relative to the root, the HTTP API\'s refusals', async (t) => {
     t.equal(mcpToolPath('a\\b'), '/a\\b')
     t.equal(mcpToolPath('docs/x.md'), '/docs/x.md')
-    t.throws(() => mcpToolPath('../x'), { name: 'ApiError', code: 'INVALID_INPUT', message: /climbs above the root/ })
-    t.throws(() => mcpToolPath('.filegate-abc.part', 'to'), { name: 'ApiError', code: 'INVALID_INPUT', message: /^"to" names a hidden upload/ })
+    t.throws(() => mcpToolPath('../x'), { name: 'FsError', code: 'EINVAL', message: /climbs above the root/ })
+    t.throws(() => mcpToolPath('.filegate-abc.part', 'to'), { name: 'FsError', code: 'EINVAL', message: /^"to" names a hidden upload/ })
   })
   t.test('S3: a key is taken verbatim or refused, never resolved', async (t) => {
     t.same(s3KeyPath('/b', 'back\\slash.txt'), { path: '/b/back\\slash.txt', folder: false })
@@ -444,4 +444,17 @@ t.test('what a storage can hold is its driver\'s to say', async (t) => {
   for (const [path, shown] of [['/back\\slash.txt', /a backslash/], ['/a/b:c', /":"/], ['/what?', /"\?"/]] as const) {
     t.throws(() => checkStorable(smbLike, path), { name: 'FsError', code: 'EINVAL', message: shown }, path)
   }
+})
+
+t.test('each door takes its rule from one declared map', async (t) => {
+  t.same(Object.keys(DOOR_PATH_RULES).sort(), ['http', 'mcp', 's3', 'sftp'], 'one rule per door')
+  t.equal(DOOR_PATH_RULES.http, parseClientPath)
+  t.equal(DOOR_PATH_RULES.mcp, mcpToolPath)
+  t.equal(DOOR_PATH_RULES.sftp, resolveProtocolPath)
+  t.equal(DOOR_PATH_RULES.s3, s3KeyPath)
+  // The same input, four doors, four answers: the rules differ on purpose.
+  t.throws(() => DOOR_PATH_RULES.http('/../x'), { code: 'EINVAL' }, 'HTTP: .. above the root is refused')
+  t.throws(() => DOOR_PATH_RULES.mcp('../x'), { code: 'EINVAL' }, 'MCP: refused too')
+  t.equal(DOOR_PATH_RULES.sftp('/', '/../x'), '/x', 'SFTP: .. stays at the root')
+  t.throws(() => DOOR_PATH_RULES.s3('/b', '../x'), { name: 'KeyRefusal' }, 'S3: a key is not a walk')
 })

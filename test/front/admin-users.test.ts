@@ -4,7 +4,8 @@
  * public keys made by OpenSSH's ssh-keygen (added at creation or later, listed by
  * fingerprint, removed), keys refused with a reason (not a key, a private key, DSA,
  * short RSA), duplicates, key-only users, password changes, and a user left with no
- * way to log in refused.
+ * way to log in refused; the permission bits (given, the read_only shorthand, the
+ * default) and malformed bits refused.
  */
 import t from 'tap'
 import { api, startTestServer } from '../helpers/filegate.js'
@@ -112,4 +113,27 @@ t.test('a connection that leaves the credentials to its users cannot hold gatewa
   const res = await a('POST', '/admin/api/users', {}, { body: JSON.stringify({ name: 'erin', password: 'long enough', connection: 'nas' }) })
   t.equal(res.status, 400)
   t.match(((await res.json()) as { message: string }).message, /does not fix everything a login needs.*<user>@nas/, 'says so, and how its users log in instead')
+})
+
+t.test('permission bits: given, shorthand, default, listed; malformed bits refused', async (t) => {
+  const { url } = await startTestServer(t, { admin_password: ADMIN_PASSWORD })
+  const a = api(url, await adminToken(url))
+  const add = (body: Record<string, unknown>) => a('POST', '/admin/api/users', {}, { body: JSON.stringify({ connection: 'tmp', password: 'a long password', ...body }) })
+  const none = { can_read: false, can_create_file: false, can_create_directory: false, can_rename: false, can_move: false, can_upload: false, can_delete: false, can_share: false }
+  const made = async (body: Record<string, unknown>) => {
+    const r = await add(body)
+    t.equal(r.status, 200, `${JSON.stringify(body)}: made`)
+    return ((await r.json()) as { result: { permissions: unknown; read_only: boolean } }).result
+  }
+  t.match(await made({ name: 'drop', permissions: { can_upload: true, can_create_file: true } }), { permissions: { ...none, can_upload: true, can_create_file: true }, read_only: false }, 'upload-only: a bit left out is not granted')
+  t.match(await made({ name: 'ro', read_only: true }), { permissions: { ...none, can_read: true }, read_only: true }, 'read_only: the shorthand for can_read only')
+  const all = { can_read: true, can_create_file: true, can_create_directory: true, can_rename: true, can_move: true, can_upload: true, can_delete: true, can_share: false }
+  t.match(await made({ name: 'rw' }), { permissions: all, read_only: false }, 'neither: everything but share links')
+  const listed = ((await (await a('GET', '/admin/api/users')).json()) as { results: { name: string; permissions: unknown }[] }).results
+  t.same(listed.find((u) => u.name === 'drop')!.permissions, { ...none, can_upload: true, can_create_file: true }, 'listed as stored')
+  await expectError(t, await add({ name: 'x1', permissions: { can_fly: true } }), 400, 'INVALID_INPUT', 'an unknown bit')
+  await expectError(t, await add({ name: 'x2', permissions: { can_read: 'yes' } }), 400, 'INVALID_INPUT', 'a bit that is not true or false')
+  await expectError(t, await add({ name: 'x3', permissions: { can_share: true } }), 400, 'INVALID_INPUT', 'can_share for a gateway user')
+  await expectError(t, await add({ name: 'x4', permissions: { can_read: true }, read_only: true }), 400, 'INVALID_INPUT', 'both the bits and the shorthand')
+  await expectError(t, await add({ name: 'x5', permissions: [] }), 400, 'INVALID_INPUT', 'not an object')
 })

@@ -21,6 +21,7 @@ import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { sshKeygen } from '../helpers/ssh-keys.js'
 import { startS3rver } from '../servers/s3rver.js'
 import { startSshd } from '../servers/sshd.js'
+import { FULL_ACCESS, READ_ONLY } from '../../core/permissions.js'
 
 const ctxOf = { requestId: 'test', signal: new AbortController().signal }
 
@@ -41,7 +42,7 @@ t.test('a password login: right → a view of the storage; wrong or unknown user
   const g = await gate(t)
   await g.addUser({ name: 'bob', password: 'bob password', connection: 'tmp' })
   const fs = opened(t, await g.login({ user: 'bob', password: 'bob password' }), 'right password')
-  t.equal(fs.readOnly, false)
+  t.same(fs.permissions, { ...FULL_ACCESS, can_share: false })
   await fs.mkdir(ctxOf, '/docs')
   const spaces = readdirSync(join(g.dataDir, 'gateway-tmp'))
   t.match(spaces, [/^bob\.\d+$/], "a tmp user's space is <data_dir>/gateway-tmp/<name>.<created>")
@@ -190,7 +191,7 @@ t.test("a user's root: the view starts there, and nothing above it can be reache
   await h.close()
 
   const reader = opened(t, await g.login({ user: 'reader', password: 'reader password' }), 'reader')
-  t.equal(reader.readOnly, true, 'a read-only view')
+  t.same(reader.permissions, READ_ONLY, 'a read-only view')
   t.same(await names(reader, '/'), ['bob', 'eve'])
   await t.rejects(reader.mkdir(ctxOf, '/new'), { code: 'EACCES' }, 'mkdir refused')
   t.notOk(existsSync(join(disk, 'home', 'new')), 'and nothing made')
@@ -237,7 +238,7 @@ t.test('pass-through: <user>@<label> logs in with the user\'s own account on a r
   }))
   const fs = opened(t, await g.login({ user: `${sshd.username}@nas`, password: sshd.password }), 'the right password')
   t.ok((await names(fs, '/')).includes('on-the-nas.txt'), "the view is the user's own folder on the server")
-  t.equal(fs.readOnly, false)
+  t.same(fs.permissions, { ...FULL_ACCESS, can_share: false })
 
   const wrong = await g.login({ user: `${sshd.username}@nas`, password: 'not the password' })
   t.match(wrong, { ok: false, reason: 'refused' }, 'a wrong password is refused')

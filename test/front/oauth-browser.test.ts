@@ -26,6 +26,7 @@ import { launchBrowser, noBrowser } from '../helpers/browser.js'
 import type { BearerResult } from '../../core/gateway.js'
 import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
 import { type OAuthServer, startOAuthServer, tokenRequest } from '../helpers/oauth.js'
+import { changesNothing } from '../../core/permissions.js'
 
 /** The app's loopback listener (RFC 8252): each redirect's query, in order. */
 async function callbackServer(t: Test): Promise<{ url: string; next: () => Promise<URLSearchParams> }> {
@@ -92,7 +93,7 @@ async function list(s: OAuthServer, token: string): Promise<{ names: string[]; r
   if (!r.ok) throw new Error(`refused: ${r.reason} ${r.message}`)
   try {
     const page = await r.fs.list({ requestId: 'test', signal: new AbortController().signal }, '/')
-    return { names: page.entries.map((e) => e.name), readOnly: r.fs.readOnly }
+    return { names: page.entries.map((e) => e.name), readOnly: changesNothing(r.fs.permissions) }
   } finally {
     r.fs.close()
   }

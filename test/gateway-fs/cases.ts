@@ -16,6 +16,7 @@ import type { WorkerPool } from '../../workers/pool.js'
 import { Channel } from '../../workers/client.js'
 import { HOSTILE_NAMES } from '../drivers/suite.js'
 import type { RequestContext } from '../../core/storage.js'
+import { FULL_ACCESS, READ_ONLY } from '../../core/permissions.js'
 
 export interface Fixture {
   readonly fs: ProtocolFs & { readonly stats: GatewayFsStats }
@@ -677,7 +678,7 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       await f.put('a', 'A')
       await f.mkdir('d')
       const ro = f.readOnly
-      t.equal(ro.readOnly, true)
+      t.same(ro.permissions, READ_ONLY)
       await rejects(t, ro.mkdir(ctx(), '/n'), 'EACCES', 'mkdir')
       await rejects(t, ro.rmdir(ctx(), '/d'), 'EACCES', 'rmdir')
       await rejects(t, ro.unlink(ctx(), '/a'), 'EACCES', 'unlink')
@@ -729,8 +730,8 @@ export async function viewsOver(
   const backing = o.backing ?? diskBacking(o.root!, o.own)
   // In place only where asked and the storage can write at an offset (its driver's `writeAt`).
   const can = await new Channel(o.pool, o.spec).call(ctx(), { op: 'abilities' })
-  const fs = await createProtocolFs({ pool: o.pool, spec: o.spec, readOnly: false, stagingDir: o.staging, inPlace: o.inPlace })
-  const readOnly = await createProtocolFs({ pool: o.pool, spec: o.spec, readOnly: true, stagingDir: o.staging })
+  const fs = await createProtocolFs({ pool: o.pool, spec: o.spec, permissions: FULL_ACCESS, stagingDir: o.staging, inPlace: o.inPlace })
+  const readOnly = await createProtocolFs({ pool: o.pool, spec: o.spec, permissions: READ_ONLY, stagingDir: o.staging })
   t.teardown(() => {
     fs.close()
     readOnly.close()

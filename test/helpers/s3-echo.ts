@@ -14,6 +14,7 @@ import { S3Error } from '../../gateways/s3/errors.js'
 import { api } from './filegate.js'
 import { type Gate, gate } from './gateway.js'
 import { adminToken } from './share.js'
+import { changesNothing } from '../../core/permissions.js'
 
 export interface Seen {
   readonly user?: string
@@ -78,7 +79,7 @@ export async function s3Echo(t: Test, region = 'us-east-1'): Promise<S3Echo> {
             hash.update(b)
             length += b.byteLength
           }
-          const s: Seen = { user: caller.user, accessKeyId: caller.accessKeyId, readOnly: caller.fs.readOnly, mode: req.header('x-amz-content-sha256'), sha256: hash.digest('hex'), length, contentLength: caller.contentLength }
+          const s: Seen = { user: caller.user, accessKeyId: caller.accessKeyId, readOnly: changesNothing(caller.fs.permissions), mode: req.header('x-amz-content-sha256'), sha256: hash.digest('hex'), length, contentLength: caller.contentLength }
           seen.push(s)
           // A listing as S3 answers it (an empty one), for clients that parse it.
           if (req.query.has('list-type')) return { status: 200, headers: { 'content-type': 'application/xml' }, body: xml.build({ ListBucketResult: { Name: 'b', KeyCount: 0, IsTruncated: false } }) }

@@ -16,6 +16,7 @@ import { openPgState } from '../../front/state/pg-state.js'
 import { freePort } from '../servers/process.js'
 import { type Postgres, startPostgres } from '../servers/postgres.js'
 import { storeSuite } from './store-suite.js'
+import { FULL_ACCESS } from '../../core/permissions.js'
 
 const server: Postgres = await startPostgres(t)
 
@@ -150,7 +151,7 @@ t.test('text PostgreSQL cannot keep (NUL) is refused as bad input, changing noth
   const err = await s.putShare(share).catch((e: unknown) => e)
   t.ok(isApiError(err) && err.code === 'INVALID_INPUT', `INVALID_INPUT, not an internal error (got ${String(err)})`)
   t.equal(await s.getShare('sh'), null)
-  const user = { name: 'u\u0000', password_hash: null, keys: [], connection: 'tmp', root: '/', read_only: false, created: 1 }
+  const user = { name: 'u\u0000', password_hash: null, keys: [], connection: 'tmp', root: '/', permissions: FULL_ACCESS, created: 1 }
   t.match(await s.addGatewayUser(user).catch((e: unknown) => e), { code: 'INVALID_INPUT' }, 'in a transaction too')
   t.same(await s.listGatewayUsers(), [])
 })

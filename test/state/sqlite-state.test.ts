@@ -7,6 +7,7 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import { SCHEMA_VERSION, openSqliteState } from '../../front/state/sqlite-state.js'
 import { storeSuite } from './store-suite.js'
+import { READ_ONLY } from '../../core/permissions.js'
 
 // Two stores on one state.db: two openers of one file, as two processes would be.
 storeSuite(t, async (t) => {
@@ -54,6 +55,6 @@ t.test('migration 2 keeps the gateway users of a version-1 database', async (t) 
   db.close()
   const s = await openSqliteState(dir)
   t.teardown(() => s.close())
-  t.same(await s.getGatewayUser('old'), { name: 'old', password_hash: 'scrypt$x', keys: [], connection: 'tmp', root: '/home', read_only: true, created: 7 })
+  t.same(await s.getGatewayUser('old'), { name: 'old', password_hash: 'scrypt$x', keys: [], connection: 'tmp', root: '/home', permissions: READ_ONLY, created: 7 }, 'a read-only user of before the bits reads only')
   t.equal(await s.setGatewayUserPassword('old', null), true, 'the password may now be absent')
 })

@@ -7,6 +7,7 @@
  */
 import type { Test } from 'tap'
 import type { StateStore } from '../../core/state.js'
+import { FULL_ACCESS, NO_ACCESS, READ_ONLY } from '../../core/permissions.js'
 
 /** Two stores on one fresh, empty database (as two nodes would open it), closed when `t` ends. */
 export type OpenStores = (t: Test) => Promise<readonly [StateStore, StateStore]>
@@ -35,7 +36,8 @@ export function storeSuite(t: Test, open: OpenStores): void {
     t.equal(await s.getApiKeyByHash('h'), null)
     const k1 = { fingerprint: 'SHA256:one', type: 'ssh-ed25519', blob: 'AAAA', comment: 'laptop', created: 4 }
     const k2 = { fingerprint: 'SHA256:two', type: 'ssh-rsa', blob: 'BBBB', comment: '', created: 5 }
-    const user = { name: 'u', password_hash: 'scrypt$..', keys: [k1], connection: 'tmp', root: '/', read_only: false, created: 3 }
+    // An upload-only user: the bits are kept as given, not as read-only or not.
+    const user = { name: 'u', password_hash: 'scrypt$..', keys: [k1], connection: 'tmp', root: '/', permissions: { ...NO_ACCESS, can_upload: true, can_create_file: true }, created: 3 }
     t.equal(await s.addGatewayUser(user), true)
     t.equal(await s.addGatewayUser({ ...user, root: '/other' }), false, 'no overwrite of an existing user')
     t.same(await s.getGatewayUser('u'), user)
@@ -58,11 +60,11 @@ export function storeSuite(t: Test, open: OpenStores): void {
 
   t.test('S3 keys: per user, oldest first, gone with their user', async (t) => {
     const [s] = await open(t)
-    const key = { id: 'AKIAAAAAAAAAAAAAAAA1', user: 'u', sealed: 'sealed-secret', created: 20, last_used: null }
+    const key = { id: 'AKIAAAAAAAAAAAAAAAA1', user: 'u', sealed: 'sealed-secret', permissions: null, created: 20, last_used: null }
     t.equal(await s.addS3Key(key), 'no-user', 'no key for a user that does not exist')
-    await s.addGatewayUser({ name: 'u', password_hash: null, keys: [], connection: 'tmp', root: '/', read_only: false, created: 1 })
+    await s.addGatewayUser({ name: 'u', password_hash: null, keys: [], connection: 'tmp', root: '/', permissions: FULL_ACCESS, created: 1 })
     t.equal(await s.addS3Key(key), 'added')
-    const second = { ...key, id: 'AKIAAAAAAAAAAAAAAAA0' }
+    const second = { ...key, id: 'AKIAAAAAAAAAAAAAAAA0', permissions: READ_ONLY } // a key that narrows its user's bits
     t.equal(await s.addS3Key(second), 'added')
     t.same(await s.getS3Key(key.id), key)
     t.same(await s.listS3Keys('u'), [key, second], 'same creation time: in the order added')
@@ -84,7 +86,7 @@ export function storeSuite(t: Test, open: OpenStores): void {
     t.same((await s.listShares()).map((x) => x.id), ['b', 'c', 'a'], 'newest first, then by id')
     const names = ['b', 'B', 'a', '_z', 'é', 'A1', 'a-b', 'ab']
     const bytes = [...names].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)))
-    for (const name of names) await s.addGatewayUser({ name, password_hash: null, keys: [], connection: 'tmp', root: '/', read_only: false, created: 1 })
+    for (const name of names) await s.addGatewayUser({ name, password_hash: null, keys: [], connection: 'tmp', root: '/', permissions: FULL_ACCESS, created: 1 })
     t.same((await s.listGatewayUsers()).map((u) => u.name), bytes, 'users by name, bytewise')
     for (const [i, key] of names.entries()) {
       await s.putMultipartUpload({ id: `up${i}`, user: 'u', bucket: 'b', key, created: 1, content_type: null, user_meta: {}, completed_etag: null })
@@ -304,7 +306,7 @@ export function storeSuite(t: Test, open: OpenStores): void {
     for (let i = 0; i < 10; i++) {
       const name = `user${i}`
       const adds = await Promise.all([a, b, a, b].map((s, j) =>
-        s.addGatewayUser({ name, password_hash: null, keys: [{ fingerprint: `SHA256:${j}`, type: 'ssh-ed25519', blob: 'AAAA', comment: `${j}`, created: 1 }], connection: 'tmp', root: `/r${j}`, read_only: false, created: 1 }),
+        s.addGatewayUser({ name, password_hash: null, keys: [{ fingerprint: `SHA256:${j}`, type: 'ssh-ed25519', blob: 'AAAA', comment: `${j}`, created: 1 }], connection: 'tmp', root: `/r${j}`, permissions: FULL_ACCESS, created: 1 }),
       ))
       t.equal(adds.filter(Boolean).length, 1, `round ${i}: one add wins`)
       const won = adds.indexOf(true)
@@ -315,7 +317,7 @@ export function storeSuite(t: Test, open: OpenStores): void {
         ...Array.from({ length: 6 }, (_, j) => b.addGatewayUserKey(name, { fingerprint: `SHA256:late${j}`, type: 'ssh-ed25519', blob: 'AAAA', comment: '', created: 2 })),
       ])
       t.ok(keys.every((k) => k === 'added' || k === 'no-user'))
-      t.equal(await a.addGatewayUser({ name, password_hash: null, keys: [], connection: 'tmp', root: '/', read_only: false, created: 3 }), true)
+      t.equal(await a.addGatewayUser({ name, password_hash: null, keys: [], connection: 'tmp', root: '/', permissions: FULL_ACCESS, created: 3 }), true)
       t.same((await b.getGatewayUser(name))!.keys, [], `round ${i}: no key of the removed user survives`)
     }
   })

@@ -1,10 +1,15 @@
 /** @module front/state/pg/gateway-users — gateway users and their SSH keys in PostgreSQL (core/state/gateway-users.ts). */
-import type { GatewayUserStore } from '../../../core/state.js'
+import type { GatewayUserRecord, GatewayUserStore } from '../../../core/state.js'
+import { changesNothing, storedUserPermissions, toBits } from '../../../core/permissions.js'
 import { type PgDb, isNoOwner } from './db.js'
 
 const USER_KEYS = `COALESCE((SELECT json_agg(json_build_object('fingerprint', k.fingerprint, 'type', k.type, 'blob', k.blob, 'comment', k.comment, 'created', k.created_ms)
   ORDER BY k.created_ms, k.seq) FROM gateway_user_keys k WHERE k.user_name = u.name), '[]')`
-const USER = `u.name, u.password_hash, ${USER_KEYS} AS keys, u.connection, u.root, u.read_only, u.created_ms AS created`
+const USER = `u.name, u.password_hash, ${USER_KEYS} AS keys, u.connection, u.root, u.read_only, u.permissions, u.created_ms AS created`
+
+/** The permission bits as stored (core/permissions.ts `toBits`): NULL is a user of before them, whose read_only flag says. */
+type UserRow = Omit<GatewayUserRecord, 'permissions'> & { read_only: boolean; permissions: number | null }
+const toUser = ({ read_only, permissions, ...u }: UserRow): GatewayUserRecord => ({ ...u, permissions: storedUserPermissions(permissions, read_only) })
 
 export function pgGatewayUsers({ one, all, changed, transaction }: PgDb): GatewayUserStore {
   return {
@@ -12,9 +17,10 @@ export function pgGatewayUsers({ one, all, changed, transaction }: PgDb): Gatewa
       transaction(async (c) => {
         // The primary key decides between nodes adding the same name: the second waits for the first, then adds nothing.
         const added = await c.query(
-          `INSERT INTO gateway_users (name, password_hash, connection, root, read_only, created_ms) VALUES ($1, $2, $3, $4, $5, $6)
+          `INSERT INTO gateway_users (name, password_hash, connection, root, read_only, permissions, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)
            ON CONFLICT (name) DO NOTHING`,
-          [u.name, u.password_hash, u.connection, u.root, u.read_only, u.created],
+          // read_only kept for a filegate of before the bits (a downgrade): true when nothing may change.
+          [u.name, u.password_hash, u.connection, u.root, changesNothing(u.permissions), toBits(u.permissions), u.created],
         )
         if (added.rowCount === 0) return false
         for (const k of u.keys) {
@@ -29,8 +35,11 @@ export function pgGatewayUsers({ one, all, changed, transaction }: PgDb): Gatewa
         }
         return true
       }),
-    getGatewayUser: (name) => one(`SELECT ${USER} FROM gateway_users u WHERE u.name = $1`, [name]),
-    listGatewayUsers: () => all(`SELECT ${USER} FROM gateway_users u ORDER BY u.name`),
+    getGatewayUser: async (name) => {
+      const row = await one<UserRow>(`SELECT ${USER} FROM gateway_users u WHERE u.name = $1`, [name])
+      return row && toUser(row)
+    },
+    listGatewayUsers: async () => (await all<UserRow>(`SELECT ${USER} FROM gateway_users u ORDER BY u.name`)).map(toUser),
     // Keys and S3 keys go with the user (ON DELETE CASCADE).
     deleteGatewayUser: (name) => changed('DELETE FROM gateway_users WHERE name = $1', [name]),
     setGatewayUserPassword: (name, hash) => changed('UPDATE gateway_users SET password_hash = $1 WHERE name = $2', [hash, name]),

@@ -1,6 +1,7 @@
 /** @module front/state/sqlite/gateway-users — gateway users and their SSH keys in SQLite (core/state/gateway-users.ts). */
 import type Database from 'better-sqlite3'
 import type { AuthorizedKeyRecord, GatewayUserRecord, GatewayUserStore } from '../../../core/state.js'
+import { changesNothing, storedUserPermissions, toBits } from '../../../core/permissions.js'
 
 interface UserRow {
   name: string
@@ -8,6 +9,8 @@ interface UserRow {
   connection: string
   root: string
   read_only: number
+  /** The bits (core/permissions.ts `toBits`); NULL: a user of before them, whose read_only flag says. */
+  permissions: number | null
   created_ms: number
 }
 interface UserKeyRow {
@@ -26,7 +29,7 @@ const toUser = (r: UserRow, keys: readonly UserKeyRow[]): GatewayUserRecord => (
   keys: keys.map(toUserKey),
   connection: r.connection,
   root: r.root,
-  read_only: r.read_only === 1,
+  permissions: storedUserPermissions(r.permissions, r.read_only === 1),
   created: r.created_ms,
 })
 const keyRow = (user: string, k: AuthorizedKeyRecord): UserKeyRow => ({ user, fingerprint: k.fingerprint, type: k.type, blob: k.blob, comment: k.comment, created_ms: k.created })
@@ -34,8 +37,8 @@ const keyRow = (user: string, k: AuthorizedKeyRecord): UserKeyRow => ({ user, fi
 export function sqliteGatewayUsers(db: Database.Database): GatewayUserStore {
   const q = {
     addUser: db.prepare(
-      `INSERT OR IGNORE INTO gateway_users (name, password_hash, connection, root, read_only, created_ms)
-       VALUES (@name, @password_hash, @connection, @root, @read_only, @created_ms)`,
+      `INSERT OR IGNORE INTO gateway_users (name, password_hash, connection, root, read_only, permissions, created_ms)
+       VALUES (@name, @password_hash, @connection, @root, @read_only, @permissions, @created_ms)`,
     ),
     getUser: db.prepare<[string], UserRow>('SELECT * FROM gateway_users WHERE name = ?'),
     allUsers: db.prepare<[], UserRow>('SELECT * FROM gateway_users ORDER BY name'),
@@ -58,7 +61,9 @@ export function sqliteGatewayUsers(db: Database.Database): GatewayUserStore {
       password_hash: u.password_hash,
       connection: u.connection,
       root: u.root,
-      read_only: u.read_only ? 1 : 0,
+      // Kept for a filegate of before the bits (a downgrade): read-only when nothing may change.
+      read_only: changesNothing(u.permissions) ? 1 : 0,
+      permissions: toBits(u.permissions),
       created_ms: u.created,
     })
     if (r.changes === 0) return false

@@ -71,6 +71,10 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX mcp_sessions_last_seen ON mcp_sessions (last_seen_ms);
    CREATE TABLE tus_uploads (id TEXT PRIMARY KEY, upload TEXT NOT NULL, created_ms INTEGER NOT NULL);
    CREATE INDEX tus_uploads_created ON tus_uploads (created_ms);`,
+  // 7: the eight permission bits of gateway users and S3 keys (core/permissions.ts `toBits`);
+  // NULL: a user's from its read_only flag, a key's its user's.
+  `ALTER TABLE gateway_users ADD COLUMN permissions INTEGER;
+   ALTER TABLE s3_keys ADD COLUMN permissions INTEGER;`,
 ]
 
 /** The schema version this build knows. */

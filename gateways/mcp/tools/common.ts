@@ -7,12 +7,17 @@
 import * as z from 'zod'
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js'
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js'
+import { DOOR_PATH_RULES } from '../../../core/paths.js'
+import { changesNothing } from '../../../core/permissions.js'
 import type { FsEntry } from '../../../core/protocol-fs.js'
 import type { RequestContext } from '../../../core/storage.js'
 import { refusal, toolFailure } from '../errors.js'
 import { type Grant, grantOf } from '../grant.js'
 
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>
+
+/** The MCP door's path rule (core/paths.ts). */
+export const mcpToolPath = DOOR_PATH_RULES.mcp
 
 export interface ToolLimits {
   /** Most bytes `cat` returns at once (default 1 MiB). */
@@ -68,7 +73,8 @@ export function toolRunner(deps: ToolDeps): Run {
   return <A>(writes: boolean, fn: ToolFn<A>) =>
     async (args: A, extra: Extra): Promise<CallToolResult> => {
     const g = grantOf(extra.authInfo)
-    if (writes && g.fs.readOnly) return READ_ONLY
+    // A login that may change nothing is told so plainly; other refusals come from the view (EACCES, naming the bit).
+    if (writes && changesNothing(g.fs.permissions)) return READ_ONLY
     const ctx: RequestContext = { requestId: g.requestId, signal: extra.signal }
     if (deps.calls) deps.calls.running++
     try {

@@ -5,12 +5,12 @@
 import * as z from 'zod'
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
-import { ApiError } from '../../../core/api-error.js'
 import { FsError } from '../../../core/errors.js'
-import { baseName, mcpToolPath } from '../../../core/paths.js'
+import { baseName } from '../../../core/paths.js'
 import { DeadlineReached, READ, listAll, walk } from '../fs-ops.js'
+import { ToolError } from '../errors.js'
 import { globMatcher } from '../glob.js'
-import { ENTRY, READS, type Run, type ToolDeps, decodeText, entryLine, entryOut, path } from './common.js'
+import { ENTRY, READS, type Run, type ToolDeps, decodeText, entryLine, entryOut, mcpToolPath, path } from './common.js'
 
 export function registerReadTools(server: McpServer, deps: ToolDeps, run: Run): void {
   const { limits } = deps
@@ -65,7 +65,7 @@ export function registerReadTools(server: McpServer, deps: ToolDeps, run: Run): 
     run(false, async (a: { path: string; offset: number; length?: number | undefined; encoding: 'text' | 'base64' }, g, ctx) => {
       const p = mcpToolPath(a.path)
       const st = await g.fs.stat(ctx, p)
-      if (st.kind === 'dir') throw new ApiError('INVALID_INPUT', `${p} is a directory: use ls`)
+      if (st.kind === 'dir') throw new ToolError('INVALID_INPUT', `${p} is a directory: use ls`)
       const want = a.length ?? limits.catBytes
       const h = await g.fs.open(ctx, p, READ)
       let data: Uint8Array
@@ -80,7 +80,7 @@ export function registerReadTools(server: McpServer, deps: ToolDeps, run: Run): 
       else {
         const decoded = decodeText(data, end < st.size)
         if (decoded === null) {
-          throw new ApiError('UNSUPPORTED_MEDIA', `${p} is not UTF-8 text (binary content): read it with encoding "base64"`)
+          throw new ToolError('UNSUPPORTED_MEDIA', `${p} is not UTF-8 text (binary content): read it with encoding "base64"`)
         }
         text = decoded
         end = a.offset + Buffer.byteLength(text)
@@ -133,7 +133,7 @@ export function registerReadTools(server: McpServer, deps: ToolDeps, run: Run): 
       try {
         isMatch = globMatcher(a.pattern)
       } catch (err) {
-        throw new ApiError('INVALID_INPUT', `"pattern" is not a valid name pattern: ${a.pattern} (${(err as Error).message})`)
+        throw new ToolError('INVALID_INPUT', `"pattern" is not a valid name pattern: ${a.pattern} (${(err as Error).message})`)
       }
       const matches: (z.infer<typeof ENTRY> & { path: string })[] = []
       const reason = await walk(g.fs, ctx, root, { maxDepth: a.max_depth, maxVisited: limits.findVisited, deadline: Date.now() + limits.findMs }, (p, e) => {

@@ -4,11 +4,10 @@
  */
 import * as z from 'zod'
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import { ApiError } from '../../../core/api-error.js'
-import { baseName, mcpToolPath } from '../../../core/paths.js'
-import { refusal } from '../errors.js'
+import { baseName } from '../../../core/paths.js'
+import { ToolError, refusal } from '../errors.js'
 import { checkCancelled } from '../fs-ops.js'
-import { type Run, type ToolDeps, WRITES, path } from './common.js'
+import { type Run, type ToolDeps, WRITES, mcpToolPath, path } from './common.js'
 
 export function registerShareTool(server: McpServer, deps: ToolDeps, run: Run): void {
   server.registerTool(
@@ -34,7 +33,7 @@ export function registerShareTool(server: McpServer, deps: ToolDeps, run: Run): 
       let expire: number | undefined
       if (a.expire !== undefined) {
         expire = Date.parse(a.expire)
-        if (Number.isNaN(expire)) throw new ApiError('INVALID_INPUT', `"expire" is not a date and time: ${a.expire}`)
+        if (Number.isNaN(expire)) throw new ToolError('INVALID_INPUT', `"expire" is not a date and time: ${a.expire}`)
       }
       checkCancelled(ctx)
       const link = await g.share(p, {

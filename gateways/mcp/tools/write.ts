@@ -4,12 +4,12 @@
  */
 import * as z from 'zod'
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import { ApiError } from '../../../core/api-error.js'
 import { FsError } from '../../../core/errors.js'
 import { makeFolders } from '../../../core/make-folders.js'
-import { isWithin, mcpToolPath, parentOf } from '../../../core/paths.js'
+import { isWithin, parentOf } from '../../../core/paths.js'
+import { ToolError } from '../errors.js'
 import { checkCancelled, removeTree, touchFile, writeFile } from '../fs-ops.js'
-import { type Run, type ToolDeps, WRITES, path } from './common.js'
+import { type Run, type ToolDeps, WRITES, mcpToolPath, path } from './common.js'
 
 export function registerWriteTools(server: McpServer, _deps: ToolDeps, run: Run): void {
   server.registerTool(
@@ -24,7 +24,7 @@ export function registerWriteTools(server: McpServer, _deps: ToolDeps, run: Run)
     run(true, async (a: { path: string; content: string; encoding: 'utf8' | 'base64' }, g, ctx) => {
       const p = mcpToolPath(a.path)
       if (a.encoding === 'base64' && !/^[A-Za-z0-9+/]*={0,2}$/.test(a.content.replace(/\s+/g, ''))) {
-        throw new ApiError('INVALID_INPUT', '"content" is not base64')
+        throw new ToolError('INVALID_INPUT', '"content" is not base64')
       }
       const data = Buffer.from(a.content, a.encoding)
       await writeFile(g.fs, ctx, p, data)
@@ -73,7 +73,7 @@ export function registerWriteTools(server: McpServer, _deps: ToolDeps, run: Run)
     run(true, async (a: { from: string; to: string; overwrite: boolean }, g, ctx) => {
       const from = mcpToolPath(a.from, 'from')
       const to = mcpToolPath(a.to, 'to')
-      if (from === '/') throw new ApiError('FORBIDDEN', 'the root cannot be moved')
+      if (from === '/') throw new ToolError('FORBIDDEN', 'the root cannot be moved')
       // Checked before the target's folders are made, so that a refused move leaves nothing behind.
       if (to !== from && isWithin(from, to)) throw new FsError('EINVAL', `${from} cannot be moved into itself (${to})`, { path: from })
       await g.fs.stat(ctx, from)
@@ -95,7 +95,7 @@ export function registerWriteTools(server: McpServer, _deps: ToolDeps, run: Run)
     },
     run(true, async (a: { path: string; recursive: boolean }, g, ctx) => {
       const p = mcpToolPath(a.path)
-      if (p === '/') throw new ApiError('FORBIDDEN', 'the root cannot be removed')
+      if (p === '/') throw new ToolError('FORBIDDEN', 'the root cannot be removed')
       const e = await g.fs.lstat(ctx, p)
       let removed = 1
       if (e.kind !== 'dir' || e.link) await g.fs.unlink(ctx, p)

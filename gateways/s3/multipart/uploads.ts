@@ -133,7 +133,7 @@ export class MultipartUploads {
 
   /** CreateMultipartUpload: the bucket must exist; the key must be one this storage can hold. */
   async create(r: S3Request, contentType: string | null, recordedMeta: Readonly<Record<string, string>>): Promise<string> {
-    if (r.caller.fs.readOnly) throw accessDenied()
+    if (!r.caller.fs.permissions.can_upload) throw accessDenied()
     objectPath(r.bucket, r.key)
     await statBucket(r)
     const id = newUploadId()
@@ -379,7 +379,7 @@ export class MultipartUploads {
    * upload only for `completed` (a repeated Complete).
    */
   async #upload(r: S3Request, id: string, opts: { write: boolean; completed?: boolean }): Promise<MultipartUploadRecord> {
-    if (opts.write && r.caller.fs.readOnly) throw accessDenied()
+    if (opts.write && !r.caller.fs.permissions.can_upload) throw accessDenied()
     const up = UPLOAD_ID.test(id) ? await this.#o.state.getMultipartUpload(id) : null
     if (!up || up.user !== r.caller.user || up.bucket !== r.bucket || up.key !== r.key) throw noSuchUpload(id)
     if (up.completed_etag !== null && !opts.completed) throw noSuchUpload(id)

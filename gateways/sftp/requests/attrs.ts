@@ -15,7 +15,7 @@ import type { FileState, Session } from './context.js'
  */
 function checkSettable(s: Session, a: Attrs): void {
   const { fs } = s
-  if (fs.readOnly) throw new FsError('EACCES', 'read-only: nothing can be changed')
+  if (!fs.permissions.can_upload) throw new FsError('EACCES', 'this login may not change files (it has no can_upload)')
   if (a.uid !== undefined || a.gid !== undefined) throw new FsError('ENOTSUP', 'file owners cannot be changed on this server')
   if (a.mode !== undefined && !fs.abilities.modes) throw new FsError('ENOTSUP', 'this storage keeps no permission bits')
   if (a.mtime !== undefined && !fs.abilities.setTimes) throw new FsError('ENOTSUP', 'this storage does not let modification times be set')

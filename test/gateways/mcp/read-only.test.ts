@@ -7,6 +7,7 @@
  * bearer goes through. Then the same user's HTTP session token (`POST /api/session`,
  * type `gateway`) sent to the built-in MCP gateway: read-only there too.
  */
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { validateConfig } from '../../../core/config.js'
@@ -96,4 +97,30 @@ t.test("a read-only gateway user's HTTP session token is read-only at the MCP ga
   t.equal(textOf(r), 'FORBIDDEN: this login is read-only: it may list and read, not change anything')
   t.equal(textOf(await client.call('share', { path: '/readme.txt' })), 'FORBIDDEN: this login may not make share links')
   t.equal(await client.text('ls', { path: '/' }), '[FILE] readme.txt', 'nothing was written')
+})
+
+t.test("an upload-only gateway user's session at the MCP gateway: writes new files, reads and lists nothing", async (t) => {
+  const dir = t.testdir({ data: {}, disk: { 'readme.txt': 'read me' } })
+  const { url } = await startTestServer(t, { data_dir: join(dir, 'data'), admin_password: ADMIN_PASSWORD, connections: [{ label: 'disk', type: 'local', path: join(dir, 'disk'), public: true }] })
+  const admin = api(url, await adminToken(url))
+  const body = { name: 'drop', password: 'drop-password', connection: 'disk', permissions: { can_upload: true, can_create_file: true } }
+  t.equal((await admin('POST', '/admin/api/users', {}, { body: JSON.stringify(body) })).status, 200)
+  const res = await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify({ type: 'gateway', user: 'drop', password: 'drop-password' }) })
+  const token = ((await res.json()) as { result: { authorization: string } }).result.authorization
+  const client = await connect(t, url, token, 'streamable')
+  const w = await client.call('write', { path: '/new.txt', content: 'dropped' })
+  t.notOk(w.isError, `a new file is written: ${textOf(w)}`)
+  t.equal(readFileSync(join(dir, 'disk', 'new.txt'), 'utf8'), 'dropped')
+  for (const [tool, args, bit] of [
+    ['cat', { path: '/readme.txt' }, 'can_read'],
+    ['ls', { path: '/' }, 'can_read'],
+    ['write', { path: '/readme.txt', content: 'x' }, 'can_delete'], // replacing a file
+    ['mkdir', { path: '/made' }, 'can_create_directory'],
+    ['rm', { path: '/readme.txt' }, 'can_delete'],
+  ] as const) {
+    const r = await client.call(tool, args)
+    t.equal(r.isError, true, `${tool} refused`)
+    t.match(textOf(r), new RegExp(`^FORBIDDEN: this login may not .*\\(it has no ${bit}\\)`), `${tool}: ${textOf(r)}`)
+  }
+  t.equal(readFileSync(join(dir, 'disk', 'readme.txt'), 'utf8'), 'read me', 'the existing file is intact')
 })

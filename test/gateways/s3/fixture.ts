@@ -41,7 +41,7 @@ export interface S3Gw {
   put(rel: string, data: string | Uint8Array): void
   mkdir(rel: string): void
   /** Another gateway user on the same connection and root, with a key. */
-  addUser(name: string, opts?: { readOnly?: boolean }): Promise<Key>
+  addUser(name: string, opts?: { readOnly?: boolean; permissions?: Record<string, boolean>; keyPermissions?: Record<string, boolean> }): Promise<Key>
 }
 
 export interface S3GwOptions {
@@ -78,11 +78,13 @@ export async function startS3Gateway(t: Test, opts: S3GwOptions = {}): Promise<S
   )
   const gateway = app.gateways.find((g) => g.name === 's3')!
   const admin = api(url, await adminToken(url))
-  const addUser = async (name: string, o: { readOnly?: boolean } = {}): Promise<Key> => {
+  const addUser = async (name: string, o: { readOnly?: boolean; permissions?: Record<string, boolean>; keyPermissions?: Record<string, boolean> } = {}): Promise<Key> => {
     const password = `${name}-password-${randomBytes(4).toString('hex')}`
-    const res = await admin('POST', '/admin/api/users', {}, { body: JSON.stringify({ name, password, connection: connection.label, root: userRoot, read_only: o.readOnly ?? false }) })
+    const rights = o.permissions ? { permissions: o.permissions } : { read_only: o.readOnly ?? false }
+    const res = await admin('POST', '/admin/api/users', {}, { body: JSON.stringify({ name, password, connection: connection.label, root: userRoot, ...rights }) })
     if (res.status !== 200) throw new Error(`adding a user: ${res.status} ${await res.text()}`)
-    const made = await admin('POST', `/admin/api/users/${name}/s3-keys`)
+    // `keyPermissions`: the key narrows its user's bits.
+    const made = await admin('POST', `/admin/api/users/${name}/s3-keys`, {}, o.keyPermissions ? { body: JSON.stringify({ permissions: o.keyPermissions }) } : {})
     if (made.status !== 201) throw new Error(`making an S3 key: ${made.status} ${await made.text()}`)
     const k = ((await made.json()) as { result: { access_key_id: string; secret_access_key: string } }).result
     return { accessKeyId: k.access_key_id, secretAccessKey: k.secret_access_key }

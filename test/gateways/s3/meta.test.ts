@@ -15,6 +15,7 @@ import { ObjectMeta, md5While, multipartEtag, userMetaFrom } from '../../../gate
 import { S3Error } from '../../../gateways/s3/errors.js'
 import { WorkerPool } from '../../../workers/pool.js'
 import { startS3rver } from '../../servers/s3rver.js'
+import { FULL_ACCESS, READ_ONLY } from '../../../core/permissions.js'
 
 const pool = new WorkerPool({ workers: 1, tasksPerWorker: 16, maxQueue: 1000 })
 t.teardown(() => pool.close())
@@ -27,7 +28,7 @@ async function fixture(t: Test) {
   const root = join(base, 'root')
   const state = await openSqliteState(join(base, 'state'))
   t.teardown(() => state.close())
-  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, readOnly: false, stagingDir: join(base, 'staging') })
+  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: join(base, 'staging') })
   t.teardown(() => fs.close())
   return { root, state, fs, meta: new ObjectMeta(state) }
 }
@@ -53,7 +54,7 @@ t.test('an object written through the gateway: its ETag is the MD5 of its bytes,
   await meta.put(fs, '/obj.bin', entry, { etag, contentType: 'image/png', userMeta: { colour: 'blau', 'über': 'ja' } })
   t.same(await meta.get(fs, '/obj.bin', await fs.stat(ctx(), '/obj.bin')), { etag, contentType: 'image/png', userMeta: { colour: 'blau', 'über': 'ja' } })
   // Another view of the same folder (another login of the same storage) sees the same.
-  const other = await createProtocolFs({ pool, spec: { type: 'local', root }, readOnly: true, stagingDir: join(root, '..', 'staging2') })
+  const other = await createProtocolFs({ pool, spec: { type: 'local', root }, permissions: READ_ONLY, stagingDir: join(root, '..', 'staging2') })
   t.teardown(() => other.close())
   t.equal(other.identity, fs.identity, 'same storage and root: same identity')
   t.equal((await meta.get(other, '/obj.bin', await other.stat(ctx(), '/obj.bin'))).etag, etag)
@@ -134,7 +135,7 @@ t.test('over an S3 backend: metadata kept on the object itself, the store\'s ETa
   const state = await openSqliteState(join(base, 'state'))
   t.teardown(() => state.close())
   const spec = { type: 's3' as const, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, root: await s3.bucket() }
-  const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: join(base, 'staging') })
+  const fs = await createProtocolFs({ pool, spec, permissions: FULL_ACCESS, stagingDir: join(base, 'staging') })
   t.teardown(() => fs.close())
   const meta = new ObjectMeta(state)
   t.equal(fs.abilities.metadata, true, 'the S3 backend keeps object metadata')

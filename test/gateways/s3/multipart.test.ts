@@ -23,6 +23,7 @@ import { PART_IDLE_MS } from '../../../gateways/s3/multipart/uploads.js'
 import { PoolStaged } from '../../../workers/client.js'
 import { WorkerPool } from '../../../workers/pool.js'
 import { startS3rver } from '../../servers/s3rver.js'
+import { FULL_ACCESS, READ_ONLY } from '../../../core/permissions.js'
 
 const pool = new WorkerPool({ workers: 1, tasksPerWorker: 16, maxQueue: 1000 })
 t.teardown(() => pool.close())
@@ -58,7 +59,7 @@ async function fixture(t: Test, opts: { expiryMs?: number } = {}) {
   t.teardown(() => uploads.stop())
   const views: ProtocolFs[] = []
   const view = async (readOnly = false) => {
-    const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, readOnly, stagingDir: join(base, 'gw-staging') })
+    const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, permissions: readOnly ? READ_ONLY : FULL_ACCESS, stagingDir: join(base, 'gw-staging') })
     views.push(fs)
     return fs
   }
@@ -349,7 +350,7 @@ t.test('over an S3 backend: Complete writes the object with its Content-Type and
   const uploads = new MultipartUploads({ state, staging: staging(join(base, 'mp')), meta, expiryMs: 3_600_000 })
   t.teardown(() => uploads.stop())
   const spec = { type: 's3' as const, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, root: '' }
-  const fs = await createProtocolFs({ pool, spec, readOnly: false, stagingDir: join(base, 'gw') })
+  const fs = await createProtocolFs({ pool, spec, permissions: FULL_ACCESS, stagingDir: join(base, 'gw') })
   t.teardown(() => fs.close())
   const bucket = await s3.bucket()
   const c = { requestId: 'mp-s3', signal: new AbortController().signal }

@@ -37,6 +37,8 @@ export interface Gw {
 export interface GatewayOptions {
   readonly backend?: Backend
   readonly readOnly?: boolean
+  /** The user's permission bits (the admin API's `permissions`), instead of `readOnly`. */
+  readonly permissions?: Record<string, boolean>
   readonly dataDir?: string
   readonly logger?: Logger
   /** A public key line (`ssh-ed25519 AAAA... comment`) the user may log in with. */
@@ -75,7 +77,7 @@ export async function startGateway(t: Test, opts: GatewayOptions = {}): Promise<
     password,
     connection: connection.label,
     root: userRoot,
-    read_only: opts.readOnly ?? false,
+    ...(opts.permissions ? { permissions: opts.permissions } : { read_only: opts.readOnly ?? false }),
     ...(opts.authorizedKey ? { authorized_keys: [opts.authorizedKey] } : {}),
   }, opts.dataDir !== undefined)
   const gateway = app.gateways.find((g) => g.name === 'sftp')!
