@@ -88,7 +88,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   })
   const limits = new TransferLimits({ perAddress: config.transfers_per_address, perCredential: config.transfers_per_credential })
   const storageFor = (spec: BackendSpec, key?: string): Storage => limits.wrap(new PoolStorage(pool, spec, key))
-  // Gateways' private staging files (gateways/connection/staging.ts): what a crash left is debris.
+  // Gateways' private staging files (workers/handles/staging.ts writes them): what a crash left is debris.
   const stagingDir = join(config.data_dir, 'gateway-staging')
   await sweepStaging(stagingDir)
   // One count of staged bytes for every door (tus, S3 multipart, the gateways' staging
