@@ -31,6 +31,9 @@ import type { StagingHold } from '../../core/staging-quota.js'
 import { asFsError } from './errors.js'
 
 /** Small writes joined into one message up to this many bytes. */
+/** How long an ended file waits for its actor to close the port before closing it itself. */
+const SETTLE_GUARD_MS = 60_000
+
 export const BATCH_BYTES = 256 * 1024
 
 export const toFsEntry = (e: Entry): FsEntry => ({ ...e, mode: e.mode ?? null })
@@ -341,11 +344,22 @@ export class ProxyHandle implements FileHandle {
     this.#batch = null
     this.#settle(this.#inflight)
     this.#hold?.release()
-    this.#live?.()
+    const live = this.#live
     this.#live = null
     this.#port.removeAllListeners('message')
-    // Closed once the last message (an abort) is out.
-    setImmediate(() => this.#port.close())
+    if (lost) {
+      live?.()
+      setImmediate(() => this.#port.close())
+    } else {
+      // The actor closes the port once what the file started in the storage is over (an
+      // aborted upload's temporary file removed): the file counts as a transfer until then.
+      // A guard closes it from here should that never come.
+      const guard = setTimeout(() => this.#port.close(), SETTLE_GUARD_MS).unref()
+      this.#port.once('close', () => {
+        clearTimeout(guard)
+        live?.()
+      })
+    }
     this.#d.onEnd(this.#figures, lost)
   }
 }

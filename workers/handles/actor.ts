@@ -218,7 +218,9 @@ class Actor {
     for (const w of this.#holds.values()) w.reject(new FsError('ECANCELED', 'the file was closed'))
     this.#holds.clear()
     this.#release()
-    // The last answers (close's) are posted first; the port closes once they are out.
-    setImmediate(() => this.#port.close())
+    // The last answers (close's) are posted first; the port closes once they are out and
+    // what the file started in the storage is over: the main side counts the file as a
+    // transfer until then, so an aborted upload's temporary file is gone when it stops.
+    void this.#handle.settled().then(() => setImmediate(() => this.#port.close()))
   }
 }

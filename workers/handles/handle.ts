@@ -49,6 +49,8 @@ export class Handle implements FileHandle {
   readonly #d: HandleDeps
   #staging: StagingFile | null = null
   #staged: Promise<StagingFile> | null = null
+  /** The staging copy's removal, once an abort asked for it. */
+  #discarded: Promise<void> | null = null
   /** Calls run one at a time, in arrival order. */
   #chain: Promise<unknown> = Promise.resolve()
   #state: 'open' | 'closing' | 'done' = 'open'
@@ -165,6 +167,16 @@ export class Handle implements FileHandle {
     return finish
   }
 
+  /**
+   * Resolves once what the handle started in the storage is over (an upload finished or
+   * cancelled with its temporary file removed, the staging copy removed): until then an
+   * aborted file may still show a temporary file.
+   */
+  settled(): Promise<void> {
+    const w = this.#d.writer
+    return Promise.all([w && 'settled' in w ? w.settled() : undefined, this.#discarded]).then(() => {})
+  }
+
   abort(): void {
     if (this.#state === 'done') return
     this.#abortParts(new FsError('ECANCELED', 'the file was closed without saving', { path: this.path }))
@@ -175,7 +187,7 @@ export class Handle implements FileHandle {
     this.#error ??= err
     this.#d.reader.close()
     this.#d.writer?.abort(err)
-    void this.#staged?.then((s) => s.discard(), () => {})
+    this.#discarded = this.#staged?.then((s) => s.discard(), () => {}).then(() => {}, () => {}) ?? null
   }
 
   #end(): void {

@@ -142,6 +142,14 @@ export class WriteCoalescer {
     }
   }
 
+  /** Resolves once the upload, if one started, is over either way (an aborted one has removed its temporary file). */
+  settled(): Promise<void> {
+    return (this.#upload ?? Promise.resolve()).then(
+      () => {},
+      () => {},
+    )
+  }
+
   /** Stops feeding the upload (its signal is aborted by the handle). */
   abort(err: FsError): void {
     this.#error ??= err
