@@ -10,30 +10,14 @@ import { join } from 'node:path'
 import t from 'tap'
 import { ConfigError, validateConfig } from '../../core/config.js'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
+import { type Sample, parseMetrics } from '../helpers/prometheus.js'
 
-interface Sample {
-  readonly name: string
-  readonly labels: Readonly<Record<string, string>>
-  readonly value: number
-}
 
-/** The exposition text → its samples. */
-function parse(text: string): Sample[] {
-  const out: Sample[] = []
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
-    if (!m) continue
-    const labels: Record<string, string> = {}
-    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!
-    out.push({ name: m[1]!, labels, value: Number(m[3]) })
-  }
-  return out
-}
 
 async function scrape(url: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${url}/metrics`, { headers })
   const text = await res.text()
-  return { res, text, samples: parse(text) }
+  return { res, text, samples: parseMetrics(text) }
 }
 
 /** The sum of the samples named `name` whose labels include `labels`. */

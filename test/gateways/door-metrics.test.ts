@@ -14,6 +14,7 @@ import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3'
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import t from 'tap'
 import { api, tmpSession } from '../helpers/filegate.js'
+import { type Sample, parseMetrics } from '../helpers/prometheus.js'
 import { s3Client } from '../helpers/s3-client.js'
 import { adminToken } from '../helpers/share.js'
 import { serverDir } from '../servers/process.js'
@@ -21,23 +22,9 @@ import { connect, textOf } from './mcp/client.js'
 import { call, sftpBatch, ssh2Sftp } from './sftp/clients.js'
 import { startGateway } from './sftp/fixture.js'
 
-interface Sample {
-  readonly name: string
-  readonly labels: Readonly<Record<string, string>>
-  readonly value: number
-}
 
 async function scrape(url: string): Promise<Sample[]> {
-  const text = await (await fetch(`${url}/metrics`)).text()
-  const out: Sample[] = []
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
-    if (!m) continue
-    const labels: Record<string, string> = {}
-    for (const l of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!
-    out.push({ name: m[1]!, labels, value: Number(m[3]) })
-  }
-  return out
+  return parseMetrics(await (await fetch(`${url}/metrics`)).text())
 }
 
 /** The sum of the samples named `name` whose labels include `labels`. */
