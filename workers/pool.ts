@@ -221,14 +221,15 @@ export class WorkerPool {
    * Stops every thread. Callers wait for their transfers first (front/app.ts drains every
    * door up to the shutdown deadline); what still runs then is cancelled, so that drivers
    * remove their temporary files as they stop, and the threads end once their tasks have
-   * answered, or after `settleMs`.
+   * answered and their transfers are released (a gateway file cut at the deadline holds
+   * its lease until its actor has removed the upload's temporary file), or after `settleMs`.
    */
   async close(settleMs = 0): Promise<void> {
     this.#closed = true
     for (const p of this.#queue.splice(0)) p.settle(null, null, new FsError('EOVERLOAD', 'the server is shutting down'))
     for (const t of this.#threads) for (const id of t.pending.keys()) t.worker.postMessage({ t: 'cancel', id } satisfies ToWorker)
     const deadline = performance.now() + settleMs
-    while (this.#threads.some((t) => t.pending.size > 0) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+    while (this.#threads.some((t) => t.pending.size > 0 || t.leases.size > 0) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10))
     await Promise.all(this.#threads.map((t) => t.worker.terminate()))
   }
 
