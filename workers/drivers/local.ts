@@ -209,9 +209,6 @@ class LocalDriver implements Driver {
           await writeAll(fh, chunk)
         }
         if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled', { path })
-        if (opts.mtimeMs !== undefined) await fh.utimes(new Date(), new Date(opts.mtimeMs))
-        await fh.close()
-        fh = null
         // The folder was moved or removed meanwhile: its old path no longer names it.
         if (!dir.inPlace()) throw new FsError('ENOENT', `${path}: the folder was moved or removed during the upload`, { path })
         if (opts.overwrite === false) {
@@ -221,6 +218,12 @@ class LocalDriver implements Driver {
         } else {
           await fs.rename(tmp, dir.child(name))
         }
+        ended() // no more heartbeats on the file: it has its name
+        // A time asked for is set once the file has its name, through its descriptor: a hidden
+        // file with an old time would look like debris to another thread's sweep (temp-sweep.ts).
+        if (opts.mtimeMs !== undefined) await open.utimes(new Date(), new Date(opts.mtimeMs))
+        await fh.close()
+        fh = null
         return toEntry(path, await fs.lstat(dir.child(name)))
       } catch (err) {
         await fh?.close().catch(() => {})
