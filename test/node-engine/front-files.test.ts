@@ -1,0 +1,3 @@
+/** test/front/files.test.ts again, served by the node:http engine (test/node-engine/README.md). */
+process.env.FILEGATE_HTTP_ENGINE = 'node'
+await import('../front/files.test.js')

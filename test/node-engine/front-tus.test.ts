@@ -1,0 +1,3 @@
+/** test/front/tus.test.ts again, served by the node:http engine (test/node-engine/README.md). */
+process.env.FILEGATE_HTTP_ENGINE = 'node'
+await import('../front/tus.test.js')

@@ -1,0 +1,3 @@
+/** test/gateways/s3/config.test.ts again, served by the node:http engine (test/node-engine/README.md). */
+process.env.FILEGATE_HTTP_ENGINE = 'node'
+await import('../gateways/s3/config.test.js')
