@@ -111,13 +111,11 @@ async function* readRange(handle: FileHandle, start: number, end: number): Async
 
 /**
  * Streams the body into a write handle opened with `digest: 'md5'` (the worker hashes
- * what it commits: the ETag); commits only once the body completed, which is when
- * authentication has checked it (signatures, Content-MD5, checksums) and its length
- * matched: any failure aborts the handle, so the previous object stays as it was.
- */
-/**
- * Streams the body into `handle`, then publishes it and records its ETag (its MD5, from
- * the worker that wrote it) as one commit of the object (gateways/s3/commits.ts).
+ * what it commits: the ETag), then publishes it and records its ETag with the file as
+ * stored, as one commit of the object (gateways/s3/commits.ts). It commits only
+ * once the body completed, which is when authentication has checked it (signatures,
+ * Content-MD5, checksums) and its length matched: any failure aborts the handle, so the
+ * previous object stays as it was.
  */
 async function writeBody(r: S3Request, handle: FileHandle, path: string, metadata: Omit<ObjectMetaValue, 'etag'>): Promise<string> {
   let offset = 0
@@ -134,6 +132,9 @@ async function writeBody(r: S3Request, handle: FileHandle, path: string, metadat
     return await serially(r.caller.fs, path, async () => {
       const { digest } = await handle.close()
       if (digest === undefined) throw new FsError('EIO', 'the storage returned no digest of the object')
+      // Stat'ed, not the entry the write answered: records are keyed by the stored time, which
+      // some storages' writes only approximate (an S3 storage's PutObject answers no time,
+      // SMB's differed by milliseconds).
       const entry = await r.caller.fs.stat(r.ctx, path)
       await r.meta.put(r.caller.fs, path, entry, { etag: digest, ...metadata }, r.ctx)
       return digest
