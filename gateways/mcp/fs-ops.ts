@@ -1,7 +1,7 @@
 /**
  * @module gateways/mcp/fs-ops
- * What the tools need beyond one `View` call: a whole listing, a whole file
- * written at once (atomically, parents made), a tree removed, a tree walked. Each checks
+ * What the tools need beyond one `View` call: a listing within limits, a whole file
+ * written at once (atomically, parents made), a tree walked. Each checks
  * the request's signal between storage calls, so a cancelled tool stops there.
  */
 import { FsError } from '../../core/errors.js'
@@ -85,31 +85,6 @@ export async function touchFile(fs: View, ctx: RequestContext, path: string): Pr
     if ((err as { code?: unknown }).code === 'EEXIST') return false
     throw err
   }
-}
-
-/**
- * Removes a folder and everything under it, one storage call per entry, deepest first.
- * A link is removed, never followed. @returns how many entries were removed.
- */
-export async function removeTree(fs: View, ctx: RequestContext, dir: string): Promise<number> {
-  let removed = 0
-  for (;;) {
-    // Pages of a folder being emptied: list again from the start until it is empty.
-    const { entries } = await listAll(fs, ctx, dir, 1000)
-    if (entries.length === 0) break
-    for (const e of entries) {
-      checkCancelled(ctx)
-      const p = joinPath(dir, e.name)
-      if (e.kind === 'dir' && !e.link) removed += await removeTree(fs, ctx, p)
-      else {
-        await fs.unlink(ctx, p)
-        removed++
-      }
-    }
-  }
-  checkCancelled(ctx)
-  await fs.rmdir(ctx, dir)
-  return removed + 1
 }
 
 export interface WalkLimits {
