@@ -95,7 +95,7 @@ export interface GatewayFsOptions {
 }
 
 /** The process's listing snapshots: every view's, whatever door pages with them. */
-export const listSnapshots = new ListSnapshots()
+const listSnapshots = new ListSnapshots()
 /** Names being created exclusively, by view identity and path (`#reserve`). */
 const creating = new Set<string>()
 /** What each backend can do, by backend key, as the last view that asked found it (`probe`). */
