@@ -75,12 +75,12 @@ const SHARED_VIEW_IDLE_MS = 30_000
 export const REVALIDATE_MS = 5_000
 
 /** Opens the file system view of one login (gateways/connection/view.ts); rejects when the backend cannot be opened. */
-export type OpenProtocolFs = (spec: BackendSpec, opts: { readonly permissions: Permissions; readonly client: ClientIdentity }) => Promise<View>
+export type OpenLoginView = (spec: BackendSpec, opts: { readonly permissions: Permissions; readonly client: ClientIdentity }) => Promise<View>
 
 export interface GatewayLoginOptions {
   readonly config: Config
   readonly state: StateStore
-  readonly openFs: OpenProtocolFs
+  readonly openFs: OpenLoginView
   readonly logger: Logger
   /** The S3 keys signature logins are checked against. */
   readonly s3Keys: S3Keys
