@@ -5,7 +5,7 @@
  * gateways/connection/ (metrics.ts, drain.ts); a door only calls these interfaces, so
  * the figures on `/metrics` and the one drain are the same mechanism for every door.
  */
-import type { ProtocolFs } from './protocol-fs.js'
+import type { View } from './view.js'
 
 /** The protocols clients come in by, for logs, throttles and metrics. */
 export type Door = 'sftp' | 's3' | 'mcp' | 'http'
@@ -24,7 +24,7 @@ export interface DoorMeter {
   /** A session opened; the function returned ends it (calling it again does nothing). */
   session(): () => void
   /** `fs` whose file handles count the bytes they read and write as this door's. */
-  fs(fs: ProtocolFs): ProtocolFs
+  fs(fs: View): View
 }
 
 /**

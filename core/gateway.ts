@@ -1,18 +1,18 @@
 /**
  * @module core/gateway
  * The seam for protocol gateways (SFTP, S3, MCP): each is a listener or a set of
- * HTTP routes that translates its protocol into calls on a `ProtocolFs`
- * (core/protocol-fs.ts). Gateways import only core/; the composition root
+ * HTTP routes that translates its protocol into calls on a `View`
+ * (core/view.ts). Gateways import only core/; the composition root
  * (front/app.ts) implements the context below and starts and stops them.
  */
 import type { HttpHandler, HttpReply, HttpRequest } from './http.js'
 import type { BackendSpec } from './backend.js'
 import type { Door, DoorDrain, DoorMeter } from './doors.js'
-import type { ProtocolFs } from './protocol-fs.js'
+import type { Permissions } from './permissions.js'
+import type { View } from './view.js'
 import type { StagedUploads } from './staged.js'
 import type { StagingQuota } from './staging-quota.js'
 import type { StateStore } from './state.js'
-import type { Storage } from './storage.js'
 
 export type { Door } from './doors.js'
 
@@ -53,7 +53,7 @@ export interface LoginRequest {
 }
 
 export type LoginResult =
-  | { readonly ok: true; readonly user: string; readonly fs: ProtocolFs }
+  | { readonly ok: true; readonly user: string; readonly fs: View }
   /**
    * `refused`: wrong user, password or key, told apart to nobody (the same answer after
    * the same delay); `throttled`: too many failures from this address; `unavailable`:
@@ -85,7 +85,7 @@ export type BearerResult =
       readonly ok: true
       /** Who acts, for the logs (never a credential). */
       readonly subject: string
-      readonly fs: ProtocolFs
+      readonly fs: View
       /** Makes a share link to `path` where the credential may (absent: it may not). */
       readonly share?: (path: string, opts: ShareRequest) => Promise<ShareLink>
     }
@@ -172,8 +172,11 @@ export interface GatewayContext {
    */
   seal(purpose: string, plain: string): string
   unseal(purpose: string, sealed: string): string
-  /** The storage for a backend, served by the worker pool (for plugins' own gateways). */
-  storageFor(spec: BackendSpec): Storage
+  /**
+   * A view of a backend with `permissions` (for plugins' own gateways), as the built-in
+   * gateways get from a login: the caller closes it when done.
+   */
+  openView(spec: BackendSpec, permissions: Permissions): Promise<View>
   log(level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void
   /** The door's counters on `/metrics` (requests, errors, file bytes, sessions). */
   meter(door: Door): DoorMeter

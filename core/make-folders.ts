@@ -1,12 +1,11 @@
 /**
  * @module core/make-folders
- * `mkdir -p` on a ProtocolFs, for the gateways whose protocols make parent folders
+ * `mkdir -p` on a View, for the gateways whose protocols make parent folders
  * implicitly (an S3 key, an MCP `write`): one mechanism, whatever door asks.
  */
 import { FsError } from './errors.js'
 import { parentOf } from './paths.js'
-import type { ProtocolFs } from './protocol-fs.js'
-import type { RequestContext } from './storage.js'
+import type { RequestContext, View } from './view.js'
 
 /**
  * Makes `dir` and those of its parents below `base` that are missing (`base` itself is
@@ -15,7 +14,7 @@ import type { RequestContext } from './storage.js'
  * @returns the folders made, top down (to remove again, deepest first, when what needed them failed); empty when `dir` was there
  * @throws FsError ENOTDIR when `dir` or a parent is a file
  */
-export async function makeFolders(fs: ProtocolFs, ctx: RequestContext, dir: string, base = '/'): Promise<string[]> {
+export async function makeFolders(fs: View, ctx: RequestContext, dir: string, base = '/'): Promise<string[]> {
   if (dir === base || dir === '/') return []
   const first = await made(fs, ctx, dir)
   if (first !== null) return first ? [dir] : []
@@ -25,7 +24,7 @@ export async function makeFolders(fs: ProtocolFs, ctx: RequestContext, dir: stri
 }
 
 /** @returns true when it made `dir`, false when a folder is there; null (first try only) when a parent is missing */
-async function made(fs: ProtocolFs, ctx: RequestContext, dir: string, again = false): Promise<boolean | null> {
+async function made(fs: View, ctx: RequestContext, dir: string, again = false): Promise<boolean | null> {
   if (ctx.signal.aborted) throw new FsError('ECANCELED', 'the request was cancelled')
   try {
     await fs.mkdir(ctx, dir)

@@ -19,7 +19,7 @@ import type { MessagePort } from 'node:worker_threads'
 import type { BackendSpec } from './backend.js'
 import type { ByteRange, Entry, ObjectMetadata, Space, StoredMetadata } from './driver.js'
 import type { WireError } from './errors.js'
-import type { FsAbilities, OpenFlags } from './protocol-fs.js'
+import type { FsAbilities, OpenFlags } from './view-parts.js'
 import type { StagedRequest } from './staged.js'
 
 export const PROTOCOL_VERSION = 2
@@ -97,14 +97,14 @@ export type RequestBody =
   | { readonly op: 'abilities' }
   /** Size and free space of the file system holding `path` (reply: `Space`); ENOTSUP where the backend does not tell. */
   | { readonly op: 'space'; readonly path: string }
-  /** Creates an empty file (parents as needed); an existing file is left alone. */
-  | { readonly op: 'touch'; readonly path: string }
+  /** Creates an empty file (`parents`: missing parents made, else ENOENT); an existing file is left alone. */
+  | { readonly op: 'touch'; readonly path: string; readonly parents?: boolean }
   /** The object metadata the store keeps (reply: `StoredMetadata`); ENOTSUP where it keeps none. */
   | { readonly op: 'metadata'; readonly path: string }
   /** Reply value: `ZipStart`; then the archive bytes on its port. */
   | { readonly op: 'zip'; readonly paths: readonly string[]; readonly compression: ZipCompression }
   /**
-   * A protocol gateway opens a file (core/protocol-fs.ts `FileHandle`): the worker checks
+   * A protocol gateway opens a file (core/view.ts `FileHandle`): the worker checks
    * the open as the flags ask, then keeps the file as an actor (workers/handles/) that
    * takes `ToHandle` messages on `port` and answers `FromHandle`. Reply value: `HandleOpened`.
    */

@@ -2,9 +2,10 @@
  * @module core/permissions
  * The eight permission bits every login has (docs/api.md, "Files"; docs/gateways.md,
  * "Permissions"): an HTTP session, a share link, a gateway user at SFTP, S3 or MCP, an
- * S3 key. One definition for every door: the HTTP API checks them per route
- * (front/access.ts), the gateways' view per operation (gateways/connection/view.ts).
+ * S3 key. One definition for every door: the view every door calls checks them per
+ * operation (core/view.ts has the table of which operation needs which bit).
  */
+import { FsError } from './errors.js'
 
 export const PERMISSION_NAMES = [
   'can_read',
@@ -86,3 +87,7 @@ export const PERMISSION_VERBS: { readonly [K in PermissionName]: string } = {
   can_delete: 'delete',
   can_share: 'make share links',
 }
+
+/** The refusal of what `right` does not allow (`what`: the operation, when the bit's own verb does not say it). */
+export const refusal = (right: PermissionName, path?: string, what = PERMISSION_VERBS[right]): FsError =>
+  new FsError('EACCES', `this login may not ${what} (it has no ${right})`, path === undefined ? {} : { path })

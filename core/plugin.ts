@@ -34,7 +34,7 @@ import { pathToFileURL } from 'node:url'
 import type { Driver } from './driver.js'
 import type { Gateway } from './gateway.js'
 import type { HttpReply, HttpRequest } from './http.js'
-import type { Storage } from './storage.js'
+import type { View } from './view.js'
 
 /** A plugin's name: its key in the configuration and its URL prefix (`/plugins/<name>/`). */
 export const PLUGIN_NAME = /^[a-z][a-z0-9_]{0,63}$/
@@ -144,8 +144,11 @@ export interface PluginCaller {
   /** As `GET /api/session` reports it: the same storage login, the same id. */
   readonly backendID: string
   readonly home: string
-  /** The caller's storage (paths are canonical: see core/paths.ts). */
-  readonly storage: Storage
+  /**
+   * The caller's view of its storage (core/view.ts), with its rights: what the file
+   * endpoints use (paths are canonical: see core/paths.ts).
+   */
+  readonly view: View
   /** The contract's permission booleans (`can_read`, `can_upload`...). */
   readonly permissions: Readonly<Record<string, boolean>>
 }

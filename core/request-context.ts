@@ -1,8 +1,7 @@
 /**
  * @module core/request-context
- * What travels with every call on a storage or a view: the request's id, its cancel
- * signal and who asks. Its own file so that core/storage.ts (which imports the messages)
- * and core/protocol-fs.ts (which the messages import) share it without a cycle.
+ * What travels with every call on a view (core/view.ts re-exports it): the request's
+ * id, its cancel signal and who asks.
  */
 
 /** Per-request context: aborting `signal` cancels the request (its op or its transfer). */

@@ -1,13 +1,14 @@
 /**
  * @module front/access
- * Who is calling and what they may do: resolved once per request, on the main
- * thread, before anything reaches a worker. Token sessions may do everything in
- * their storage, but a gateway user's (`sessionPermissions`); share links
- * (front/shares.ts) narrow `permissions` and the root.
+ * Who is calling: resolved once per request, on the main thread, before anything
+ * reaches a worker, as the session and its view (core/view.ts), which checks every
+ * operation against the caller's rights. Token sessions may do everything in their
+ * storage, but a gateway user's (`sessionPermissions`); share links (front/shares.ts)
+ * get a view narrowed to the share's folder and rights.
  */
-import { ApiError } from '../core/api-error.js'
+import type { BackendSpec } from '../core/backend.js'
 import { FULL_ACCESS, type Permissions } from '../core/permissions.js'
-import type { Storage } from '../core/storage.js'
+import type { View } from '../core/view.js'
 import type { Session } from './sessions.js'
 
 export { FULL_ACCESS, type Permissions, READ_ONLY } from '../core/permissions.js'
@@ -25,13 +26,20 @@ export function sessionPermissions(session: Session): Permissions {
 
 export interface Access {
   readonly session: Session
-  readonly storage: Storage
-  readonly permissions: Permissions
-  /** May an upload replace an existing file? A share with can_upload but not can_write may only create. */
-  readonly may_replace: boolean
+  /** The caller's view: its storage from its root, with its rights (`view.permissions`). */
+  readonly view: View
 }
 
-/** @throws ApiError FORBIDDEN unless the caller has `right`. */
-export function need(access: Access, right: keyof Permissions): void {
-  if (!access.permissions[right]) throw new ApiError('FORBIDDEN', `this credential does not allow ${right.replace('can_', '').replace('_', ' ')}`)
-}
+/**
+ * Opens an HTTP caller's view (gateways/connection/view.ts, with the service's transfer
+ * limits): of `spec` from `root` (default `/`), `only` its one file for a file share;
+ * `login`: whose share of the listing snapshots its `ls` pages count against.
+ */
+export type OpenHttpView = (o: {
+  readonly spec: BackendSpec
+  readonly key?: string
+  readonly permissions: Permissions
+  readonly login: string
+  readonly root?: string
+  readonly only?: string | null
+}) => Promise<View>

@@ -10,8 +10,7 @@ import type { Config } from '../core/config.js'
 import type { Gateway, GatewayContext } from '../core/gateway.js'
 import type { HttpHandler } from '../core/http.js'
 import { StagingQuota } from '../core/staging-quota.js'
-import type { Storage } from '../core/storage.js'
-import { PoolStaged, PoolStorage } from '../workers/client.js'
+import { PoolStaged } from '../workers/client.js'
 import { WorkerPool } from '../workers/pool.js'
 import { type EngineInfo, listenWith, pickEngine } from './http/engine.js'
 import { trustedProxies } from './http/client-address.js'
@@ -27,7 +26,8 @@ import { AdminService } from './admin.js'
 import { GatewayLoginService } from './gateway-login.js'
 import { SharedViews } from '../gateways/connection/index.js'
 import { chainBearers, sessionBearer } from './gateway-bearer.js'
-import { createProtocolFs, sweepStaging } from '../gateways/connection/index.js'
+import { openView, sweepStaging } from '../gateways/connection/index.js'
+import type { OpenHttpView } from './access.js'
 import { ApiKeyService } from './api-keys.js'
 import { S3Keys } from './s3-keys.js'
 import { ShareService } from './shares.js'
@@ -40,7 +40,7 @@ import { Metrics } from './metrics.js'
 import { createOAuth } from './oauth/index.js'
 import { publicOrigin } from './public-url.js'
 import { builtInGateways } from './gateways.js'
-import { type Permissions, toBits } from '../core/permissions.js'
+import { FULL_ACCESS, type Permissions, toBits } from '../core/permissions.js'
 
 export interface Filegate {
   readonly port: number
@@ -87,7 +87,6 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     ...(config.backend_timeout_seconds === null ? {} : { backendTimeoutMs: config.backend_timeout_seconds * 1000 }),
   })
   const limits = new TransferLimits({ perAddress: config.transfers_per_address, perCredential: config.transfers_per_credential })
-  const storageFor = (spec: BackendSpec, key?: string): Storage => limits.wrap(new PoolStorage(pool, spec, key))
   // Gateways' private staging files (workers/handles/staging.ts writes them): what a crash left is debris.
   const stagingDir = join(config.data_dir, 'gateway-staging')
   await sweepStaging(stagingDir)
@@ -103,8 +102,11 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     s3Keys,
     plugins,
     logger,
-    openFs: (spec, o) => createProtocolFs({ pool, spec, permissions: o.permissions, client: o.client, transfers: limits, stagingDir, stagingQuota }),
+    openFs: (spec, o) => openView({ pool, spec, permissions: o.permissions, client: o.client, transfers: limits, stagingDir, stagingQuota }),
   })
+  // An HTTP caller's view, one per request: what the backend can do is known from the
+  // first (no task to open it); the request names its client for the transfer limits.
+  const httpView: OpenHttpView = (o) => openView({ pool, ...o, probe: false, transfers: limits, stagingDir, stagingQuota })
 
   const sessions = await SessionService.open({
     secret,
@@ -113,7 +115,8 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
     plugins,
     gatewayLogin,
     probe: async (spec, requestId) => {
-      await storageFor(spec).stat({ requestId, signal: new AbortController().signal }, '/')
+      const view = await httpView({ spec, permissions: FULL_ACCESS, login: '' })
+      await view.stat({ requestId, signal: new AbortController().signal }, '/')
     },
   })
 
@@ -129,19 +132,19 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   const gatewayRoutes: Record<string, HttpHandler> = {}
   for (const g of gateways) Object.assign(gatewayRoutes, g.routes ?? {})
   const started = Date.now()
-  const shares = new ShareService({ state, secret, storageFor })
+  const shares = new ShareService({ state, secret, openView: httpView })
   // Bearer credentials (MCP) come once per request: a session's view is opened once and
   // leased to its requests (gateways/connection/shared-views.ts), as S3's signed requests are.
   const bearerViews = new SharedViews({ idleMs: 30_000 })
   const openFs = (spec: BackendSpec, permissions: Permissions) =>
-    bearerViews.lease(`${toBits(permissions)}\0${backendKey(spec)}`, () => createProtocolFs({ pool, spec, permissions, transfers: limits, stagingDir, stagingQuota }))
-  const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, storageFor, openFs })
+    bearerViews.lease(`${toBits(permissions)}\0${backendKey(spec)}`, () => openView({ pool, spec, permissions, transfers: limits, stagingDir, stagingQuota }))
+  const oauth = createOAuth({ config, secret, state, gatewayLogin, issuer: publicUrl, sessions, shares, openFs })
   // What another node may have to finish is staged where every node reaches (`staging_dir`).
   const sharedStaging = config.staging_dir ?? config.data_dir
   const tus = await TusUploads.open({ area: staged.area(join(sharedStaging, 'tus')), state, expiryMs: config.tus.expiry_seconds * 1000, maxSize: config.max_upload_bytes, logger, quota: stagingQuota })
   const handler = createHandler({
     sessions,
-    storageFor,
+    openView: httpView,
     logger,
     gatewayRoutes,
     plugins,
@@ -208,10 +211,10 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
       if (typeof v !== 'string') throw new Error('not a sealed string')
       return v
     },
-    storageFor,
+    openView: (spec, permissions) => openView({ pool, spec, permissions, transfers: limits, stagingDir, stagingQuota }),
     log: (level, msg, fields) => logger.log(level, msg, fields),
     bearer: chainBearers([
-      sessionBearer({ sessions, shares, storageFor, openFs }),
+      sessionBearer({ sessions, shares, openFs }),
       oauth.bearer,
     ]),
     listenHttp: async (o) => {

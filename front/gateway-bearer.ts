@@ -12,9 +12,8 @@
 import type { BearerResult, ShareRequest } from '../core/gateway.js'
 import { ApiError } from '../core/api-error.js'
 import type { Permissions } from '../core/permissions.js'
-import type { ProtocolFs } from '../core/protocol-fs.js'
+import type { View } from '../core/view.js'
 import type { BackendSpec } from '../core/backend.js'
-import type { Storage } from '../core/storage.js'
 import { sessionPermissions } from './access.js'
 import { type Session, SessionEnded, type SessionService } from './sessions.js'
 import type { ShareService } from './shares.js'
@@ -41,9 +40,8 @@ export function chainBearers(resolvers: readonly BearerResolver[]): (token: stri
 export interface SessionBearerDeps {
   readonly sessions: SessionService
   readonly shares: ShareService
-  readonly storageFor: (spec: BackendSpec, key?: string) => Storage
   /** `permissions`: the session's (a gateway user's bits; everything for other sessions). */
-  readonly openFs: (spec: BackendSpec, permissions: Permissions) => Promise<ProtocolFs>
+  readonly openFs: (spec: BackendSpec, permissions: Permissions) => Promise<View>
 }
 
 /** A session's view and share maker (also used by the OAuth resolver, whose grants are sessions). */
@@ -56,7 +54,7 @@ export async function sessionGrant(session: Session, deps: SessionBearerDeps, re
     subject: session.backendID,
     fs,
     share: async (path: string, o: ShareRequest) => {
-      const view = await deps.shares.create(session, deps.storageFor(session.spec, session.key), { ...o, path }, req.requestId, new AbortController().signal)
+      const view = await deps.shares.create(session, fs, { ...o, path }, req.requestId, new AbortController().signal)
       return { id: view.id, kind: view.type }
     },
   }

@@ -40,7 +40,7 @@
  * connection) stays valid while the user exists as made, with the same password, and
  * (a key login) still has that key. Removing the user, setting its password or removing
  * the key closes the view at once on this node (the admin API calls `changed`), and
- * within `REVALIDATE_MS` on every other node; its connection then ends (core/protocol-fs.ts `ended`).
+ * within `REVALIDATE_MS` on every other node; its connection then ends (core/view.ts `ended`).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { rm } from 'node:fs/promises'
@@ -50,9 +50,8 @@ import type { Config } from '../core/config.js'
 import { FsError, isFsError } from '../core/errors.js'
 import type { GatewayLogin, LoginRequest, LoginResult, PublicKey } from '../core/gateway.js'
 import { FULL_ACCESS, type Permissions, changesNothing, describePermissions, intersect, toBits } from '../core/permissions.js'
-import type { ProtocolFs } from '../core/protocol-fs.js'
+import type { ClientIdentity, View } from '../core/view.js'
 import type { GatewayUserRecord, StateStore } from '../core/state.js'
-import type { ClientIdentity } from '../core/storage.js'
 import type { GatewayUserTargets } from './admin.js'
 import { type PluginStorageTypes, connectionSpec, gatewayTmpSpec, passthroughAllowed, specWithRoot } from './connection-spec.js'
 import type { Logger } from './log.js'
@@ -76,12 +75,12 @@ const SHARED_VIEW_IDLE_MS = 30_000
 export const REVALIDATE_MS = 5_000
 
 /** Opens the file system view of one login (gateways/connection/view.ts); rejects when the backend cannot be opened. */
-export type OpenProtocolFs = (spec: BackendSpec, opts: { readonly permissions: Permissions; readonly client: ClientIdentity }) => Promise<ProtocolFs>
+export type OpenLoginView = (spec: BackendSpec, opts: { readonly permissions: Permissions; readonly client: ClientIdentity }) => Promise<View>
 
 export interface GatewayLoginOptions {
   readonly config: Config
   readonly state: StateStore
-  readonly openFs: OpenProtocolFs
+  readonly openFs: OpenLoginView
   readonly logger: Logger
   /** The S3 keys signature logins are checked against. */
   readonly s3Keys: S3Keys
@@ -133,7 +132,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
   readonly #recent = new PasswordCache({ ttlMs: PASSWORD_CACHE_MS, max: PASSWORD_CACHE_USERS })
   readonly #views = new SharedViews({ idleMs: SHARED_VIEW_IDLE_MS })
   /** Views of live password and key logins, by user name, with the check that keeps each valid. */
-  readonly #live = new Map<string, Map<ProtocolFs, (now: GatewayUserRecord | null) => boolean>>()
+  readonly #live = new Map<string, Map<View, (now: GatewayUserRecord | null) => boolean>>()
   #revalidating: NodeJS.Timeout | null = null
 
   private constructor(opts: GatewayLoginOptions, decoy: string) {
@@ -190,7 +189,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     if (at <= 0) await attempt?.right()
     if ('unservable' in granted) return this.#unavailable('gateway login: this user cannot be served', { ...fields, ...granted.unservable })
     const client = { address: req.address, credential: `gateway:${granted.user}` }
-    const open = async (): Promise<ProtocolFs> => {
+    const open = async (): Promise<View> => {
       const fs = await this.#opts.openFs(granted.spec, { permissions: granted.permissions, client })
       try {
         const root = await fs.stat({ requestId: req.requestId, signal: new AbortController().signal, client }, '/')
@@ -201,7 +200,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       }
       return fs
     }
-    let fs: ProtocolFs
+    let fs: View
     try {
       fs = granted.signature ? await this.#views.lease(granted.signature.view, open) : await open()
     } catch (err) {
@@ -247,7 +246,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     if (views.size === 0) this.#live.delete(name)
   }
 
-  #track(user: string, fs: ProtocolFs, valid: (now: GatewayUserRecord | null) => boolean): void {
+  #track(user: string, fs: View, valid: (now: GatewayUserRecord | null) => boolean): void {
     let views = this.#live.get(user)
     if (!views) this.#live.set(user, (views = new Map()))
     views.set(fs, valid)
@@ -278,7 +277,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
    * front/oauth/), leased from the views its per-request logins share: null when the user is gone, was made anew, or had its password
    * changed since (`mark`, from `loginMark` at the login).
    */
-  async reopen(name: string, mark: string, client: ClientIdentity): Promise<ProtocolFs | null> {
+  async reopen(name: string, mark: string, client: ClientIdentity): Promise<View | null> {
     const user = await this.#opts.state.getGatewayUser(name)
     if (!user || loginMark(user) !== mark) return null
     const spec = this.userSpec(user)

@@ -7,10 +7,7 @@ import { ApiError } from '../core/api-error.js'
 import { isFsError } from '../core/errors.js'
 import type { HttpHandler, HttpReply, HttpRequest } from '../core/http.js'
 import type { PluginRoute } from '../core/plugin.js'
-import type { Storage } from '../core/storage.js'
-import type { BackendSpec } from '../core/backend.js'
-import { type Access, sessionPermissions } from './access.js'
-import { mayReplace } from '../core/permissions.js'
+import { type Access, type OpenHttpView, sessionPermissions } from './access.js'
 import { readJson } from './http/body.js'
 import { errorReply, okReply } from './http/status.js'
 import * as files from './routes/files.js'
@@ -32,7 +29,8 @@ import { type TusUploads, isTusPath, tusReply } from './tus/uploads.js'
 
 export interface ServerDeps {
   readonly sessions: SessionService
-  readonly storageFor: (spec: BackendSpec, key?: string) => Storage
+  /** A caller's view (with the transfer limits). */
+  readonly openView: OpenHttpView
   readonly health: () => Record<string, unknown>
   /** Routes that gateways register, by exact path; they answer every method. */
   readonly gatewayRoutes?: Readonly<Record<string, HttpHandler>>
@@ -191,8 +189,8 @@ function pluginRoute(deps: ServerDeps, route: PluginRoute): Route {
     route.auth === 'none'
       ? (req) => route.handle(req)
       : async (req) => {
-          const { session, storage, permissions } = await authenticate(deps, req)
-          return route.handle(req, { backendID: session.backendID, home: session.home, storage, permissions: { ...permissions } })
+          const { session, view } = await authenticate(deps, req)
+          return route.handle(req, { backendID: session.backendID, home: session.home, view, permissions: { ...view.permissions } })
         }
   return Object.fromEntries((route.methods ?? ['GET']).map((m) => [m, handle]))
 }
@@ -210,7 +208,6 @@ async function authenticate(deps: ServerDeps, req: HttpRequest): Promise<Access>
   }
   if (share !== null) return deps.shares.resolve(share, req)
   const session = await deps.sessions.authenticate(req.header('authorization'))
-  const permissions = sessionPermissions(session)
-  // Replacing a file takes can_delete besides can_upload, at every door (core/permissions.ts `mayReplace`).
-  return { session, storage: deps.storageFor(session.spec, session.key), permissions, may_replace: mayReplace(permissions) }
+  const view = await deps.openView({ spec: session.spec, key: session.key, permissions: sessionPermissions(session), login: `http\0${session.key}\0${session.id}` })
+  return { session, view }
 }

@@ -2,7 +2,7 @@
  * @module front/shares
  * Share links (docs/api.md): creation by a token session, listing and
  * removal by their owner (same backendID), and resolution of `?share=` into an
- * Access narrowed to the share's path and rights.
+ * Access whose view is narrowed to the share's folder (or its one file) and rights.
  *
  * A share keeps its owner's backend spec sealed (AES-256-GCM, a key derived from
  * the server secret for this one purpose): it works while the owner is logged out,
@@ -14,11 +14,11 @@ import { ApiError } from '../core/api-error.js'
 import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { HttpRequest } from '../core/http.js'
 import { DOOR_PATH_RULES, baseName, trailingSlashOnFile } from '../core/paths.js'
+import { refusal } from '../core/permissions.js'
 import type { ShareRecord, ShareStore, ThrottleStore } from '../core/state.js'
-import type { Storage } from '../core/storage.js'
 import { seal, unseal } from '../core/token.js'
-import type { Access, Permissions } from './access.js'
-import { ChrootStorage } from '../gateways/connection/index.js'
+import type { View } from '../core/view.js'
+import type { Access, OpenHttpView, Permissions } from './access.js'
 import { MAX_PASSWORD_LENGTH, checkPassword, failureDelay, hashPassword } from './passwords.js'
 import type { Session } from './sessions.js'
 import { subkey } from './subkey.js'
@@ -76,21 +76,22 @@ export const SHARE_PASSWORD_FAILURES = 20
 export class ShareService {
   readonly #state: ShareStore & ThrottleStore
   readonly #key: Buffer
-  readonly #storageFor: (spec: BackendSpec, key?: string) => Storage
+  readonly #openView: OpenHttpView
   /** Recently verified (share, password) pairs: scrypt on every request of a download burst would cost ~50 ms each. */
   readonly #verified = new Map<string, number>()
   /** Wrong passwords per (share, address): guessing is throttled, not just delayed. */
   readonly #throttle: Throttle
 
-  constructor(opts: { state: ShareStore & ThrottleStore; secret: Buffer; storageFor: (spec: BackendSpec, key?: string) => Storage }) {
+  constructor(opts: { state: ShareStore & ThrottleStore; secret: Buffer; openView: OpenHttpView }) {
     this.#state = opts.state
     this.#throttle = new Throttle({ state: opts.state, max: SHARE_PASSWORD_FAILURES, windowMs: 15 * 60_000, what: 'share passwords' })
     this.#key = subkey(opts.secret, 'share-credentials')
-    this.#storageFor = opts.storageFor
+    this.#openView = opts.openView
   }
 
-  /** POST /api/share. */
-  async create(session: Session, storage: Storage, body: unknown, requestId: string, signal: AbortSignal): Promise<ShareView> {
+  /** POST /api/share, by `session` through `view` (its rights must include can_share). */
+  async create(session: Session, view: View, body: unknown, requestId: string, signal: AbortSignal): Promise<ShareView> {
+    mayShare(view)
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('INVALID_INPUT', 'the body must be a JSON object with at least "path"')
     const b = body as Record<string, unknown>
     const { path, dirHint } = DOOR_PATH_RULES.http(typeof b.path === 'string' ? b.path : undefined, 'path')
@@ -112,7 +113,7 @@ export class ShareService {
     if (expire !== null && (typeof expire !== 'number' || !Number.isSafeInteger(expire) || expire <= Date.now())) {
       throw new ApiError('INVALID_INPUT', '"expire" must be null or a time in the future, in milliseconds since the epoch')
     }
-    const entry = await storage.stat({ requestId, signal }, path)
+    const entry = await view.stat({ requestId, signal }, path)
     if (dirHint && entry.kind === 'file') throw trailingSlashOnFile('path', path)
     const record: ShareRecord = {
       id: randomBytes(16).toString('base64url'), // 128 bits
@@ -132,14 +133,16 @@ export class ShareService {
   }
 
   /** GET /api/share?path=: the owner's shares at or under `path`. */
-  async list(session: Session, rawPath: string | null): Promise<ShareView[]> {
+  async list({ session, view }: Access, rawPath: string | null): Promise<ShareView[]> {
+    mayShare(view)
     const { path } = DOOR_PATH_RULES.http(rawPath ?? '/', 'path')
     const under = (p: string) => path === '/' || p === path || p.startsWith(path + '/')
     return (await this.#state.listShares(session.backendID)).filter((s) => under(s.path)).map(shareView)
   }
 
   /** DELETE /api/share/<id>: the owner only. */
-  async remove(session: Session, id: string): Promise<void> {
+  async remove({ session, view }: Access, id: string): Promise<void> {
+    mayShare(view)
     const s = SHARE_ID.test(id) ? await this.#state.getShare(id) : null
     if (!s) throw new ApiError('NOT_FOUND', 'no such share')
     if (s.owner !== session.backendID) throw new ApiError('FORBIDDEN', 'only the session that created a share may remove it')
@@ -147,8 +150,9 @@ export class ShareService {
   }
 
   /**
-   * `?share=<id>`: the share as an Access. Unknown 404, expired 410, password missing
-   * or wrong 401 (after the fixed delay).
+   * `?share=<id>`: the share as an Access, its view shown from the share's folder (a
+   * file share: its one file) with the share's rights. Unknown 404, expired 410, password
+   * missing or wrong 401 (after the fixed delay).
    */
   async resolve(id: string, req: HttpRequest): Promise<Access> {
     const s = SHARE_ID.test(id) ? await this.#state.getShare(id) : null
@@ -169,10 +173,10 @@ export class ShareService {
       key = backendKey(spec)
       root = '/'
     }
-    const storage = new ChrootStorage(this.#storageFor(spec, key), root, only)
     const session: Session = { id: `share:${s.id}`, backendID: s.owner, home: '/', spec, key, expiresAt: s.expire ?? Number.MAX_SAFE_INTEGER }
-    // can_upload alone creates, never replaces (docs/api.md, "Files").
-    return { session, storage, permissions: sharePermissions(s), may_replace: s.can_write }
+    // can_upload alone creates, never replaces: the bits give can_delete with can_write only (docs/api.md, "Files").
+    const view = await this.#openView({ spec, key, permissions: sharePermissions(s), root, only, login: `http\0${key}\0${session.id}` })
+    return { session, view }
   }
 
   async #checkPassword(s: ShareRecord, password: string | undefined, address: string): Promise<void> {
@@ -198,6 +202,11 @@ function sharePassword(req: HttpRequest): string | undefined {
   const text = Buffer.from(m[1]!, 'base64').toString('utf8')
   const colon = text.indexOf(':')
   return colon < 0 ? undefined : text.slice(colon + 1)
+}
+
+/** Share links are made, listed and removed by logins with can_share (token sessions; never a share link). */
+function mayShare(view: View): void {
+  if (!view.permissions.can_share) throw refusal('can_share')
 }
 
 const parentOf = (p: string): string => (p.lastIndexOf('/') <= 0 ? '/' : p.slice(0, p.lastIndexOf('/')))

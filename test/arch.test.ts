@@ -466,7 +466,7 @@ t.test('self-check: the index rule catches reaching into a gateway', async (t) =
     ['gateways/s3/handler.ts', 'gateways/s3/multipart/route.ts', true],
     ['gateways/s3/multipart/route.ts', 'gateways/s3/xml.ts', true],
     ['gateways/sftp/session.ts', 'gateways/mcp/tools.ts', false],
-    ['front/app.ts', 'core/protocol-fs.ts', true],
+    ['front/app.ts', 'core/view.ts', true],
   ]
   for (const [from, to, allowed] of cases) {
     const why = indexViolation(from, to)

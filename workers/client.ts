@@ -1,7 +1,8 @@
 /**
  * @module workers/client
  * MAIN THREAD. Encodes calls as typed requests to the worker pool:
- * - `PoolStorage` is the `Storage` that request handlers use;
+ * - `Channel` is one backend's calls, what the view every door uses is built on
+ *   (gateways/connection/view.ts);
  * - `RemoteDriver` implements the `Driver` interface over the pool, so the driver
  *   conformance suite runs through the threads too (catching anything that does
  *   not survive the trip, like error codes).
@@ -13,9 +14,9 @@ import { MessageChannel, type MessagePort, type Transferable } from 'node:worker
 import { type BackendSpec, backendKey } from '../core/backend.js'
 import type { ByteRange, Driver, Entry, Features, OpContext, Space, WriteOptions } from '../core/driver.js'
 import { FsError } from '../core/errors.js'
-import { PROTOCOL_VERSION, type RangeSpec, type ReadHead, type ReadStart, type Op, type ReplyOf, type ReplyValues, type Request, type RequestBody, type TransformRequest, type ZipCompression, type ZipHead, type ZipStart } from '../core/messages.js'
+import { PROTOCOL_VERSION, type ReadHead, type Op, type ReplyOf, type ReplyValues, type Request, type RequestBody, type ZipHead } from '../core/messages.js'
 import { PortReader, PortWriter } from '../core/port-stream.js'
-import type { HeadedStream, RequestContext, Storage } from '../core/storage.js'
+import type { HeadedStream } from '../core/view.js'
 import type { Started, TransferLease, WorkerPool } from './pool.js'
 
 /** Reads up to this many bytes are answered inline, in the task's reply. */
@@ -27,7 +28,7 @@ async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
 
 type Body<Op extends RequestBody['op']> = Omit<Extract<RequestBody, { op: Op }>, 'port'>
 
-/** Calls on one backend through the pool (also what gateways/connection builds on). */
+/** Calls on one backend through the pool (what gateways/connection/view.ts builds on). */
 export class Channel {
   readonly #pool: WorkerPool
   readonly #backend: BackendSpec
@@ -111,49 +112,6 @@ export class Channel {
       writer.fail(new FsError('ECANCELED', 'upload stopped')) // no-op once ended
       port1.close()
     }
-  }
-}
-
-export class PoolStorage implements Storage {
-  readonly #ch: Channel
-
-  /** `key`: backendKey(backend), when the caller already has it (a session carries it). */
-  constructor(pool: WorkerPool, backend: BackendSpec, key?: string) {
-    this.#ch = new Channel(pool, backend, key)
-  }
-
-  stat(ctx: RequestContext, path: string): Promise<Entry> {
-    return this.#ch.call(ctx, { op: 'stat', path })
-  }
-  list(ctx: RequestContext, dir: string): Promise<Entry[]> {
-    return this.#ch.call(ctx, { op: 'list', path: dir })
-  }
-  /**
-   * Small files come back in the task's reply (measured: a 4 KiB cat cost ~970 µs through
-   * a port, ~8 messages); larger ones stream from the actor the same task started.
-   * Transforms always stream.
-   */
-  read(ctx: RequestContext, path: string, range?: RangeSpec, transform?: TransformRequest): Promise<HeadedStream<ReadHead>> {
-    if (transform) return this.#ch.read(ctx, { op: 'read', path, transform, inlineMax: 0 })
-    return this.#ch.read(ctx, { op: 'read', path, inlineMax: INLINE_READ_MAX, ...(range ? { range } : {}) })
-  }
-  write(ctx: RequestContext, path: string, body: AsyncIterable<Uint8Array>, opts: { overwrite: boolean; size?: number }): Promise<Entry> {
-    return this.#ch.upload(ctx, { op: 'write', path, parents: true, ...opts }, body)
-  }
-  mkdir(ctx: RequestContext, dir: string): Promise<void> {
-    return this.#ch.call(ctx, { op: 'mkdir', path: dir, parents: true, exclusive: true })
-  }
-  remove(ctx: RequestContext, path: string): Promise<void> {
-    return this.#ch.call(ctx, { op: 'remove', path, recursive: true })
-  }
-  move(ctx: RequestContext, from: string, to: string, overwrite: boolean): Promise<void> {
-    return this.#ch.call(ctx, { op: 'move', from, to, overwrite })
-  }
-  touch(ctx: RequestContext, path: string): Promise<void> {
-    return this.#ch.call(ctx, { op: 'touch', path })
-  }
-  zip(ctx: RequestContext, paths: readonly string[], compression: ZipCompression): Promise<HeadedStream<ZipHead>> {
-    return this.#ch.zip(ctx, { op: 'zip', paths, compression })
   }
 }
 

@@ -173,7 +173,7 @@ async function run(d: Driver, msg: Request, ctx: OpContext, transfer: Transferab
     case 'move':
       return move(ctx, d, msg.from, msg.to, msg.overwrite, msg.parents ?? true).then(() => null)
     case 'touch':
-      return touch(ctx, d, msg.path).then(() => null)
+      return touch(ctx, d, msg.path, msg.parents ?? true).then(() => null)
     case 'metadata':
       if (!d.metadata) throw new FsError('ENOTSUP', 'this storage keeps no object metadata', { path: msg.path })
       return d.metadata(ctx, msg.path)

@@ -121,10 +121,10 @@ async function copyTree(ctx: OpContext, d: Driver, src: Entry, to: string, overw
 
 const mtimeOf = (e: Entry): { mtimeMs?: number } => (e.mtimeMs === null ? {} : { mtimeMs: e.mtimeMs })
 
-/** Creates an empty file (parents as needed); anything already there is left as is. */
-export async function touch(ctx: OpContext, d: Driver, path: string): Promise<void> {
+/** Creates an empty file (`parents`: missing parents made, else ENOENT); anything already there is left as is. */
+export async function touch(ctx: OpContext, d: Driver, path: string, parents = true): Promise<void> {
   if (await statOrNull(ctx, d, path)) return
-  await ensureParent(ctx, d, path)
+  await (parents ? ensureParent(ctx, d, path) : requireParent(ctx, d, path))
   try {
     await d.write(ctx, path, empty(), { overwrite: false, size: 0 })
   } catch (err) {
@@ -147,7 +147,7 @@ export async function writeFile(
 
 async function* empty(): AsyncIterable<Uint8Array> {}
 
-// The protocol gateways' operations (core/protocol-fs.ts): one step each, no parents created.
+// The protocol gateways' operations (core/view.ts): one step each, no parents created.
 
 /** The entry itself (a final link not followed) where the driver tells links apart. */
 export function lstat(ctx: OpContext, d: Driver, path: string): Promise<Entry> {

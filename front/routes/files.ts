@@ -1,9 +1,9 @@
 /**
  * @module front/routes/files
  * The /api/files/* endpoints (docs/api.md, "Files"). Each handler validates its
- * parameters (paths through core/paths.ts, once), checks the caller's rights and
- * calls the session's Storage; errors become the contract's envelope in
- * front/server.ts.
+ * parameters (paths through core/paths.ts, once) and calls the caller's view
+ * (core/view.ts), which checks the caller's rights; errors become the contract's
+ * envelope in front/server.ts (a refused right: 403 FORBIDDEN, naming it).
  */
 import mime from 'mime-types'
 import { ApiError } from '../../core/api-error.js'
@@ -13,10 +13,8 @@ import type { ReadHead, TransformRequest, ZipCompression } from '../../core/mess
 import type { TransformFile } from '../../core/plugin.js'
 import { type ClientPath, DOOR_PATH_RULES, baseName, trailingSlashOnFile } from '../../core/paths.js'
 import { parseRange } from '../../core/range.js'
-import type { HeadedStream, RequestContext } from '../../core/storage.js'
-import type { FsEntry } from '../../core/protocol-fs.js'
-import { type Access, need } from '../access.js'
-import { type ListSnapshots, listSnapshots, toFsEntry } from '../../gateways/connection/index.js'
+import type { FsEntry, HeadedStream, RequestContext } from '../../core/view.js'
+import type { Access } from '../access.js'
 import { errorReply, okReply } from '../http/status.js'
 
 /** The HTTP API's path rule (core/paths.ts). */
@@ -38,7 +36,7 @@ const pathParam = (req: HttpRequest, name = 'path') => parseClientPath(req.query
 /** What is at `path`: a file, a directory, or nothing (null). */
 async function kindOf(req: HttpRequest, access: Access, path: string): Promise<EntryKind | null> {
   try {
-    return (await access.storage.stat(ctxOf(req), path)).kind
+    return (await access.view.stat(ctxOf(req), path)).kind
   } catch (err) {
     if ((err as { code?: unknown }).code === 'ENOENT') return null
     throw err
@@ -71,12 +69,12 @@ export const LS_MAX_ENTRIES = 10_000
  * order, as it always was. A larger one is refused (413) unless asked for in pages:
  * `limit` (1 to `max`) entries at a time in UTF-8 byte order of their names, each answer
  * with the `next_cursor` that asks for the next page (null after the last). Pages come
- * from the listing snapshots the gateways page with (gateways/connection/list-pages.ts): the
- * folder is listed once for all its pages while they follow each other, and a caller's
- * snapshots count against its own share (a session, or one share link) of their budget.
+ * from the view's listing snapshots, as the gateways' pages do (gateways/connection/list-pages.ts):
+ * the folder is listed once for all its pages while they follow each other, and a
+ * caller's snapshots count against its own share (a session, or one share link) of
+ * their budget.
  */
-export const ls = async (req: HttpRequest, access: Access, opts: { max?: number; snapshots?: ListSnapshots } = {}): Promise<HttpReply> => {
-  need(access, 'can_read')
+export const ls = async (req: HttpRequest, access: Access, opts: { max?: number } = {}): Promise<HttpReply> => {
   const max = opts.max ?? LS_MAX_ENTRIES
   const { path, dirHint } = pathParam(req)
   const cursor = req.query.get('cursor')
@@ -86,24 +84,20 @@ export const ls = async (req: HttpRequest, access: Access, opts: { max?: number;
     throw dirHint && (err as { code?: unknown }).code === 'ENOTDIR' ? trailingSlashOnFile('path', path) : err
   }
   if (limitParam === null && cursor === null) {
-    const entries = await access.storage.list(ctxOf(req), path).catch(refine)
+    const entries = await access.view.listAll(ctxOf(req), path).catch(refine)
     if (entries.length > max) {
       throw new ApiError('TOO_LARGE', `${path} holds ${entries.length} entries, more than one answer holds (${max}): ask for it in pages with limit=${max} (then cursor=<next_cursor>)`)
     }
-    return okReply({ results: entries.map(toListing), permissions: access.permissions })
+    return okReply({ results: entries.map(toListing), permissions: access.view.permissions })
   }
   const limit = limitParam === null ? max : Number(limitParam)
   if (!/^[1-9][0-9]*$/.test(limitParam ?? '1') || !Number.isSafeInteger(limit) || limit > max) throw new ApiError('INVALID_INPUT', `"limit" must be a whole number from 1 to ${max}`)
   if (cursor === '') throw new ApiError('INVALID_INPUT', '"cursor" is empty: pass the next_cursor of the previous page, or leave it out for the first page')
-  // One share of the snapshots per caller: a session, or one share link (its root is its own).
-  const login = `http\0${access.session.key}\0${access.session.id}`
-  const page = await (opts.snapshots ?? listSnapshots)
-    .page(access.storage, path, { cursor, limit }, async () => (await access.storage.list(ctxOf(req), path)).map(toFsEntry), login)
-    .catch(refine)
-  return okReply({ results: page.entries.map(toListing), next_cursor: page.cursor, permissions: access.permissions })
+  const page = await access.view.list(ctxOf(req), path, { cursor, limit }).catch(refine)
+  return okReply({ results: page.entries.map(toListing), next_cursor: page.cursor, permissions: access.view.permissions })
 }
 
-const toListing = (e: Entry | FsEntry) => ({ name: e.name, type: e.kind === 'dir' ? 'directory' : 'file', size: e.size, time: e.mtimeMs ?? 0 })
+const toListing = (e: FsEntry) => ({ name: e.name, type: e.kind === 'dir' ? 'directory' : 'file', size: e.size, time: e.mtimeMs ?? 0 })
 
 /** Picks a plugin's download transform for a request (front/plugins.ts). */
 export interface TransformSelector {
@@ -112,16 +106,15 @@ export interface TransformSelector {
 
 /** GET and HEAD. With `transforms`, a plugin may take the download over (docs/plugins.md). */
 export const download = async (req: HttpRequest, access: Access, transforms?: TransformSelector): Promise<HttpReply> => {
-  need(access, 'can_read')
   const p = pathParam(req)
   const { path, dirHint } = p
   await slashRule(req, access, 'path', p)
   if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', `${path} is a directory: use /api/files/ls or /api/files/zip`)
   const name = baseName(path)
   const transform = transforms?.selectTransform(req.query, { path, name, type: contentTypeOf(name) }) ?? null
-  if (transform) return transformedReply(req, path, await access.storage.read(transferCtx(req, access), path, undefined, transform))
+  if (transform) return transformedReply(req, path, await access.view.readFile(transferCtx(req, access), path, { transform }))
   const spec = parseRange(req.header('range'))
-  const stream = await access.storage.read(transferCtx(req, access), path, spec === 'invalid' || spec === null ? undefined : spec)
+  const stream = await access.view.readFile(transferCtx(req, access), path, spec === 'invalid' || spec === null ? {} : { range: spec })
   try {
     return replyFor(req, path, spec === 'invalid', stream)
   } catch (err) {
@@ -211,53 +204,14 @@ export const upload: FileHandler = async (req, access) => {
   const p = pathParam(req)
   const { path, dirHint } = p
   const overwrite = flag(req, 'overwrite', true)
-  need(access, 'can_upload')
   await slashRule(req, access, 'path', p)
   if (dirHint || path === '/') throw new ApiError('INVALID_INPUT', 'the upload path must name a file, not a directory')
   const size = req.contentLength
-  await writeUpload(transferCtx(req, access), access, path, req.body, size === null ? { overwrite } : { overwrite, size })
+  await access.view.writeFile(transferCtx(req, access), path, req.body, size === null ? { overwrite } : { overwrite, size })
   return okReply()
 }
 
-/**
- * Refuses an upload to `path` before any byte is taken: 403 when the caller may not
- * replace a file (a share with can_upload but not can_write creates files only) and
- * it exists; 409 when `overwrite` is false and it exists.
- */
-export async function checkUploadTarget(ctx: RequestContext, access: Access, path: string, overwrite: boolean): Promise<void> {
-  need(access, 'can_upload')
-  if (access.may_replace && overwrite) return
-  const exists = await access.storage.stat(ctx, path).then(
-    () => true,
-    (err: unknown) => {
-      if ((err as { code?: unknown }).code === 'ENOENT') return false
-      throw err
-    },
-  )
-  if (!exists) return
-  if (!access.may_replace) throw new ApiError('FORBIDDEN', 'this credential allows uploading new files only, not replacing existing ones')
-  throw new ApiError('CONFLICT', `${path} already exists (overwrite=false)`)
-}
-
-/**
- * The one write path of uploads (POST /api/files/cat and resumable uploads): the
- * rights and replace rules, then the storage's atomic write.
- */
-export async function writeUpload(
-  ctx: RequestContext,
-  access: Access,
-  path: string,
-  body: AsyncIterable<Uint8Array>,
-  opts: { overwrite: boolean; size?: number },
-): Promise<void> {
-  // The existence check answers 403 (not 409) for a share that may not replace;
-  // overwrite=false on the write itself then makes a file that appears meanwhile a 409.
-  await checkUploadTarget(ctx, access, path, true)
-  await access.storage.write(ctx, path, body, { ...opts, overwrite: opts.overwrite && access.may_replace })
-}
-
 export const zip: FileHandler = async (req, access) => {
-  need(access, 'can_read')
   const raw = req.query.getAll('path')
   if (raw.length === 0) throw new ApiError('INVALID_INPUT', 'missing parameter "path"')
   const parsed = raw.map((p) => parseClientPath(p, 'path'))
@@ -266,7 +220,7 @@ export const zip: FileHandler = async (req, access) => {
   const c = req.query.get('compression')
   if (c !== null && c !== 'store' && c !== 'auto') throw new ApiError('INVALID_INPUT', '"compression" must be "store" or "auto"')
   const compression: ZipCompression = c === 'store' ? 'store' : 'auto'
-  const stream = await access.storage.zip(transferCtx(req, access), paths, compression)
+  const stream = await access.view.zip(transferCtx(req, access), paths, compression)
   const single = paths.length === 1 && paths[0] !== '/' ? baseName(paths[0]!) : 'download'
   return {
     status: 200,
@@ -280,29 +234,24 @@ export const mv: FileHandler = async (req, access) => {
   const from = pathParam(req, 'from')
   const to = pathParam(req, 'to')
   const overwrite = flag(req, 'overwrite', false)
-  need(access, 'can_move')
   await slashRule(req, access, 'from', from)
   await slashRule(req, access, 'to', to)
   // "to" written as a directory cannot become the new name of a file either.
   if (to.dirHint && !from.dirHint && (await kindOf(req, access, from.path)) === 'file') throw trailingSlashOnFile('to', from.path)
-  await access.storage.move(ctxOf(req), from.path, to.path, overwrite)
+  await access.view.move(ctxOf(req), from.path, to.path, { overwrite })
   return okReply()
 }
 
 export const rm: FileHandler = async (req, access) => {
   const p = pathParam(req)
-  const { path } = p
-  need(access, 'can_delete')
-  if (path === '/') throw new ApiError('FORBIDDEN', 'the root cannot be removed')
   await slashRule(req, access, 'path', p)
-  await access.storage.remove(ctxOf(req), path)
+  await access.view.removeTree(ctxOf(req), p.path)
   return okReply()
 }
 
 export const mkdir: FileHandler = async (req, access) => {
   const p = pathParam(req)
-  need(access, 'can_create_directory')
-  await access.storage.mkdir(ctxOf(req), p.path).catch(async (err: unknown) => {
+  await access.view.makeFolders(ctxOf(req), p.path).catch(async (err: unknown) => {
     // The trailing-slash rule, checked only when something is there already.
     if ((err as { code?: unknown }).code === 'EEXIST') await slashRule(req, access, 'path', p)
     throw err
@@ -312,9 +261,8 @@ export const mkdir: FileHandler = async (req, access) => {
 
 export const touch: FileHandler = async (req, access) => {
   const p = pathParam(req)
-  need(access, 'can_create_file')
   await slashRule(req, access, 'path', p)
   if (p.dirHint) throw new ApiError('INVALID_INPUT', 'the touch path must name a file, not a directory')
-  await access.storage.touch(ctxOf(req), p.path)
+  await access.view.touch(ctxOf(req), p.path)
   return okReply()
 }

@@ -9,12 +9,12 @@
  *
  * filegate keeps what the library does not know about:
  * - who may: every request is authenticated like POST /api/files/cat (the caller's
- *   Access, front/server.ts); the creation checks the target as cat does, and the
+ *   Access, front/server.ts); the creation checks the target as cat's write would (the view's `checkWrite`), and the
  *   upload is bound to the credential that created it (a hash of the session's or
  *   share's id, kept in the upload's record): any other caller gets 404;
  * - where it goes: the target path is fixed at creation (`?path=` or `path` in
  *   Upload-Metadata); when the last byte is staged, the file is streamed into the
- *   storage through the same atomic write as cat (front/routes/files.ts), then the
+ *   storage through the same atomic write as cat (the view's `writeFile`), then the
  *   staged copy is removed. The target never exists half-written;
  * - what is left: an upload that expired, was terminated, or can never be stored
  *   (say the target appeared meanwhile and may not be replaced) leaves nothing. Expiry
@@ -33,11 +33,12 @@ import type { StagedArea } from '../../core/staged.js'
 import type { StagingHold, StagingQuota } from '../../core/staging-quota.js'
 import type { StateStore } from '../../core/state.js'
 import { DOOR_PATH_RULES } from '../../core/paths.js'
-import type { RequestContext } from '../../core/storage.js'
-import { type Access, need } from '../access.js'
+import { refusal } from '../../core/permissions.js'
+import type { RequestContext } from '../../core/view.js'
+import type { Access } from '../access.js'
 import type { Logger } from '../log.js'
 import { HTTP_STATUS } from '../http/status.js'
-import { checkUploadTarget, ctxOf, flag, writeUpload } from '../routes/files.js'
+import { ctxOf, flag } from '../routes/files.js'
 import { StoreConfigstore } from './records.js'
 import { StagingStore } from './staging-store.js'
 import { fromWebResponse, toWebRequest } from './web.js'
@@ -207,7 +208,7 @@ export class TusUploads {
     await this.#commits.get(id)?.catch(() => {})
     const upload = await this.#owned(id, access)
     if (req.method === 'PATCH') {
-      need(access, 'can_upload')
+      if (!access.view.permissions.can_upload) throw refusal('can_upload')
       return this.#patch(req, access, upload)
     }
     if (req.method === 'HEAD' && upload.size !== undefined && upload.offset === upload.size) {
@@ -328,7 +329,7 @@ export class TusUploads {
   }
 
   async #create(req: HttpRequest, access: Access): Promise<HttpReply> {
-    need(access, 'can_upload')
+    if (!access.view.permissions.can_upload) throw refusal('can_upload')
     let metadata: Record<string, string | null> = {}
     const header = req.header('upload-metadata')
     if (header !== undefined) {
@@ -345,17 +346,12 @@ export class TusUploads {
     const owner = viaShare(access) ? { login: null, share: ownerOf(access) } : { login: ownerOf(access), share: null }
     // An upload that could never be staged is refused before it exists.
     if (Number.isSafeInteger(length)) this.#opts.quota?.fits(owner, length)
-    await checkUploadTarget(ctxOf(req), access, path, overwrite)
-    // The target is looked at now, as cat's write would (a link that leads outside the
-    // storage, or a parent that is a file, is refused), not after the body is staged.
-    if (overwrite && access.may_replace) {
-      await access.storage.stat(ctxOf(req), path).catch((err: unknown) => {
-        if ((err as { code?: unknown }).code !== 'ENOENT') throw err
-      })
-    }
+    // What the write would refuse is refused now (the rights, a file that may not be
+    // replaced, a link that leads outside the storage...), not after the body is staged.
+    await access.view.checkWrite(ctxOf(req), path, { overwrite })
     const body = Number(req.header('content-length') ?? NaN)
     const reserve = Number.isSafeInteger(body) && body > 0 ? body : undefined
-    const call: Call = { access, requestId: req.requestId, target: path, overwrite: overwrite && access.may_replace, ...(reserve === undefined ? {} : { reserve }) }
+    const call: Call = { access, requestId: req.requestId, target: path, overwrite, ...(reserve === undefined ? {} : { reserve }) }
     try {
       return await this.#delegate(req, call)
     } finally {
@@ -423,7 +419,7 @@ export class TusUploads {
     const opts = upload.size === undefined ? { overwrite: meta[OVERWRITE] === 'true' } : { overwrite: meta[OVERWRITE] === 'true', size: upload.size }
     const commit = (async () => {
       try {
-        await writeUpload(ctx, access, meta[TARGET]!, this.#store.bytes(id), opts)
+        await access.view.writeFile(ctx, meta[TARGET]!, this.#store.bytes(id), opts)
       } catch (err) {
         if (HTTP_STATUS[toApiError(err).code] < 500) await this.#discard(id)
         throw err

@@ -6,7 +6,6 @@
  * unclassified EIO with a generic message.
  */
 import { FsError, isFsError, stagingError } from '../../core/errors.js'
-import { type PermissionName, PERMISSION_VERBS } from '../../core/permissions.js'
 
 export function asFsError(err: unknown): FsError {
   if (isFsError(err)) return err
@@ -23,7 +22,3 @@ export async function fsCall<T>(fn: () => Promise<T>): Promise<T> {
     throw asFsError(err)
   }
 }
-
-/** The refusal of an operation the login's bits do not allow (`what`: the operation, when the bit's own verb does not say it). */
-export const refused = (right: PermissionName, path: string, what = PERMISSION_VERBS[right]): FsError =>
-  new FsError('EACCES', `this login may not ${what} (it has no ${right})`, { path })

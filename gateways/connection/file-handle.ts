@@ -1,6 +1,6 @@
 /**
  * @module gateways/connection/file-handle
- * MAIN THREAD. An open file (core/protocol-fs.ts `FileHandle`) as a thin proxy on its
+ * MAIN THREAD. An open file (core/view.ts `FileHandle`) as a thin proxy on its
  * actor's port: the file itself (read-ahead, coalescing, in-place writes, the staging
  * copy) lives in the worker that owns the backend (workers/handles/). Each call is a
  * typed message (core/messages.ts `ToHandle`), sent in the order calls come; the actor
@@ -26,7 +26,7 @@ import type { Entry } from '../../core/driver.js'
 import { FsError, fromWire, toWire } from '../../core/errors.js'
 import type { FromHandle, HandleFigures, HandleMode, ToHandle } from '../../core/messages.js'
 import type { PendingBudget } from '../../core/pending-budget.js'
-import type { CloseResult, FileHandle, FsEntry, OpenFlags } from '../../core/protocol-fs.js'
+import type { CloseResult, FileHandle, FsEntry, OpenFlags } from '../../core/view.js'
 import type { StagingHold } from '../../core/staging-quota.js'
 import { asFsError } from './errors.js'
 

@@ -4,10 +4,8 @@
  * door's folder, this one is imported through its index only (test/arch.test.ts), so
  * its parts can be rearranged without reaching past the folder.
  */
-export { ChrootStorage } from './chroot-storage.js'
-export { toFsEntry } from './file-handle.js'
 export { SharedViews } from './shared-views.js'
 export { TransferLimits } from './transfer-limits.js'
-export { type ListSnapshots, createProtocolFs, listSnapshots, sweepStaging } from './view.js'
+export { openView, sweepStaging } from './view.js'
 export { DoorMetrics } from './metrics.js'
 export { Drain } from './drain.js'

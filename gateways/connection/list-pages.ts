@@ -19,7 +19,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { FsError } from '../../core/errors.js'
-import type { FsEntry, ListPage } from '../../core/protocol-fs.js'
+import type { FsEntry, ListPage } from '../../core/view.js'
 
 export const DEFAULT_PAGE = 1000
 const MAX_PAGE = 100_000

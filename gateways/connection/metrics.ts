@@ -12,7 +12,7 @@
  * short name; anything past that, or not a plain name, is `other`.
  */
 import type { Door, DoorMeter } from '../../core/doors.js'
-import type { FileHandle, ProtocolFs } from '../../core/protocol-fs.js'
+import type { FileHandle, View } from '../../core/view.js'
 
 export const DOORS: readonly Door[] = ['http', 'sftp', 's3', 'mcp']
 /** Error classes one door may show; SFTP has 4, S3 about 40 codes, HTTP 2 classes. */
@@ -57,7 +57,7 @@ class Counts implements DoorMeter {
     }
   }
 
-  fs(fs: ProtocolFs): ProtocolFs {
+  fs(fs: View): View {
     return meteredFs(fs, this)
   }
 }
@@ -97,7 +97,7 @@ function overlay<T extends object>(obj: T, own: Partial<T>): T {
 }
 
 /** `fs` whose file handles count what they read (out) and write (in). */
-function meteredFs(fs: ProtocolFs, meter: DoorMeter): ProtocolFs {
+function meteredFs(fs: View, meter: DoorMeter): View {
   return overlay(fs, { open: async (ctx, path, flags, opts) => meteredHandle(await fs.open(ctx, path, flags, opts), meter) })
 }
 

@@ -1,6 +1,6 @@
 /**
  * @module gateways/connection/shared-views
- * File system views (core/protocol-fs.ts) kept open per user for logins that come once
+ * File system views (core/view.ts) kept open per user for logins that come once
  * per request: S3 signs every request, and opening a view costs a round trip to a
  * worker, plus the login's look at the root. The first login of a user opens the view;
  * the next ones, while it is open, get a lease on it at no cost.
@@ -11,11 +11,10 @@
  * once (the next login tries again).
  */
 import { FsError } from '../../core/errors.js'
-import type { FileHandle, OpenFlags, OpenOptions, ProtocolFs } from '../../core/protocol-fs.js'
-import type { RequestContext } from '../../core/storage.js'
+import type { FileHandle, OpenFlags, OpenOptions, RequestContext, View } from '../../core/view.js'
 
 interface Shared {
-  readonly view: Promise<ProtocolFs>
+  readonly view: Promise<View>
   leases: number
   idleSince: number
 }
@@ -32,7 +31,7 @@ export class SharedViews {
   }
 
   /** A lease on the view of `key`, opened with `open` when there is none. Rejects as `open` does. */
-  async lease(key: string, open: () => Promise<ProtocolFs>): Promise<ProtocolFs> {
+  async lease(key: string, open: () => Promise<View>): Promise<View> {
     let s = this.#views.get(key)
     if (!s) {
       const view = open()
@@ -45,7 +44,7 @@ export class SharedViews {
     }
     s.leases++
     const shared = s
-    let view: ProtocolFs
+    let view: View
     try {
       view = await shared.view
     } catch (err) {
@@ -80,16 +79,16 @@ export class SharedViews {
 }
 
 /** One holder's use of a shared view. */
-class Lease implements ProtocolFs {
-  readonly permissions: ProtocolFs['permissions']
-  readonly abilities: ProtocolFs['abilities']
+class Lease implements View {
+  readonly permissions: View['permissions']
+  readonly abilities: View['abilities']
   readonly identity: string
-  readonly #view: ProtocolFs
+  readonly #view: View
   readonly #release: () => void
   readonly #handles = new Set<FileHandle>()
   #closed = false
 
-  constructor(view: ProtocolFs, release: () => void) {
+  constructor(view: View, release: () => void) {
     this.#view = view
     this.#release = release
     this.permissions = view.permissions
@@ -97,19 +96,28 @@ class Lease implements ProtocolFs {
     this.identity = view.identity
   }
 
-  stat: ProtocolFs['stat'] = (ctx, path) => this.#view.stat(ctx, path)
-  lstat: ProtocolFs['lstat'] = (ctx, path) => this.#view.lstat(ctx, path)
-  list: ProtocolFs['list'] = (ctx, dir, opts) => this.#view.list(ctx, dir, opts)
-  mkdir: ProtocolFs['mkdir'] = (ctx, dir) => this.#view.mkdir(ctx, dir)
-  rmdir: ProtocolFs['rmdir'] = (ctx, dir) => this.#view.rmdir(ctx, dir)
-  unlink: ProtocolFs['unlink'] = (ctx, path) => this.#view.unlink(ctx, path)
-  rename: ProtocolFs['rename'] = (ctx, from, to, opts) => this.#view.rename(ctx, from, to, opts)
-  setTimes: ProtocolFs['setTimes'] = (ctx, path, times) => this.#view.setTimes(ctx, path, times)
-  setMode: ProtocolFs['setMode'] = (ctx, path, mode) => this.#view.setMode(ctx, path, mode)
-  truncate: ProtocolFs['truncate'] = (ctx, path, size) => this.#view.truncate(ctx, path, size)
-  copy: ProtocolFs['copy'] = (ctx, from, to, opts) => this.#view.copy(ctx, from, to, opts)
-  space: ProtocolFs['space'] = (ctx, path) => this.#view.space(ctx, path)
-  metadata: ProtocolFs['metadata'] = (ctx, path) => this.#view.metadata(ctx, path)
+  stat: View['stat'] = (ctx, path) => this.#view.stat(ctx, path)
+  lstat: View['lstat'] = (ctx, path) => this.#view.lstat(ctx, path)
+  list: View['list'] = (ctx, dir, opts) => this.#view.list(ctx, dir, opts)
+  listAll: View['listAll'] = (ctx, dir) => this.#view.listAll(ctx, dir)
+  readFile: View['readFile'] = (ctx, path, opts) => this.#view.readFile(ctx, path, opts)
+  writeFile: View['writeFile'] = (ctx, path, body, opts) => this.#view.writeFile(ctx, path, body, opts)
+  checkWrite: View['checkWrite'] = (ctx, path, opts) => this.#view.checkWrite(ctx, path, opts)
+  makeFolders: View['makeFolders'] = (ctx, dir) => this.#view.makeFolders(ctx, dir)
+  removeTree: View['removeTree'] = (ctx, path) => this.#view.removeTree(ctx, path)
+  move: View['move'] = (ctx, from, to, opts) => this.#view.move(ctx, from, to, opts)
+  touch: View['touch'] = (ctx, path) => this.#view.touch(ctx, path)
+  zip: View['zip'] = (ctx, paths, compression) => this.#view.zip(ctx, paths, compression)
+  mkdir: View['mkdir'] = (ctx, dir) => this.#view.mkdir(ctx, dir)
+  rmdir: View['rmdir'] = (ctx, dir) => this.#view.rmdir(ctx, dir)
+  unlink: View['unlink'] = (ctx, path) => this.#view.unlink(ctx, path)
+  rename: View['rename'] = (ctx, from, to, opts) => this.#view.rename(ctx, from, to, opts)
+  setTimes: View['setTimes'] = (ctx, path, times) => this.#view.setTimes(ctx, path, times)
+  setMode: View['setMode'] = (ctx, path, mode) => this.#view.setMode(ctx, path, mode)
+  truncate: View['truncate'] = (ctx, path, size) => this.#view.truncate(ctx, path, size)
+  copy: View['copy'] = (ctx, from, to, opts) => this.#view.copy(ctx, from, to, opts)
+  space: View['space'] = (ctx, path) => this.#view.space(ctx, path)
+  metadata: View['metadata'] = (ctx, path) => this.#view.metadata(ctx, path)
 
   async open(ctx: RequestContext, path: string, flags: OpenFlags, opts?: OpenOptions): Promise<FileHandle> {
     if (this.#closed) throw new FsError('ECANCELED', 'the session is closed')

@@ -1,14 +1,13 @@
 /**
  * @module gateways/mcp/fs-ops
- * What the tools need beyond one `ProtocolFs` call: a whole listing, a whole file
- * written at once (atomically, parents made), a tree removed, a tree walked. Each checks
+ * What the tools need beyond one `View` call: a listing within limits, a whole file
+ * written at once (atomically, parents made), a tree walked. Each checks
  * the request's signal between storage calls, so a cancelled tool stops there.
  */
 import { FsError } from '../../core/errors.js'
 import { makeFolders } from '../../core/make-folders.js'
 import { joinPath, parentOf } from '../../core/paths.js'
-import type { FsEntry, OpenFlags, ProtocolFs } from '../../core/protocol-fs.js'
-import type { RequestContext } from '../../core/storage.js'
+import type { FsEntry, OpenFlags, RequestContext, View } from '../../core/view.js'
 
 export const READ: OpenFlags = { read: true, write: false, append: false, create: false, truncate: false, exclusive: false }
 const PUT: OpenFlags = { read: false, write: true, append: false, create: true, truncate: true, exclusive: false }
@@ -30,7 +29,7 @@ export class DeadlineReached extends Error {}
  * would need is never relied on. With `deadline` (ms since the epoch), checked before each
  * page and during it (the pool call is cancelled when it passes): DeadlineReached.
  */
-export async function listAll(fs: ProtocolFs, ctx: RequestContext, dir: string, max: number, deadline?: number): Promise<{ entries: FsEntry[]; cut: boolean }> {
+export async function listAll(fs: View, ctx: RequestContext, dir: string, max: number, deadline?: number): Promise<{ entries: FsEntry[]; cut: boolean }> {
   const entries: FsEntry[] = []
   let cursor: string | null = null
   if (max < 1) throw new RangeError('listAll: max must be at least 1')
@@ -56,7 +55,7 @@ export async function listAll(fs: ProtocolFs, ctx: RequestContext, dir: string, 
 }
 
 /** Writes a whole file atomically (it replaces the old one at `close`), parents made. */
-export async function writeFile(fs: ProtocolFs, ctx: RequestContext, path: string, data: Uint8Array): Promise<void> {
+export async function writeFile(fs: View, ctx: RequestContext, path: string, data: Uint8Array): Promise<void> {
   await makeFolders(fs, ctx, parentOf(path))
   const h = await fs.open(ctx, path, PUT)
   try {
@@ -70,7 +69,7 @@ export async function writeFile(fs: ProtocolFs, ctx: RequestContext, path: strin
 }
 
 /** Creates an empty file unless something is there. @returns whether it was created. */
-export async function touchFile(fs: ProtocolFs, ctx: RequestContext, path: string): Promise<boolean> {
+export async function touchFile(fs: View, ctx: RequestContext, path: string): Promise<boolean> {
   try {
     const e = await fs.stat(ctx, path)
     if (e.kind === 'dir') throw new FsError('EISDIR', `${path} is a folder`, { path })
@@ -88,31 +87,6 @@ export async function touchFile(fs: ProtocolFs, ctx: RequestContext, path: strin
   }
 }
 
-/**
- * Removes a folder and everything under it, one storage call per entry, deepest first.
- * A link is removed, never followed. @returns how many entries were removed.
- */
-export async function removeTree(fs: ProtocolFs, ctx: RequestContext, dir: string): Promise<number> {
-  let removed = 0
-  for (;;) {
-    // Pages of a folder being emptied: list again from the start until it is empty.
-    const { entries } = await listAll(fs, ctx, dir, 1000)
-    if (entries.length === 0) break
-    for (const e of entries) {
-      checkCancelled(ctx)
-      const p = joinPath(dir, e.name)
-      if (e.kind === 'dir' && !e.link) removed += await removeTree(fs, ctx, p)
-      else {
-        await fs.unlink(ctx, p)
-        removed++
-      }
-    }
-  }
-  checkCancelled(ctx)
-  await fs.rmdir(ctx, dir)
-  return removed + 1
-}
-
 export interface WalkLimits {
   readonly maxDepth: number
   readonly maxVisited: number
@@ -124,7 +98,7 @@ export interface WalkLimits {
  * are visited, not descended into. @returns why the walk stopped early, or null.
  */
 export async function walk(
-  fs: ProtocolFs,
+  fs: View,
   ctx: RequestContext,
   dir: string,
   limits: WalkLimits,

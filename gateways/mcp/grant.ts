@@ -7,14 +7,14 @@
  */
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js'
 import type { BearerResult } from '../../core/gateway.js'
-import type { ProtocolFs } from '../../core/protocol-fs.js'
+import type { View } from '../../core/view.js'
 
 type Ok = Extract<BearerResult, { ok: true }>
 
 export interface Grant {
   /** Who acts (a session's backend id, an OAuth subject): what a session is bound to. */
   readonly subject: string
-  readonly fs: ProtocolFs
+  readonly fs: View
   readonly share: Ok['share']
   /** The HTTP request's id, for the logs. */
   readonly requestId: string

@@ -1,7 +1,7 @@
 /**
  * @module gateways/mcp/tools
  * The MCP tools (docs/mcp-gateway.md): ls, cat, write, mkdir, touch, mv, rm, stat,
- * find, share. Each acts through the `ProtocolFs` its request's credential grants
+ * find, share. Each acts through the `View` its request's credential grants
  * (gateways/mcp/grant.ts), on paths canonicalised by the MCP door's rule
  * (core/paths.ts `DOOR_PATH_RULES.mcp`: `..` above the root is refused, never resolved), and reports
  * failures as `isError` results through MCP's own error table (gateways/mcp/errors.ts).

@@ -5,11 +5,11 @@
  * interleave (A publishes, B publishes, A stats) and A's MD5 be recorded against B's
  * bytes — on a storage with whole-second times the record would even look valid.
  */
-import type { ProtocolFs } from '../../core/protocol-fs.js'
+import type { View } from '../../core/view.js'
 
 const tails = new Map<string, Promise<void>>()
 
-export async function serially<T>(fs: ProtocolFs, path: string, fn: () => Promise<T>): Promise<T> {
+export async function serially<T>(fs: View, path: string, fn: () => Promise<T>): Promise<T> {
   const key = `${fs.identity}\0${path}`
   const prev = tails.get(key) ?? Promise.resolve()
   let release!: () => void

@@ -1,7 +1,7 @@
 /**
  * @module gateways/s3/copy
  * CopyObject: `x-amz-copy-source` (`[/]bucket/key[?versionId=...]`, URL-encoded) onto
- * the request's key, inside the caller's view (ProtocolFs.copy: server-side where the
+ * the request's key, inside the caller's view (View.copy: server-side where the
  * storage can). The metadata directive COPY keeps the source's ETag, Content-Type,
  * standard headers (Cache-Control, ...) and `x-amz-meta-*`; REPLACE takes those of the
  * request.

@@ -1,6 +1,6 @@
 /**
  * @module gateways/s3/keys
- * Bucket names and object keys → paths of the caller's `ProtocolFs`. A bucket is a
+ * Bucket names and object keys → paths of the caller's `View`. A bucket is a
  * top-level directory of the caller's root; a key is a path below it, split at `/`.
  * The rule is the S3 door's in core/paths.ts (`DOOR_PATH_RULES.s3`, and `s3BucketPath` for the bucket's folder); here its
  * refusals get S3's error shape.

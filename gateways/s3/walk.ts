@@ -15,8 +15,7 @@
  *   opened: it holds at least one key (its content, or its marker).
  */
 import { isTempUploadName } from '../../core/paths.js'
-import type { FsEntry, ProtocolFs } from '../../core/protocol-fs.js'
-import type { RequestContext } from '../../core/storage.js'
+import type { FsEntry, RequestContext, View } from '../../core/view.js'
 import { compareKeys } from './keys.js'
 
 export type Found =
@@ -47,7 +46,7 @@ interface Dir {
  * Every key of the bucket at `bucketPath` (a directory) matching `opts`, in order,
  * with consecutive common prefixes merged.
  */
-export async function* walkKeys(fs: ProtocolFs, ctx: RequestContext, bucketPath: string, opts: WalkOptions): AsyncGenerator<Found> {
+export async function* walkKeys(fs: View, ctx: RequestContext, bucketPath: string, opts: WalkOptions): AsyncGenerator<Found> {
   // Start in the deepest folder the prefix names: `a/b/c` is listed from `a/b/`.
   const cut = opts.prefix.lastIndexOf('/') + 1
   const base = opts.prefix.slice(0, cut)
@@ -113,7 +112,7 @@ export function resumeName(dir: Dir, after: string): string | null {
   return i <= 1 ? null : seg.slice(0, i - 1)
 }
 
-async function* walkDir(fs: ProtocolFs, ctx: RequestContext, dir: Dir, opts: WalkOptions, top: boolean): AsyncGenerator<Found> {
+async function* walkDir(fs: View, ctx: RequestContext, dir: Dir, opts: WalkOptions, top: boolean): AsyncGenerator<Found> {
   let page: { entries: readonly FsEntry[]; cursor: string | null }
   // Resuming inside this folder: its listing starts near the key (from the view's snapshot of it, when fresh).
   const from = resumeName(dir, opts.after)

@@ -3,7 +3,7 @@
  * Entries as SFTP v3 attributes, and the `ls -l` style long names READDIR carries
  * (OpenSSH's `sftp` prints them as they are for `ls -l`).
  */
-import type { FsEntry } from '../../core/protocol-fs.js'
+import type { FsEntry } from '../../core/view.js'
 import type { Attrs } from './wire/codec.js'
 
 const S_IFDIR = 0o040000

@@ -9,7 +9,7 @@
 import type { AuthContext, Connection } from 'ssh2'
 import { utils } from './ssh2.js'
 import type { GatewayLogin, LoginResult } from '../../core/gateway.js'
-import type { ProtocolFs } from '../../core/protocol-fs.js'
+import type { View } from '../../core/view.js'
 
 export const MAX_AUTH_TRIES = 6
 const METHODS: ('password' | 'publickey')[] = ['publickey', 'password']
@@ -23,7 +23,7 @@ export interface AuthOptions {
 
 export interface LoggedIn {
   readonly user: string
-  readonly fs: ProtocolFs
+  readonly fs: View
 }
 
 /**

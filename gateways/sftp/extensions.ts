@@ -9,8 +9,7 @@
  */
 import type { Space } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
-import type { FileHandle, ProtocolFs } from '../../core/protocol-fs.js'
-import type { RequestContext } from '../../core/storage.js'
+import type { FileHandle, RequestContext, View } from '../../core/view.js'
 import { MAX_HANDLES, MAX_PACKET, MAX_READ, MAX_WRITE } from './limits.js'
 import { Fields, Malformed } from './wire/codec.js'
 import { changesNothing } from '../../core/permissions.js'
@@ -25,7 +24,7 @@ export const ADVERTISED: Readonly<Record<string, string>> = {
 }
 
 export interface ExtensionContext {
-  readonly fs: ProtocolFs
+  readonly fs: View
   ctx(): RequestContext
   /** A raw protocol path → canonical (throws EINVAL). */
   path(raw: string): string

@@ -14,7 +14,7 @@
  */
 import { FsError } from '../../core/errors.js'
 import { parentOf } from '../../core/paths.js'
-import type { CloseResult, FileHandle, FsEntry, OpenFlags } from '../../core/protocol-fs.js'
+import type { CloseResult, FileHandle, FsEntry, OpenFlags } from '../../core/view.js'
 
 /** How long a read of a file this session is writing waits for the writer's CLOSE. */
 export const READ_WAIT_MS = 30_000

@@ -1,7 +1,7 @@
 /**
  * @module gateways/sftp/session
  * One SFTP v3 session (a `sftp` subsystem channel) over a logged-in user's
- * `ProtocolFs`: each request's path goes through the SFTP door's rule (core/paths.ts `DOOR_PATH_RULES.sftp`; the working
+ * `View`: each request's path goes through the SFTP door's rule (core/paths.ts `DOOR_PATH_RULES.sftp`; the working
  * directory is `/`, the user's root), each failure through the one status table
  * (./errors.ts). The session holds its handle table and what it is writing
  * (./own-writes.ts: its own files are visible to it from OPEN on); its end aborts every
@@ -19,8 +19,7 @@ import { FsError } from '../../core/errors.js'
 import { DOOR_PATH_RULES } from '../../core/paths.js'
 import type { DoorMeter } from '../../core/doors.js'
 import { SFTP_STATUS_NAME, type SftpStatusCode } from '../../core/sftp-status.js'
-import type { ProtocolFs } from '../../core/protocol-fs.js'
-import type { RequestContext } from '../../core/storage.js'
+import type { RequestContext, View } from '../../core/view.js'
 import { toStatus } from './errors.js'
 import { ADVERTISED } from './extensions.js'
 import { HandleTable } from './handles.js'
@@ -38,7 +37,7 @@ import { type SftpChannel, SftpServer } from './wire/server.js'
 export { flagsOf } from './requests/files.js'
 
 export interface SessionOptions {
-  readonly fs: ProtocolFs
+  readonly fs: View
   /** The logged-in user, shown as owner in long names. */
   readonly user: string
   readonly connId: string

@@ -603,7 +603,7 @@ const mtimeGroup: Group = {
   ],
 }
 
-/** The optional methods the protocol gateways use (core/protocol-fs.ts). */
+/** The optional methods the protocol gateways use (core/view.ts). */
 const gatewayGroup: Group = {
   name: 'gateway methods',
   cases: [

@@ -9,7 +9,7 @@
 import { readFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import type { OpenFlags } from '../../core/protocol-fs.js'
+import type { OpenFlags } from '../../core/view.js'
 import { api } from '../helpers/filegate.js'
 import { gate } from '../helpers/gateway.js'
 import { adminToken } from '../helpers/share.js'

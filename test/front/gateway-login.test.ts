@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import type { Door, LoginResult, PublicKey } from '../../core/gateway.js'
 import { resolveProtocolPath } from '../../core/paths.js'
-import type { ProtocolFs } from '../../core/protocol-fs.js'
+import type { View } from '../../core/view.js'
 import { validateConfig } from '../../core/config.js'
 import { GATEWAY_LOGIN_FAILURES } from '../../front/gateway-login.js'
 import { api, tmpSession } from '../helpers/filegate.js'
@@ -25,13 +25,13 @@ import { FULL_ACCESS, READ_ONLY } from '../../core/permissions.js'
 
 const ctxOf = { requestId: 'test', signal: new AbortController().signal }
 
-function opened(t: Test, r: LoginResult, what: string): ProtocolFs {
+function opened(t: Test, r: LoginResult, what: string): View {
   if (!r.ok) throw new Error(`${what}: ${r.reason} (${r.message})`)
   t.teardown(() => r.fs.close())
   return r.fs
 }
 
-const names = async (fs: ProtocolFs, dir: string) => (await fs.list(ctxOf, dir)).entries.map((e) => e.name).sort()
+const names = async (fs: View, dir: string) => (await fs.list(ctxOf, dir)).entries.map((e) => e.name).sort()
 
 function publicKey(pubLine: string): PublicKey {
   const [algo, b64] = pubLine.split(' ') as [string, string]

@@ -1,6 +1,6 @@
 /**
  * @module test/gateway-fs/cases
- * The gateway layer's cases (core/protocol-fs.ts over gateways/connection/view.ts), written once
+ * The gateway layer's cases (core/view.ts over gateways/connection/view.ts), written once
  * and run against a real worker pool over each backend (local, sftp, ftp, smb and s3 .test.ts).
  * Each case gets a fresh view over an empty folder, and that folder seen past the view
  * (`read`, `names`: the disk, the bucket) to check what really landed, and that nothing else did.
@@ -9,19 +9,18 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import type { Test } from 'tap'
-import type { FileHandle, OpenFlags, ProtocolFs } from '../../core/protocol-fs.js'
+import type { FileHandle, OpenFlags, RequestContext, View } from '../../core/view.js'
 import type { BackendSpec } from '../../core/backend.js'
-import { type GatewayFsStats, createProtocolFs } from '../../gateways/connection/view.js'
+import { type GatewayFsStats, openView } from '../../gateways/connection/view.js'
 import type { WorkerPool } from '../../workers/pool.js'
 import { Channel } from '../../workers/client.js'
 import { HOSTILE_NAMES } from '../drivers/suite.js'
-import type { RequestContext } from '../../core/storage.js'
 import { FULL_ACCESS, READ_ONLY } from '../../core/permissions.js'
 
 export interface Fixture {
-  readonly fs: ProtocolFs & { readonly stats: GatewayFsStats }
+  readonly fs: View & { readonly stats: GatewayFsStats }
   /** The same root, read-only. */
-  readonly readOnly: ProtocolFs
+  readonly readOnly: View
   /** Live transfers of the pool now. */
   readonly transfers: () => number
   /** Writes that are not a `put` go in place (else through staging). */
@@ -730,8 +729,8 @@ export async function viewsOver(
   const backing = o.backing ?? diskBacking(o.root!, o.own)
   // In place only where asked and the storage can write at an offset (its driver's `writeAt`).
   const can = await new Channel(o.pool, o.spec).call(ctx(), { op: 'abilities' })
-  const fs = await createProtocolFs({ pool: o.pool, spec: o.spec, permissions: FULL_ACCESS, stagingDir: o.staging, inPlace: o.inPlace })
-  const readOnly = await createProtocolFs({ pool: o.pool, spec: o.spec, permissions: READ_ONLY, stagingDir: o.staging })
+  const fs = await openView({ pool: o.pool, spec: o.spec, permissions: FULL_ACCESS, stagingDir: o.staging, inPlace: o.inPlace })
+  const readOnly = await openView({ pool: o.pool, spec: o.spec, permissions: READ_ONLY, stagingDir: o.staging })
   t.teardown(() => {
     fs.close()
     readOnly.close()

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { FULL_ACCESS } from '../../core/permissions.js'
-import { createProtocolFs } from '../../gateways/connection/view.js'
+import { openView } from '../../gateways/connection/view.js'
 import { WorkerPool } from '../../workers/pool.js'
 import { MiB, waitFor } from './cases.js'
 
@@ -37,7 +37,7 @@ t.test('the thread holding open files dies: they fail, nothing is committed, no 
   t.teardown(() => pool.close())
   const root = t.testdir({ 'staged.bin': 'old staged', 'put.bin': 'old put' })
   const staging = stagingOf(t)
-  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: staging, inPlace: false })
+  const fs = await openView({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: staging, inPlace: false })
   t.teardown(() => fs.close())
 
   const s = await fs.open(ctx(), '/staged.bin', flags({ read: true, write: true }))
@@ -67,7 +67,7 @@ t.test('closing the view aborts its staging handles: the worker removes their co
   t.teardown(() => pool.close())
   const root = t.testdir({ 'a.bin': 'old' })
   const staging = stagingOf(t)
-  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: staging, inPlace: false })
+  const fs = await openView({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: staging, inPlace: false })
   const h = await fs.open(ctx(), '/a.bin', flags({ write: true, append: true }))
   await h.write(0, Buffer.from(' and more'))
   t.equal(readdirSync(staging).length, 1)

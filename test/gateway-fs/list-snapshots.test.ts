@@ -10,7 +10,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { ListSnapshots, createProtocolFs } from '../../gateways/connection/view.js'
+import { ListSnapshots, openView } from '../../gateways/connection/view.js'
 import { DeadlineReached, listAll, walk } from '../../gateways/mcp/fs-ops.js'
 import { WorkerPool } from '../../workers/pool.js'
 import { READ_ONLY } from '../../core/permissions.js'
@@ -32,7 +32,7 @@ t.test("one login listing huge folders over and over keeps to its share and neve
   folder(join(disk, 'attacker'), 'huge', 9000)
   const PER_LOGIN = 8000
   const snapshots = new ListSnapshots({ maxEntries: 16_000, perLoginEntries: PER_LOGIN })
-  const view = (who: string) => createProtocolFs({ pool, spec: { type: 'local', root: join(disk, who) }, permissions: READ_ONLY, stagingDir: join(disk, 'staging'), snapshots })
+  const view = (who: string) => openView({ pool, spec: { type: 'local', root: join(disk, who) }, permissions: READ_ONLY, stagingDir: join(disk, 'staging'), snapshots })
 
   const victim = await view('victim')
   t.teardown(() => victim.close())
@@ -68,7 +68,7 @@ t.test('MCP whole listings: one backend listing per folder, the deadline checked
   const disk = t.testdir({ root: {}, staging: {} })
   folder(join(disk, 'root'), 'big', 5000)
   for (let i = 0; i < 20; i++) mkdirSync(join(disk, 'root', 'tree', `d${i}`), { recursive: true })
-  const fs = await createProtocolFs({ pool, spec: { type: 'local', root: join(disk, 'root') }, permissions: READ_ONLY, stagingDir: join(disk, 'staging'), snapshots: new ListSnapshots() })
+  const fs = await openView({ pool, spec: { type: 'local', root: join(disk, 'root') }, permissions: READ_ONLY, stagingDir: join(disk, 'staging'), snapshots: new ListSnapshots() })
   t.teardown(() => fs.close())
 
   let before = pool.stats.completed

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { createProtocolFs } from '../../gateways/connection/view.js'
+import { openView } from '../../gateways/connection/view.js'
 import { WorkerPool } from '../../workers/pool.js'
 import { MiB, runCases, viewsOver } from './cases.js'
 import { FULL_ACCESS } from '../../core/permissions.js'
@@ -31,7 +31,7 @@ await t.test('a symlink planted in the root that leads outside: EACCES, never th
   symlinkSync(join(outside, 'secret.txt'), join(root, 'leak'))
   symlinkSync(outside, join(root, 'leakdir'))
   symlinkSync('inside.txt', join(root, 'ok-link'))
-  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: join(root, '..', 'staging-sym') })
+  const fs = await openView({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: join(root, '..', 'staging-sym') })
   t.teardown(() => fs.close())
   const c = () => ({ requestId: 'sym', signal: new AbortController().signal })
   const refuse = async (p: Promise<unknown>, what: string) => {
@@ -63,7 +63,7 @@ await t.test('a symlink planted in the root that leads outside: EACCES, never th
 
 await t.test('put: writes far ahead of a gap past the window make a hole; bytes already sent cannot be rewritten', async (t) => {
   const root = t.testdir()
-  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: join(root, '..', 'st-window'), limits: { windowBytes: MiB, chunkBytes: 256 * 1024 } })
+  const fs = await openView({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: join(root, '..', 'st-window'), limits: { windowBytes: MiB, chunkBytes: 256 * 1024 } })
   t.teardown(() => fs.close())
   const c = () => ({ requestId: 'w', signal: new AbortController().signal })
   const head = randomBytes(64 * 1024)
@@ -85,7 +85,7 @@ await t.test('put: writes far ahead of a gap past the window make a hole; bytes 
 
 await t.test('setMode never sets set-user-ID, set-group-ID or sticky bits on the server disk', async (t) => {
   const root = t.testdir({ 'tool.sh': '#!/bin/sh\n' })
-  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: join(root, '..', 'st-mode') })
+  const fs = await openView({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: join(root, '..', 'st-mode') })
   t.teardown(() => fs.close())
   await fs.setMode({ requestId: 'm', signal: new AbortController().signal }, '/tool.sh', 0o6755)
   t.equal(statSync(join(root, 'tool.sh')).mode & 0o7777, 0o755)

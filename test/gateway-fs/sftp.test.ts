@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto'
 import { chownSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { createProtocolFs } from '../../gateways/connection/view.js'
+import { openView } from '../../gateways/connection/view.js'
 import { WorkerPool } from '../../workers/pool.js'
 import { startSshd } from '../servers/sshd.js'
 import { runCases, viewsOver } from './cases.js'
@@ -32,5 +32,5 @@ for (const inPlace of [true, false]) {
 
 await t.test('opening a view logs in to the backend: a wrong password is EAUTH', async (t) => {
   const spec = { type: 'sftp' as const, hostname: '127.0.0.1', port: sshd.port, username: sshd.username, password: 'not the password', root: '' }
-  await t.rejects(createProtocolFs({ pool, spec, permissions: FULL_ACCESS, stagingDir: t.testdir() }), { code: 'EAUTH', name: 'FsError' })
+  await t.rejects(openView({ pool, spec, permissions: FULL_ACCESS, stagingDir: t.testdir() }), { code: 'EAUTH', name: 'FsError' })
 })

@@ -12,7 +12,8 @@ import t, { type Test } from 'tap'
 import type { BackendSpec } from '../../core/backend.js'
 import { type PluginBackendSpec, checkPlugin } from '../../core/plugin.js'
 import { loadPlugins } from '../../front/plugins.js'
-import { PoolStorage } from '../../workers/client.js'
+import { FULL_ACCESS } from '../../core/permissions.js'
+import { openView } from '../../gateways/connection/index.js'
 import { WorkerPool } from '../../workers/pool.js'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
 
@@ -134,21 +135,20 @@ t.test("a plugin's storage type: drivers made in the worker threads", async (t) 
   const ctx = { requestId: 'r1', signal: new AbortController().signal }
   // What a session on a connection of type "memory" would carry (see the report on wiring sessions).
   const spec: PluginBackendSpec = { type: 'plugin', plugin: 'plg_example', backend: 'memory', params: { bucket: 't' } }
-  const storage = new PoolStorage(pool, spec as unknown as BackendSpec)
-  await storage.write(ctx, '/docs/a.txt', (async function* () {
+  const view = (s: unknown) => openView({ pool, spec: s as BackendSpec, permissions: FULL_ACCESS, stagingDir: t.testdir() })
+  const storage = await view(spec)
+  await storage.writeFile(ctx, '/docs/a.txt', (async function* () {
     yield Buffer.from('in memory')
   })(), { overwrite: true })
-  t.strictSame((await storage.list(ctx, '/docs')).map((e) => [e.name, e.size]), [['a.txt', 9]], 'written and listed')
-  const read = await storage.read(ctx, '/docs/a.txt')
+  t.strictSame((await storage.listAll(ctx, '/docs')).map((e) => [e.name, e.size]), [['a.txt', 9]], 'written and listed')
+  const read = await storage.readFile(ctx, '/docs/a.txt')
   const chunks: Uint8Array[] = []
   for await (const c of read.body) chunks.push(c)
   t.equal(Buffer.concat(chunks).toString(), 'in memory', 'read back')
   await t.rejects(storage.stat(ctx, '/nope'), { code: 'ENOENT' }, "the plugin driver's FsError-shaped errors keep their code across the thread")
 
-  const missing = new PoolStorage(pool, { ...spec, plugin: 'plg_nope' } as unknown as BackendSpec)
-  await t.rejects(missing.stat(ctx, '/'), { code: 'ENOTSUP', message: /plugin "plg_nope" is not enabled/ }, 'a plugin that is not enabled: ENOTSUP')
-  const noType = new PoolStorage(pool, { ...spec, backend: 'disk' } as unknown as BackendSpec)
-  await t.rejects(noType.stat(ctx, '/'), { code: 'ENOTSUP', message: /provides no "disk" storage/ }, 'a type it does not provide: ENOTSUP')
+  await t.rejects(view({ ...spec, plugin: 'plg_nope' }), { code: 'ENOTSUP', message: /plugin "plg_nope" is not enabled/ }, 'a plugin that is not enabled: ENOTSUP')
+  await t.rejects(view({ ...spec, backend: 'disk' }), { code: 'ENOTSUP', message: /provides no "disk" storage/ }, 'a type it does not provide: ENOTSUP')
 
   const host = await loadPlugins([EXAMPLE])
   const memory = host.storageType('memory')

@@ -1,6 +1,6 @@
 /**
  * @module workers/handles/handle
- * An open file (core/protocol-fs.ts `FileHandle`). What it does with writes is chosen at
+ * An open file (core/view.ts `FileHandle`). What it does with writes is chosen at
  * open, from the flags and whether the file exists:
  * - write-only, on a new or truncated file: one atomic upload fed by a write coalescer
  *   (write-coalescer.ts), the common `put`;
@@ -14,7 +14,7 @@
  */
 import type { Entry } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
-import type { CloseResult, FileHandle, FsEntry, OpenFlags } from '../../core/protocol-fs.js'
+import type { CloseResult, FileHandle, FsEntry, OpenFlags } from '../../core/view.js'
 import { asFsError } from './errors.js'
 import type { ReadAhead } from './read-ahead.js'
 import { InPlaceWriter } from './in-place.js'

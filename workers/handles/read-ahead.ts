@@ -10,7 +10,7 @@
  */
 import { FsError } from '../../core/errors.js'
 import type { ReadHead } from '../../core/messages.js'
-import type { HeadedStream } from '../../core/storage.js'
+import type { HeadedStream } from '../../core/view.js'
 import { asFsError } from './errors.js'
 
 /** A read this far ahead of the stream's position skips the bytes between instead of restarting. */

@@ -9,8 +9,7 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js'
 import { DOOR_PATH_RULES } from '../../../core/paths.js'
 import { changesNothing } from '../../../core/permissions.js'
-import type { FsEntry } from '../../../core/protocol-fs.js'
-import type { RequestContext } from '../../../core/storage.js'
+import type { FsEntry, RequestContext } from '../../../core/view.js'
 import { refusal, toolFailure } from '../errors.js'
 import { type Grant, grantOf } from '../grant.js'
 

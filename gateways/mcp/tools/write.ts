@@ -8,7 +8,7 @@ import { FsError } from '../../../core/errors.js'
 import { makeFolders } from '../../../core/make-folders.js'
 import { isWithin, parentOf } from '../../../core/paths.js'
 import { ToolError } from '../errors.js'
-import { checkCancelled, removeTree, touchFile, writeFile } from '../fs-ops.js'
+import { checkCancelled, touchFile, writeFile } from '../fs-ops.js'
 import { type Run, type ToolDeps, WRITES, mcpToolPath, path } from './common.js'
 
 export function registerWriteTools(server: McpServer, _deps: ToolDeps, run: Run): void {
@@ -42,7 +42,11 @@ export function registerWriteTools(server: McpServer, _deps: ToolDeps, run: Run)
     },
     run(true, async (a: { path: string }, g, ctx) => {
       const p = mcpToolPath(a.path)
-      if ((await makeFolders(g.fs, ctx, p)).at(-1) !== p) throw new FsError('EEXIST', `${p} already exists`, { path: p })
+      await g.fs.makeFolders(ctx, p).catch(async (err: unknown) => {
+        if ((err as { code?: unknown }).code !== 'EEXIST') throw err
+        if ((await g.fs.stat(ctx, p)).kind !== 'dir') throw new FsError('ENOTDIR', `${p} is a file, not a folder`, { path: p })
+        throw new FsError('EEXIST', `${p} already exists`, { path: p })
+      })
       return { content: [{ type: 'text', text: `made ${p}` }] }
     }),
   )
@@ -90,23 +94,25 @@ export function registerWriteTools(server: McpServer, _deps: ToolDeps, run: Run)
       title: 'Remove',
       description: 'Removes a file, or a folder: an empty one, or with everything in it when recursive is true. Stops when cancelled (what was removed stays removed).',
       inputSchema: { path, recursive: z.boolean().default(false) },
-      outputSchema: { path: z.string(), removed: z.number().describe('entries removed') },
+      outputSchema: { path: z.string(), type: z.enum(['file', 'directory']).describe('what was removed (a directory: with everything in it)') },
       annotations: WRITES(true, true),
     },
     run(true, async (a: { path: string; recursive: boolean }, g, ctx) => {
       const p = mcpToolPath(a.path)
       if (p === '/') throw new ToolError('FORBIDDEN', 'the root cannot be removed')
       const e = await g.fs.lstat(ctx, p)
-      let removed = 1
-      if (e.kind !== 'dir' || e.link) await g.fs.unlink(ctx, p)
-      else if (a.recursive) removed = await removeTree(g.fs, ctx, p)
+      const folder = e.kind === 'dir' && !e.link
+      // A folder's tree goes in one worker task (the driver's bulk delete where it has one).
+      if (!folder) await g.fs.unlink(ctx, p)
+      else if (a.recursive) await g.fs.removeTree(ctx, p)
       else {
         await g.fs.rmdir(ctx, p).catch((err: unknown) => {
           if ((err as { code?: unknown }).code === 'ENOTEMPTY') throw new FsError('ENOTEMPTY', `${p} is not empty: pass recursive: true to remove it with its content`, { path: p })
           throw err
         })
       }
-      return { content: [{ type: 'text', text: `removed ${p}${removed > 1 ? ` (${removed} entries)` : ''}` }], structuredContent: { path: p, removed } }
+      const text = `removed ${p}${folder && a.recursive ? ' and everything in it' : ''}`
+      return { content: [{ type: 'text', text }], structuredContent: { path: p, type: folder ? 'directory' : 'file' } }
     }),
   )
 }

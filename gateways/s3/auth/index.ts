@@ -12,7 +12,7 @@
  */
 import type { GatewayLogin } from '../../../core/gateway.js'
 import type { HttpRequest } from '../../../core/http.js'
-import type { ProtocolFs } from '../../../core/protocol-fs.js'
+import type { View } from '../../../core/view.js'
 import { S3Error } from '../errors.js'
 import { checkedPayload, planPayload } from './payload.js'
 import { isSigned, keyIfSigned, readClaims } from './sigv4.js'
@@ -21,7 +21,7 @@ export interface S3Caller {
   readonly accessKeyId: string
   readonly user: string
   /** The key's user's view (connection, root, read-only flag); the caller closes it when the request is over. */
-  readonly fs: ProtocolFs
+  readonly fs: View
   /**
    * The payload, decoded (aws-chunked) and verified as it streams: throws S3Error at its
    * END (before the consumer commits anything) when a chunk signature, the signed payload

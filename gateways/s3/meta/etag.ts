@@ -6,12 +6,12 @@
  * (rclone and the aws CLI compare only ETags without `-` to an MD5).
  */
 import { createHash } from 'node:crypto'
-import type { FsEntry } from '../../../core/protocol-fs.js'
+import type { FsEntry } from '../../../core/view.js'
 
 /** The MD5 of nothing: the true ETag of every empty object, whoever wrote it. */
 export const EMPTY_MD5 = 'd41d8cd98f00b204e9800998ecf8427e'
 
-/** `identity`: the view's (ProtocolFs.identity). Unquoted. An empty file gets its true MD5. */
+/** `identity`: the view's (View.identity). Unquoted. An empty file gets its true MD5. */
 export function stableEtag(identity: string, path: string, entry: Pick<FsEntry, 'size' | 'mtimeMs'>): string {
   if (entry.size === 0) return EMPTY_MD5
   const hex = createHash('md5').update(`filegate-etag\0${identity}\0${path}\0${entry.size}\0${entry.mtimeMs ?? 'none'}`).digest('hex')

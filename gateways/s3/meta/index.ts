@@ -7,7 +7,7 @@
  *   md5-of-md5s `-N` for multipart), with its Content-Type and `x-amz-meta-*`. A store
  *   that keeps metadata itself (S3: `abilities.metadata`) keeps them when they were
  *   written with the object and its ETag is the same; else they are kept in the state
- *   store, keyed by the view's identity (ProtocolFs.identity) and the path, together
+ *   store, keyed by the view's identity (View.identity) and the path, together
  *   with the file's size and modification time when written;
  * - the record holds while the file keeps that size and time. A file written or changed
  *   by another door (HTTP API, SFTP, the disk itself) gets the stable ETag of etag.ts,
@@ -20,8 +20,7 @@
  * and by multipart's Complete.
  */
 import type { StoredMetadata } from '../../../core/driver.js'
-import type { FsEntry, ProtocolFs } from '../../../core/protocol-fs.js'
-import type { RequestContext } from '../../../core/storage.js'
+import type { FsEntry, RequestContext, View } from '../../../core/view.js'
 import type { ObjectMetaRecord, StateStore } from '../../../core/state.js'
 import { S3Error } from '../errors.js'
 import { stableEtag } from './etag.js'
@@ -149,13 +148,13 @@ const detached = (): RequestContext => ({ requestId: 's3-meta', signal: new Abor
 
 /** What the object operations use (gateways/s3/objects.ts, copy.ts, multipart's Complete). */
 export interface ObjectMetaStore {
-  get(fs: ProtocolFs, path: string, entry: FsEntry, ctx?: RequestContext): Promise<ObjectMetaValue>
+  get(fs: View, path: string, entry: FsEntry, ctx?: RequestContext): Promise<ObjectMetaValue>
   /** What `get` without `ctx` gives (a listing), for a page of files at once: one state-store call. */
-  getMany(fs: ProtocolFs, files: readonly { readonly path: string; readonly entry: FsEntry }[]): Promise<ObjectMetaValue[]>
+  getMany(fs: View, files: readonly { readonly path: string; readonly entry: FsEntry }[]): Promise<ObjectMetaValue[]>
   /** After the object at `path` was written (`entry`: as committed). */
-  put(fs: ProtocolFs, path: string, entry: FsEntry, meta: ObjectMetaValue, ctx?: RequestContext): Promise<void>
+  put(fs: View, path: string, entry: FsEntry, meta: ObjectMetaValue, ctx?: RequestContext): Promise<void>
   /** After the object at `path` was deleted. */
-  forget(fs: ProtocolFs, path: string): Promise<void>
+  forget(fs: View, path: string): Promise<void>
 }
 
 export class ObjectMeta implements ObjectMetaStore {
@@ -170,7 +169,7 @@ export class ObjectMeta implements ObjectMetaStore {
    * GetObject, a HeadObject) a store that keeps metadata (S3) is asked for it; without
    * (listings), only what costs no request: the record, the store's ETag in `entry`.
    */
-  async get(fs: ProtocolFs, path: string, entry: FsEntry, ctx?: RequestContext): Promise<ObjectMetaValue> {
+  async get(fs: View, path: string, entry: FsEntry, ctx?: RequestContext): Promise<ObjectMetaValue> {
     const rec = entry.mtimeMs === null ? null : await this.#state.getObjectMeta(fs.identity, path)
     const recorded = fromRecord(rec, entry)
     if (recorded) return recorded
@@ -178,7 +177,7 @@ export class ObjectMeta implements ObjectMetaStore {
     return withoutRecord(fs, path, entry)
   }
 
-  async getMany(fs: ProtocolFs, files: readonly { readonly path: string; readonly entry: FsEntry }[]): Promise<ObjectMetaValue[]> {
+  async getMany(fs: View, files: readonly { readonly path: string; readonly entry: FsEntry }[]): Promise<ObjectMetaValue[]> {
     const timed = files.filter((f) => f.entry.mtimeMs !== null).map((f) => f.path)
     const recs = timed.length === 0 ? new Map<string, ObjectMetaRecord>() : await this.#state.getObjectMetas(fs.identity, timed)
     return files.map((f) => fromRecord(recs.get(f.path) ?? null, f.entry) ?? withoutRecord(fs, f.path, f.entry))
@@ -190,7 +189,7 @@ export class ObjectMeta implements ObjectMetaStore {
    * with `open`'s metadata and the same ETag) needs no record. Nothing is kept where the
    * storage keeps no times (the record could not be told stale).
    */
-  async put(fs: ProtocolFs, path: string, entry: FsEntry, meta: ObjectMetaValue, ctx: RequestContext = detached()): Promise<void> {
+  async put(fs: View, path: string, entry: FsEntry, meta: ObjectMetaValue, ctx: RequestContext = detached()): Promise<void> {
     if (fs.abilities.metadata) {
       const kept = await fs.metadata(ctx, path).then(native, () => null)
       if (kept && kept.etag === meta.etag && sameMeta(kept, meta)) return this.forget(fs, path)
@@ -208,7 +207,7 @@ export class ObjectMeta implements ObjectMetaStore {
   }
 
   /** After a delete (or a write whose result cannot be recorded). */
-  async forget(fs: ProtocolFs, path: string): Promise<void> {
+  async forget(fs: View, path: string): Promise<void> {
     await this.#state.deleteObjectMeta(fs.identity, path)
   }
 }
@@ -221,7 +220,7 @@ function fromRecord(rec: ObjectMetaRecord | null, entry: FsEntry): ObjectMetaVal
 }
 
 /** A file with no record: the store's own ETag (S3), else the stable one. */
-function withoutRecord(fs: ProtocolFs, path: string, entry: FsEntry): ObjectMetaValue {
+function withoutRecord(fs: View, path: string, entry: FsEntry): ObjectMetaValue {
   if (entry.etag !== undefined && entry.etag !== '') return { etag: entry.etag, userMeta: {} }
   return { etag: stableEtag(fs.identity, path, entry), userMeta: {} }
 }

@@ -21,7 +21,7 @@
  */
 import { FsError, isFsError } from '../../../core/errors.js'
 import { parentOf } from '../../../core/paths.js'
-import type { OpenFlags } from '../../../core/protocol-fs.js'
+import type { OpenFlags } from '../../../core/view.js'
 import type { MultipartPartRecord, MultipartUploadRecord, StateStore } from '../../../core/state.js'
 import { serially } from '../commits.js'
 import { S3Error } from '../errors.js'

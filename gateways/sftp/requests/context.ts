@@ -4,8 +4,7 @@
  * the wire, the user's view, its open handles and the session's own writes, and how a
  * request runs (its answer, or its error as a status).
  */
-import type { FileHandle, FsEntry, ProtocolFs } from '../../../core/protocol-fs.js'
-import type { RequestContext } from '../../../core/storage.js'
+import type { FileHandle, FsEntry, RequestContext, View } from '../../../core/view.js'
 import type { HandleTable } from '../handles.js'
 import type { OwnWrite, OwnWrites } from '../own-writes.js'
 import type { SendBudget } from '../send-budget.js'
@@ -38,7 +37,7 @@ export type Open = FileState | DirState
 
 export interface Session {
   readonly sftp: SftpServer
-  readonly fs: ProtocolFs
+  readonly fs: View
   /** The logged-in user, shown as owner in long names. */
   readonly user: string
   /** Aborted when the session ends. */

@@ -6,7 +6,7 @@
  * have yet.
  */
 import { FsError } from '../../../core/errors.js'
-import type { FsEntry } from '../../../core/protocol-fs.js'
+import type { FsEntry } from '../../../core/view.js'
 import { longName, toAttrs } from '../attrs.js'
 import { OwnWrites } from '../own-writes.js'
 import { STATUS } from '../wire/codec.js'

@@ -5,7 +5,7 @@
  * far. READs wait for room in the connection's send budget before reading.
  */
 import { FsError } from '../../../core/errors.js'
-import type { OpenFlags } from '../../../core/protocol-fs.js'
+import type { OpenFlags } from '../../../core/view.js'
 import { MAX_HANDLES, MAX_READ } from '../limits.js'
 import { OwnWrites, ReadAfterWrite } from '../own-writes.js'
 import { OPEN_MODE, STATUS } from '../wire/codec.js'

@@ -9,7 +9,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { utimesSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { createProtocolFs } from '../../../gateways/connection/view.js'
+import { openView } from '../../../gateways/connection/view.js'
 import { openSqliteState } from '../../../front/state/sqlite-state.js'
 import { ObjectMeta, md5While, multipartEtag, userMetaFrom } from '../../../gateways/s3/meta/index.js'
 import { S3Error } from '../../../gateways/s3/errors.js'
@@ -28,7 +28,7 @@ async function fixture(t: Test) {
   const root = join(base, 'root')
   const state = await openSqliteState(join(base, 'state'))
   t.teardown(() => state.close())
-  const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: join(base, 'staging') })
+  const fs = await openView({ pool, spec: { type: 'local', root }, permissions: FULL_ACCESS, stagingDir: join(base, 'staging') })
   t.teardown(() => fs.close())
   return { root, state, fs, meta: new ObjectMeta(state) }
 }
@@ -54,7 +54,7 @@ t.test('an object written through the gateway: its ETag is the MD5 of its bytes,
   await meta.put(fs, '/obj.bin', entry, { etag, contentType: 'image/png', userMeta: { colour: 'blau', 'über': 'ja' } })
   t.same(await meta.get(fs, '/obj.bin', await fs.stat(ctx(), '/obj.bin')), { etag, contentType: 'image/png', userMeta: { colour: 'blau', 'über': 'ja' } })
   // Another view of the same folder (another login of the same storage) sees the same.
-  const other = await createProtocolFs({ pool, spec: { type: 'local', root }, permissions: READ_ONLY, stagingDir: join(root, '..', 'staging2') })
+  const other = await openView({ pool, spec: { type: 'local', root }, permissions: READ_ONLY, stagingDir: join(root, '..', 'staging2') })
   t.teardown(() => other.close())
   t.equal(other.identity, fs.identity, 'same storage and root: same identity')
   t.equal((await meta.get(other, '/obj.bin', await other.stat(ctx(), '/obj.bin'))).etag, etag)
@@ -135,7 +135,7 @@ t.test('over an S3 backend: metadata kept on the object itself, the store\'s ETa
   const state = await openSqliteState(join(base, 'state'))
   t.teardown(() => state.close())
   const spec = { type: 's3' as const, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, root: await s3.bucket() }
-  const fs = await createProtocolFs({ pool, spec, permissions: FULL_ACCESS, stagingDir: join(base, 'staging') })
+  const fs = await openView({ pool, spec, permissions: FULL_ACCESS, stagingDir: join(base, 'staging') })
   t.teardown(() => fs.close())
   const meta = new ObjectMeta(state)
   t.equal(fs.abilities.metadata, true, 'the S3 backend keeps object metadata')

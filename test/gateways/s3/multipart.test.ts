@@ -13,8 +13,8 @@ import { XMLParser } from 'fast-xml-parser'
 import t, { type Test } from 'tap'
 import type { HttpReply, HttpRequest } from '../../../core/http.js'
 import type { S3Request } from '../../../gateways/s3/request.js'
-import type { ProtocolFs } from '../../../core/protocol-fs.js'
-import { createProtocolFs } from '../../../gateways/connection/view.js'
+import type { View } from '../../../core/view.js'
+import { openView } from '../../../gateways/connection/view.js'
 import { openSqliteState } from '../../../front/state/sqlite-state.js'
 import { S3Error } from '../../../gateways/s3/errors.js'
 import { ObjectMeta } from '../../../gateways/s3/meta/index.js'
@@ -57,9 +57,9 @@ async function fixture(t: Test, opts: { expiryMs?: number } = {}) {
   const uploads = new MultipartUploads({ state, staging: staging(stagingDir), meta, expiryMs: opts.expiryMs ?? 24 * 3_600_000 })
   await uploads.start()
   t.teardown(() => uploads.stop())
-  const views: ProtocolFs[] = []
+  const views: View[] = []
   const view = async (readOnly = false) => {
-    const fs = await createProtocolFs({ pool, spec: { type: 'local', root }, permissions: readOnly ? READ_ONLY : FULL_ACCESS, stagingDir: join(base, 'gw-staging') })
+    const fs = await openView({ pool, spec: { type: 'local', root }, permissions: readOnly ? READ_ONLY : FULL_ACCESS, stagingDir: join(base, 'gw-staging') })
     views.push(fs)
     return fs
   }
@@ -68,7 +68,7 @@ async function fixture(t: Test, opts: { expiryMs?: number } = {}) {
   const bob = { user: 'bob', fs: await view() }
   const reader = { user: 'alice', fs: await view(true) }
   /** One request through the handler, as the gateway's router hands it over. */
-  const call = async (who: { user: string; fs: ProtocolFs }, bucket: string, key: string, r: Req): Promise<HttpReply | undefined> => {
+  const call = async (who: { user: string; fs: View }, bucket: string, key: string, r: Req): Promise<HttpReply | undefined> => {
     const headers = new Map(Object.entries(r.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]))
     const raw = r.body ?? new Uint8Array(0)
     const body = typeof raw === 'string' ? once(Buffer.from(raw)) : raw instanceof Uint8Array ? once(raw) : raw
@@ -350,7 +350,7 @@ t.test('over an S3 backend: Complete writes the object with its Content-Type and
   const uploads = new MultipartUploads({ state, staging: staging(join(base, 'mp')), meta, expiryMs: 3_600_000 })
   t.teardown(() => uploads.stop())
   const spec = { type: 's3' as const, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, root: '' }
-  const fs = await createProtocolFs({ pool, spec, permissions: FULL_ACCESS, stagingDir: join(base, 'gw') })
+  const fs = await openView({ pool, spec, permissions: FULL_ACCESS, stagingDir: join(base, 'gw') })
   t.teardown(() => fs.close())
   const bucket = await s3.bucket()
   const c = { requestId: 'mp-s3', signal: new AbortController().signal }
