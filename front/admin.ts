@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto'
 import { ApiError } from '../core/api-error.js'
 import { DOOR_PATH_RULES } from '../core/paths.js'
-import { FULL_ACCESS, PERMISSION_NAMES, type Permissions, READ_ONLY, changesNothing } from '../core/permissions.js'
+import { FULL_ACCESS, NO_ACCESS, PERMISSION_NAMES, type Permissions, READ_ONLY, changesNothing } from '../core/permissions.js'
 import type { AuthorizedKeyRecord, GatewayUserRecord, StateStore } from '../core/state.js'
 import { TokenError, seal, unseal } from '../core/token.js'
 import { checkPassword, hashPassword } from './passwords.js'
@@ -120,16 +120,27 @@ export class AdminService {
     return userView(user)
   }
 
-  /** PATCH /admin/api/users/<name>: `{"password": "..."}` sets a new password; null removes it (a key-only user). */
+  /**
+   * PATCH /admin/api/users/<name>: `"password"` sets a new password (null removes it: a
+   * key-only user); `"permissions"` changes the bits it names, `"read_only"` sets all
+   * eight by the shorthand. Everything given is checked before anything is written, and
+   * written in one change. The caller ends the logins the change no longer grants.
+   */
   async patchUser(name: string, body: unknown): Promise<GatewayUserView> {
     const b = object(body)
-    for (const k of Object.keys(b)) if (k !== 'password') throw new ApiError('INVALID_INPUT', `"${k}" cannot be changed: only "password" (remove the user and add it again to change the rest)`)
-    if (!('password' in b)) throw new ApiError('INVALID_INPUT', 'give "password": a new password, or null to remove it')
+    for (const k of Object.keys(b)) {
+      if (k !== 'password' && k !== 'permissions' && k !== 'read_only') {
+        throw new ApiError('INVALID_INPUT', `"${k}" cannot be changed: only "password", "permissions" or "read_only" (remove the user and add it again to change the rest)`)
+      }
+    }
+    if (Object.keys(b).length === 0) throw new ApiError('INVALID_INPUT', 'give "password" (a new one, or null to remove it), "permissions" or "read_only"')
+    if ('password' in b && b.password !== null) password(b.password)
     const user = await this.#user(name)
+    const permissions = permissionsChange(b, user.permissions)
     if (b.password === null && user.keys.length === 0) throw new ApiError('CONFLICT', `"${name}" has no authorized key: removing its password would leave no way to log in`)
-    const hash = b.password === null ? null : await hashPassword(password(b.password))
-    if (!(await this.#state.setGatewayUserPassword(name, hash))) throw noUser()
-    return userView({ ...user, password_hash: hash })
+    const hash = !('password' in b) ? undefined : b.password === null ? null : await hashPassword(b.password as string)
+    if (!(await this.#state.updateGatewayUser(name, { ...(hash !== undefined ? { password_hash: hash } : {}), ...(permissions ? { permissions } : {}) }))) throw noUser()
+    return userView(await this.#user(name))
   }
 
   /** POST /admin/api/users/<name>/keys: `{"key": "ssh-ed25519 AAAA... comment"}`. */
@@ -168,22 +179,32 @@ const USER_NAME = /^[A-Za-z0-9._-]{1,64}$/
 const MAX_KEYS = 100
 const noUser = () => new ApiError('NOT_FOUND', 'no such gateway user')
 
-function object(body: unknown): Record<string, unknown> {
+export function object(body: unknown): Record<string, unknown> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ApiError('INVALID_INPUT', 'the body must be a JSON object')
   return body as Record<string, unknown>
 }
 
 /** A gateway user without `permissions` or `read_only` may do everything but make share links (which it never can). */
-const USER_DEFAULT: Permissions = { ...FULL_ACCESS, can_share: false }
+export const USER_DEFAULT: Permissions = { ...FULL_ACCESS, can_share: false }
 
 /**
- * The rights asked for in an admin API body (a gateway user's, an S3 key's): `permissions`,
- * an object of the eight bits (a bit left out is not granted), or `read_only`, the
- * shorthand kept from before the bits (true: can_read only; false: everything a gateway
- * user may have). Undefined when the body names neither. A gateway user never makes
- * share links (they would outlive it), so can_share is refused.
+ * The rights asked for in an admin API body that makes a gateway user or an S3 key:
+ * `permissions`, an object of the eight bits (a bit left out is not granted), or
+ * `read_only`, the shorthand kept from before the bits (true: can_read only; false:
+ * everything a gateway user may have). Undefined when the body names neither.
  */
 export function permissionsInput(b: Record<string, unknown>): Permissions | undefined {
+  return permissionsChange(b, NO_ACCESS)
+}
+
+/**
+ * The bits after a change asked for in an admin API body (PATCH of a gateway user or an
+ * S3 key): the bits `permissions` names are set as given, the others stay as in `base`;
+ * `read_only` sets all eight by the shorthand. Undefined when the body names neither. A
+ * gateway user never makes share links (they would outlive it), so can_share is refused.
+ * @throws ApiError INVALID_INPUT naming the field: an unknown bit, a value not true or false, both fields
+ */
+export function permissionsChange(b: Record<string, unknown>, base: Permissions): Permissions | undefined {
   if (b.read_only !== undefined && typeof b.read_only !== 'boolean') throw new ApiError('INVALID_INPUT', '"read_only" must be true or false')
   if (b.permissions === undefined) return b.read_only === undefined ? undefined : b.read_only ? READ_ONLY : USER_DEFAULT
   if (b.read_only !== undefined) throw new ApiError('INVALID_INPUT', 'give "permissions" or "read_only" (its shorthand), not both')
@@ -193,7 +214,7 @@ export function permissionsInput(b: Record<string, unknown>): Permissions | unde
     if (!(PERMISSION_NAMES as readonly string[]).includes(k)) throw new ApiError('INVALID_INPUT', `"permissions" has no bit ${JSON.stringify(k)}: the bits are ${PERMISSION_NAMES.join(', ')}`)
     if (typeof v !== 'boolean') throw new ApiError('INVALID_INPUT', `"permissions"."${k}" must be true or false`)
   }
-  const bits = Object.fromEntries(PERMISSION_NAMES.map((n) => [n, (p as Record<string, unknown>)[n] === true])) as unknown as Permissions
+  const bits = { ...base, ...(p as Partial<Permissions>) }
   if (bits.can_share) throw new ApiError('INVALID_INPUT', '"can_share" cannot be granted here: a share link would outlive the gateway user it came from')
   return bits
 }
@@ -211,7 +232,7 @@ export interface GatewayUserTargets {
   check(user: Pick<GatewayUserRecord, 'name' | 'connection' | 'root' | 'created'>): void
   /** Cleans up after a removed user (its tmp space, its logins). */
   removed(user: GatewayUserRecord): Promise<void>
-  /** The user's password or keys changed: its logins that it no longer grants end. */
+  /** The user's password, keys or permission bits changed: its logins that it no longer grants end. */
   changed(name: string): Promise<void>
 }
 

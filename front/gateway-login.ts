@@ -37,10 +37,14 @@
  * and a wrong signature are refused alike, delayed and throttled as a wrong password.
  *
  * **Revocation**: a view opened by a gateway user's password or key login (an SFTP
- * connection) stays valid while the user exists as made, with the same password, and
- * (a key login) still has that key. Removing the user, setting its password or removing
- * the key closes the view at once on this node (the admin API calls `changed`), and
- * within `REVALIDATE_MS` on every other node; its connection then ends (core/view.ts `ended`).
+ * connection) stays valid while the user exists as made, with the same password and the
+ * same permission bits (the view holds the bits it was opened with), and (a key login)
+ * still has that key. Removing the user, setting its password, changing its bits or
+ * removing the key closes the view at once on this node (the admin API calls `changed`),
+ * and within `REVALIDATE_MS` on every other node; its connection then ends
+ * (core/view.ts `ended`), and the client's next login gets the user as it is now.
+ * Per-request logins (S3 signatures, OAuth grants) read the user and the key at every
+ * request: their shared views are keyed by the bits, so a change applies from the next request.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { rm } from 'node:fs/promises'
@@ -231,7 +235,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     this.#revalidating = null
   }
 
-  /** The gateway user `name` was removed or changed (password, keys): its logins that it no longer grants end now. */
+  /** The gateway user `name` was removed or changed (password, keys, bits): its logins that it no longer grants end now. */
   async changed(name: string): Promise<void> {
     for (const fn of this.#onChanged) fn(name)
     const views = this.#live.get(name)
@@ -240,7 +244,7 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
     for (const [fs, valid] of [...views]) {
       if (valid(now)) continue
       views.delete(fs)
-      this.#opts.logger.log('info', 'gateway login ended: the user was removed or its credentials changed', { user: name })
+      this.#opts.logger.log('info', 'gateway login ended: the user was removed or its credentials or permissions changed', { user: name })
       fs.close()
     }
     if (views.size === 0) this.#live.delete(name)
@@ -308,9 +312,14 @@ export class GatewayLoginService implements GatewayLogin, GatewayUserTargets {
       if (!r.ok) return user.password_hash === null ? 'the user has no password' : 'wrong password'
     }
     const { created, password_hash } = user
+    const bits = toBits(user.permissions)
     const key = req.publicKey
     const stillValid = (now: GatewayUserRecord | null): boolean =>
-      now !== null && now.created === created && now.password_hash === password_hash && (key === undefined || keyMatches(now.keys.map((k) => k.blob), key))
+      now !== null &&
+      now.created === created &&
+      now.password_hash === password_hash &&
+      toBits(now.permissions) === bits &&
+      (key === undefined || keyMatches(now.keys.map((k) => k.blob), key))
     return this.#grant(user, () => ({ password: how, stillValid }))
   }
 

@@ -1,6 +1,6 @@
 /**
  * @module front/s3-keys
- * S3 access keys of gateway users (docs/s3-keys.md): made, listed and revoked through
+ * S3 access keys of gateway users (docs/s3-keys.md): made, listed, changed and revoked through
  * the admin API, looked up by the gateway logins (front/gateway-login.ts) on every
  * signed S3 request.
  *
@@ -17,6 +17,7 @@
 import { randomInt } from 'node:crypto'
 import { ApiError } from '../core/api-error.js'
 import type { Permissions } from '../core/permissions.js'
+import { USER_DEFAULT, object, permissionsChange } from './admin.js'
 import type { S3KeyRecord, StateStore } from '../core/state.js'
 import { seal, unseal } from '../core/token.js'
 import { subkey } from './subkey.js'
@@ -55,6 +56,8 @@ export interface S3KeyFound {
   readonly permissions: Permissions | null
 }
 
+const noKey = (user: string, id: string) => new ApiError('NOT_FOUND', `"${user}" has no S3 key ${JSON.stringify(id)}`)
+
 const random = (alphabet: string, n: number): string => Array.from({ length: n }, () => alphabet[randomInt(alphabet.length)]).join('')
 
 export const s3KeyView = (k: S3KeyRecord): S3KeyView => ({ access_key_id: k.id, permissions: k.permissions, created: k.created, last_used: k.last_used })
@@ -90,9 +93,26 @@ export class S3Keys {
     return (await this.#state.listS3Keys(user)).map(s3KeyView)
   }
 
+  /**
+   * PATCH /admin/api/users/<name>/s3-keys/<id>: `{"permissions": {...}}` changes the bits
+   * it names (a key with its user's bits starts from every bit but can_share), `null`
+   * gives the key its user's bits again; `{"read_only": ...}` sets all eight by the
+   * shorthand. Requests signed with the key have the new bits from the next one on.
+   */
+  async patch(user: string, id: string, body: unknown): Promise<S3KeyView> {
+    const b = object(body)
+    for (const k of Object.keys(b)) if (k !== 'permissions' && k !== 'read_only') throw new ApiError('INVALID_INPUT', `"${k}" is not a field of an S3 key that can change: give "permissions" or "read_only"`)
+    if (Object.keys(b).length === 0) throw new ApiError('INVALID_INPUT', 'give "permissions" (the bits to change, or null: its user\'s) or "read_only"')
+    const key = await this.#state.getS3Key(id)
+    if (!key || key.user !== user) throw noKey(user, id)
+    const permissions = b.permissions === null && b.read_only === undefined ? null : permissionsChange(b, key.permissions ?? USER_DEFAULT)!
+    if (!(await this.#state.setS3KeyPermissions(user, id, permissions))) throw noKey(user, id)
+    return s3KeyView({ ...key, permissions })
+  }
+
   /** DELETE /admin/api/users/<name>/s3-keys/<id>: refused from the next request on. */
   async revoke(user: string, id: string): Promise<void> {
-    if (!(await this.#state.deleteS3Key(user, id))) throw new ApiError('NOT_FOUND', `"${user}" has no S3 key ${JSON.stringify(id)}`)
+    if (!(await this.#state.deleteS3Key(user, id))) throw noKey(user, id)
   }
 
   /** The key `id` with its secret, or null when there is none (malformed ids are not looked up). */

@@ -10,10 +10,11 @@
  *
  * A gateway user (front/gateway-login.ts, the admin's SFTP/S3/MCP accounts) logs in
  * with `{"type":"gateway","user","password"}` through the gateways' own login (door
- * `http`: its checks, delay and throttle), and gets its connection and root, read-only
- * when the user is. The token is bound to the user as made with that password
- * (`loginMark`): removing the user or changing its password ends the session, at once
- * on this node (the admin API's `changed` hook) and within REVALIDATE_MS on the others.
+ * `http`: its checks, delay and throttle), and gets its connection and root with the
+ * user's permission bits. The token is bound to the user as made with that password
+ * (`loginMark`): removing the user or changing its password ends the session; a change
+ * of the user's bits applies to its next request. Both at once on this node (the admin
+ * API's `changed` hook) and within REVALIDATE_MS on the others.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { ApiError } from '../core/api-error.js'
@@ -39,8 +40,11 @@ interface Payload {
   readonly spec: BackendSpec
   /** backendKey(spec), computed once at login. */
   readonly key: string
-  /** A gateway user's session: its name, `loginMark` at the login, read-only. */
-  /** `p`: the user's permission bits (core/permissions.ts `toBits`); tokens sealed before it had only `ro` (read-only or not). */
+  /**
+   * A gateway user's session: its name, `loginMark` at the login, and `p`, the user's
+   * permission bits then (core/permissions.ts `toBits`; tokens sealed before it had only
+   * `ro`, read-only or not). `authenticate` answers with the user's bits as they are now.
+   */
   readonly gw?: { readonly u: string; readonly m: string; readonly ro?: boolean; readonly p?: number }
 }
 
@@ -52,7 +56,7 @@ export interface Session {
   /** backendKey(spec): the worker's cache key for this backend. */
   readonly key: string
   readonly expiresAt: number
-  /** A gateway user's session (absent: a connection's or a tmp user's, with every right). */
+  /** A gateway user's session (absent: a connection's or a tmp user's, with every right); from `authenticate`, the user's current bits. */
   readonly gateway?: { readonly user: string; readonly mark: string; readonly permissions: Permissions }
 }
 
@@ -102,8 +106,8 @@ export class SessionService {
   readonly #localHashes: ReadonlyMap<string, string>
   readonly #throttle: Throttle
   readonly #gatewayLogin: GatewayLoginService | undefined
-  /** `user\0mark` → until when the gateway user was last seen granting it (see #gatewayLive). */
-  readonly #gatewaySeen = new Map<string, number>()
+  /** `user\0mark` → until when the gateway user was last seen granting it, and its bits then (see #gatewayNow). */
+  readonly #gatewaySeen = new Map<string, { readonly until: number; readonly permissions: Permissions }>()
   #issued = 0
 
   private constructor(opts: SessionOptions, localHashes: ReadonlyMap<string, string>) {
@@ -115,7 +119,7 @@ export class SessionService {
     this.#plugins = opts.plugins
     this.#localHashes = localHashes
     this.#gatewayLogin = opts.gatewayLogin
-    // The admin removed or changed a user here: its sessions are checked again at their next request.
+    // The admin removed or changed a user here: its sessions are checked again (and get its bits) at their next request.
     opts.gatewayLogin?.onChanged((name) => {
       for (const k of this.#gatewaySeen.keys()) if (k.startsWith(`${name}\0`)) this.#gatewaySeen.delete(k)
     })
@@ -182,30 +186,29 @@ export class SessionService {
     }
     // Checked on every request, cached or not: a revocation takes effect at once.
     if (await this.#state.isTokenRevoked(session.id)) throw new SessionEnded('revoked', 'the token was revoked')
-    if (session.gateway && !(await this.#gatewayLive(session.gateway))) {
-      throw new SessionEnded('revoked', 'the gateway user of this session was removed or its password changed')
-    }
-    return session
+    if (!session.gateway) return session
+    const permissions = await this.#gatewayNow(session.gateway)
+    if (!permissions) throw new SessionEnded('revoked', 'the gateway user of this session was removed or its password changed')
+    // The user's bits as they are now, not as they were at the login (the admin may have changed them).
+    return toBits(permissions) === toBits(session.gateway.permissions) ? session : { ...session, gateway: { ...session.gateway, permissions } }
   }
 
   /**
-   * Whether the gateway user still grants a session made at its login: there, made at
-   * the same time, with the same password. A yes is trusted for REVALIDATE_MS (a store
-   * read per request would double the cost of each); a change made on this node drops
-   * it at once (`onChanged`).
+   * The bits of the gateway user of a session made at its login, or null when it no
+   * longer grants it (not there, made anew, another password). A yes is trusted for
+   * REVALIDATE_MS (a store read per request would double the cost of each); a change
+   * made on this node drops it at once (`onChanged`).
    */
-  async #gatewayLive(g: NonNullable<Session['gateway']>): Promise<boolean> {
+  async #gatewayNow(g: NonNullable<Session['gateway']>): Promise<Permissions | null> {
     const k = `${g.user}\0${g.mark}`
-    const until = this.#gatewaySeen.get(k)
-    if (until !== undefined && until > Date.now()) return true
+    const seen = this.#gatewaySeen.get(k)
+    if (seen !== undefined && seen.until > Date.now()) return seen.permissions
     const user = await this.#state.getGatewayUser(g.user)
-    const live = user !== null && loginMark(user) === g.mark
     this.#gatewaySeen.delete(k)
-    if (live) {
-      if (this.#gatewaySeen.size >= OPENED_MAX) this.#gatewaySeen.delete(this.#gatewaySeen.keys().next().value!)
-      this.#gatewaySeen.set(k, Date.now() + REVALIDATE_MS)
-    }
-    return live
+    if (user === null || loginMark(user) !== g.mark) return null
+    if (this.#gatewaySeen.size >= OPENED_MAX) this.#gatewaySeen.delete(this.#gatewaySeen.keys().next().value!)
+    this.#gatewaySeen.set(k, { until: Date.now() + REVALIDATE_MS, permissions: user.permissions })
+    return user.permissions
   }
 
   /**

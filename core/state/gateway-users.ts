@@ -34,6 +34,12 @@ export interface GatewayUserRecord {
   readonly created: number
 }
 
+/** What `updateGatewayUser` changes: the fields given, nothing else. */
+export interface GatewayUserChange {
+  readonly password_hash?: string | null
+  readonly permissions?: Permissions
+}
+
 export interface GatewayUserStore {
   /** @returns false when a user of that name exists already (nothing changed) */
   addGatewayUser(user: GatewayUserRecord): Promise<boolean>
@@ -41,8 +47,11 @@ export interface GatewayUserStore {
   listGatewayUsers(): Promise<GatewayUserRecord[]>
   /** Removes the user with its authorized keys and S3 keys. @returns false when there was no such user */
   deleteGatewayUser(name: string): Promise<boolean>
-  /** Sets (or, with null, removes) a user's password hash. @returns false when there was no such user */
-  setGatewayUserPassword(name: string, hash: string | null): Promise<boolean>
+  /**
+   * Changes what `change` names, in one write: the password hash (null removes it), the
+   * permission bits (all eight, as they are to be). @returns false when there was no such user
+   */
+  updateGatewayUser(name: string, change: GatewayUserChange): Promise<boolean>
   /** @returns 'duplicate' when the user has a key of that fingerprint already (nothing changed) */
   addGatewayUserKey(name: string, key: AuthorizedKeyRecord): Promise<'added' | 'duplicate' | 'no-user'>
   /** @returns false when the user has no key of that fingerprint */

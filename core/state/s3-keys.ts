@@ -31,6 +31,8 @@ export interface S3KeyStore {
   listS3Keys(user: string): Promise<S3KeyRecord[]>
   /** Records a use (best effort; stores may coarsen it). */
   touchS3Key(id: string, atMs: number): Promise<void>
+  /** Sets the bits a key narrows its user's to (null: its user's). @returns false when `user` has no key `id` */
+  setS3KeyPermissions(user: string, id: string, permissions: Permissions | null): Promise<boolean>
   /** @returns false when `user` has no key `id` */
   deleteS3Key(user: string, id: string): Promise<boolean>
 }

@@ -56,6 +56,93 @@ function tags(list) {
   return span
 }
 
+/** The eight permission bits (core/permissions.ts), with the words the console shows for them. */
+const BITS = [
+  ['can_read', 'read'],
+  ['can_create_file', 'create files'],
+  ['can_create_directory', 'create folders'],
+  ['can_rename', 'rename'],
+  ['can_move', 'move'],
+  ['can_upload', 'upload'],
+  ['can_delete', 'delete'],
+  ['can_share', 'share'],
+]
+/** What a gateway user may have: every bit but can_share (a share link would outlive the user). */
+const GRANTABLE = BITS.map(([n]) => n).filter((n) => n !== 'can_share')
+const bitsOf = (names) => Object.fromEntries(BITS.map(([n]) => [n, names.includes(n)]))
+const READ_WRITE = bitsOf(GRANTABLE)
+const READ_ONLY = bitsOf(['can_read'])
+const sameBits = (a, b) => BITS.every(([n]) => Boolean(a[n]) === Boolean(b[n]))
+const both = (a, b) => Object.fromEntries(BITS.map(([n]) => [n, Boolean(a[n] && b[n])]))
+
+/** Bits in a few words: "read-only", "read-write", "no access", or a tag per bit granted. */
+function bitsSummary(p) {
+  const span = document.createElement('span')
+  span.className = 'bits'
+  span.title = BITS.map(([n]) => `${n}: ${p[n] ? 'yes' : 'no'}`).join('\n')
+  if (sameBits(p, READ_ONLY)) span.textContent = 'read-only'
+  else if (sameBits(p, READ_WRITE)) span.textContent = 'read-write'
+  else if (BITS.every(([n]) => !p[n])) span.textContent = 'no access'
+  else span.append(tags(BITS.filter(([n]) => p[n]).map(([, label]) => label)))
+  return span
+}
+
+/**
+ * Eight checkboxes, one per bit, checked as `p` says; can_share is shown but cannot be
+ * granted. `el.value()` is the bits as checked.
+ */
+function bitsEditor(p) {
+  const box = document.createElement('fieldset')
+  box.className = 'bits-editor'
+  const legend = document.createElement('legend')
+  legend.textContent = 'Permissions'
+  box.append(legend)
+  for (const [name, label] of BITS) {
+    const l = document.createElement('label')
+    l.className = 'check'
+    l.title = name
+    const input = document.createElement('input')
+    input.type = 'checkbox'
+    input.name = name
+    input.checked = Boolean(p[name])
+    if (name === 'can_share') {
+      input.disabled = true
+      l.title = 'can_share cannot be granted to a gateway user: a share link would outlive it'
+    }
+    l.append(input, ` ${label}`)
+    box.append(l)
+  }
+  box.value = () => Object.fromEntries(BITS.map(([n]) => [n, box.elements[n].checked]))
+  box.set = (q) => {
+    for (const [n] of BITS) box.elements[n].checked = Boolean(q[n])
+  }
+  return box
+}
+
+/** A form's line for its own errors (the flash is at the top of the page, maybe out of sight). */
+function errorLine() {
+  const p = document.createElement('p')
+  p.className = 'error'
+  p.setAttribute('role', 'alert')
+  p.hidden = true
+  return p
+}
+
+/** Runs `fn` like `act`, and shows its error on `line` too. */
+async function actShowing(line, fn, okText) {
+  line.hidden = true
+  try {
+    const r = await fn()
+    if (okText) flash(okText, true)
+    return r
+  } catch (err) {
+    line.textContent = err.message
+    line.hidden = false
+    flash(err.message)
+    return undefined
+  }
+}
+
 function button(label, onClick, cls = 'danger') {
   const b = document.createElement('button')
   b.type = 'button'
@@ -157,6 +244,8 @@ async function loadShares() {
 
 /** Users whose keys panel is open. */
 const openUsers = new Set()
+/** S3 keys (access key ids) whose permissions editor is open. */
+const openS3Keys = new Set()
 /** The S3 key just made (`{user, access_key_id, secret_access_key}`), shown in its user's panel until dismissed: its secret is never told again. */
 let newS3Key = null
 
@@ -168,7 +257,7 @@ async function loadUsers() {
       cell(u.name),
       cell(u.connection),
       cell(u.root, 'mono'),
-      cell(u.read_only ? 'read-only' : 'read-write'),
+      cell(bitsSummary(u.permissions)),
       cell(tags([u.has_password && 'password', u.keys.length > 0 && `${u.keys.length} key${u.keys.length > 1 ? 's' : ''}`].filter(Boolean))),
       cell(when(u.created)),
       cell(
@@ -249,11 +338,29 @@ function userPanel(u) {
     const r = await act(() => call('PATCH', `users/${encodeURIComponent(u.name)}`, { password: pwForm.password.value }), `Password of "${u.name}" changed.`)
     if (r) await loadUsers()
   })
-  panel.append(table, keyForm, pwForm, s3Keys(u))
+  panel.append(table, keyForm, pwForm, userBitsForm(u), s3Keys(u))
   return panel
 }
 
-/** A user's S3 keys: listed (ids only), made (the secret shown once), revoked. */
+/** A user's eight bits, checked as they are, saved with PATCH: its logins get them (docs/gateways.md). */
+function userBitsForm(u) {
+  const form = document.createElement('form')
+  form.className = 'row user-bits'
+  const editor = bitsEditor(u.permissions)
+  const save = document.createElement('button')
+  save.type = 'submit'
+  save.textContent = 'Save permissions'
+  const error = errorLine()
+  form.append(editor, save, error)
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault()
+    const r = await actShowing(error, () => call('PATCH', `users/${encodeURIComponent(u.name)}`, { permissions: editor.value() }), `Permissions of "${u.name}" saved.`)
+    if (r) await loadUsers()
+  })
+  return form
+}
+
+/** A user's S3 keys: listed (ids and bits), made (the secret shown once; its bits chosen), their bits changed, revoked. */
 function s3Keys(u) {
   const path = `users/${encodeURIComponent(u.name)}/s3-keys`
   const box = document.createElement('div')
@@ -261,15 +368,22 @@ function s3Keys(u) {
   const head = document.createElement('div')
   head.className = 'card-head'
   head.innerHTML = '<h3>S3 keys</h3>'
+  // A new key's bits: its user's unless narrowed here.
+  const newBits = bitsEditor(u.permissions)
+  newBits.classList.add('new-s3-key-bits')
+  newBits.querySelector('legend').textContent = 'Permissions of a new key (never more than the user\'s)'
+  const createError = errorLine()
   head.append(
     button('Create S3 key', async () => {
-      const r = await act(() => call('POST', path), `S3 key made for "${u.name}".`)
+      const bits = newBits.value()
+      const body = sameBits(bits, u.permissions) ? undefined : { permissions: bits }
+      const r = await actShowing(createError, () => call('POST', path, body), `S3 key made for "${u.name}".`)
       if (!r) return
       newS3Key = { user: u.name, ...r.result }
       await loadUsers()
     }, 'small create-s3-key'),
   )
-  box.append(head)
+  box.append(head, newBits, createError)
   if (newS3Key && newS3Key.user === u.name) {
     const reveal = document.createElement('div')
     reveal.className = 'new-key new-s3-key'
@@ -298,7 +412,7 @@ function s3Keys(u) {
     box.append(reveal)
   }
   const table = document.createElement('table')
-  table.innerHTML = '<thead><tr><th>Access key id</th><th>Created</th><th>Last used</th><th></th></tr></thead><tbody></tbody>'
+  table.innerHTML = '<thead><tr><th>Access key id</th><th>Permissions</th><th>Created</th><th>Last used</th><th></th></tr></thead><tbody></tbody>'
   box.append(table)
   act(async () => {
     const { results } = await call('GET', path)
@@ -306,22 +420,85 @@ function s3Keys(u) {
       table.tBodies[0],
       results.map((k) => [
         cell(k.access_key_id, 'mono'),
+        cell(keyBits(u, k)),
         cell(when(k.created)),
         cell(when(k.last_used)),
         cell(
-          button('Revoke', async () => {
-            if (!confirm(`Revoke the S3 key ${k.access_key_id} of "${u.name}"? Requests signed with it are refused at once.`)) return
-            if (newS3Key && newS3Key.access_key_id === k.access_key_id) newS3Key = null
-            await act(() => call('DELETE', `${path}/${encodeURIComponent(k.access_key_id)}`), 'S3 key revoked.')
-            await loadUsers()
-          }),
+          actions(
+            button(openS3Keys.has(k.access_key_id) ? 'Close' : 'Edit', () => {
+              if (!openS3Keys.delete(k.access_key_id)) openS3Keys.add(k.access_key_id)
+              act(loadUsers)
+            }, 'ghost small'),
+            button('Revoke', async () => {
+              if (!confirm(`Revoke the S3 key ${k.access_key_id} of "${u.name}"? Requests signed with it are refused at once.`)) return
+              if (newS3Key && newS3Key.access_key_id === k.access_key_id) newS3Key = null
+              openS3Keys.delete(k.access_key_id)
+              await act(() => call('DELETE', `${path}/${encodeURIComponent(k.access_key_id)}`), 'S3 key revoked.')
+              await loadUsers()
+            }),
+          ),
         ),
       ]),
-      4,
+      5,
       'No S3 keys.',
     )
+    for (const k of results) {
+      if (!openS3Keys.has(k.access_key_id)) continue
+      const line = [...table.tBodies[0].rows].find((r) => r.cells[0].textContent === k.access_key_id)
+      const detail = document.createElement('tr')
+      detail.className = 's3-key-detail'
+      detail.dataset.key = k.access_key_id
+      const td = cell(s3KeyBitsForm(u, k, `${path}/${encodeURIComponent(k.access_key_id)}`))
+      td.colSpan = 5
+      detail.append(td)
+      line.after(detail)
+    }
   })
   return box
+}
+
+/** What requests signed with key `k` may do: its bits and its user's both (null: its user's). */
+function keyBits(u, k) {
+  const span = document.createElement('span')
+  if (k.permissions === null) {
+    span.append(bitsSummary(u.permissions), ' ')
+    const note = document.createElement('span')
+    note.className = 'sub nowrap'
+    note.textContent = "(the user's)"
+    span.append(note)
+    return span
+  }
+  return bitsSummary(both(k.permissions, u.permissions))
+}
+
+/** A key's own bits, checked as they are, saved with PATCH; or its user's bits again. */
+function s3KeyBitsForm(u, k, keyPath) {
+  const form = document.createElement('form')
+  form.className = 'row s3-key-bits'
+  const editor = bitsEditor(k.permissions ?? READ_WRITE)
+  const save = document.createElement('button')
+  save.type = 'submit'
+  save.textContent = 'Save key permissions'
+  const error = errorLine()
+  const hint = document.createElement('p')
+  hint.className = 'hint'
+  hint.textContent = "A key never has more than its user: a bit the user lacks does nothing on the key."
+  const saved = async (body, text) => {
+    const r = await actShowing(error, () => call('PATCH', keyPath, body), text)
+    if (r) await loadUsers()
+  }
+  form.append(
+    editor,
+    save,
+    button("Use the user's permissions", () => saved({ permissions: null }, `S3 key ${k.access_key_id} has its user's permissions.`), 'ghost'),
+    hint,
+    error,
+  )
+  form.addEventListener('submit', (e) => {
+    e.preventDefault()
+    saved({ permissions: editor.value() }, `Permissions of S3 key ${k.access_key_id} saved.`)
+  })
+  return form
 }
 
 async function act(fn, okText) {
@@ -419,13 +596,21 @@ $('user-form').addEventListener('submit', async (e) => {
     ...(key ? { authorized_keys: [key] } : {}),
     connection: $('user-connection').value,
     root: $('user-root').value || '/',
-    read_only: $('user-ro').checked,
+    permissions: newUserBits.value(),
   }
   const r = await act(() => call('POST', 'users', body), `Gateway user "${body.name}" added.`)
   if (!r) return
   $('user-form').reset()
+  newUserBits.set(READ_WRITE)
   await loadUsers()
 })
+
+// A new user's bits: read-write unless chosen; "read-only" is the shorthand that checks can_read alone.
+const newUserBits = bitsEditor(READ_WRITE)
+newUserBits.id = 'user-bits'
+$('user-bits-slot').replaceWith(newUserBits)
+$('user-ro').addEventListener('change', () => newUserBits.set($('user-ro').checked ? READ_ONLY : READ_WRITE))
+newUserBits.addEventListener('change', () => ($('user-ro').checked = sameBits(newUserBits.value(), READ_ONLY)))
 
 show(Boolean(token))
 if (token) loadAll()

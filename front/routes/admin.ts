@@ -144,7 +144,7 @@ async function api(deps: AdminDeps, req: HttpRequest, rest: string): Promise<Htt
 
 /**
  * /admin/api/users/<name>/keys (POST) and /admin/api/users/<name>/keys/<fingerprint> (DELETE);
- * /admin/api/users/<name>/s3-keys (GET, POST) and /admin/api/users/<name>/s3-keys/<id> (DELETE).
+ * /admin/api/users/<name>/s3-keys (GET, POST) and /admin/api/users/<name>/s3-keys/<id> (PATCH, DELETE).
  */
 async function userKeys(deps: AdminDeps, req: HttpRequest, name: string, [sub, fp, extra]: string[]): Promise<HttpReply> {
   if (sub === 's3-keys' && extra === undefined) return s3Keys(deps, req, name, fp)
@@ -172,5 +172,6 @@ async function s3Keys(deps: AdminDeps, req: HttpRequest, name: string, id: strin
     throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use GET or POST`)
   }
   if (req.method === 'DELETE') return (await deps.s3Keys.revoke(name, decodeSegment(id)), okReply())
-  throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use DELETE`)
+  if (req.method === 'PATCH') return okReply({ result: await deps.s3Keys.patch(name, decodeSegment(id), await readJson(req)) })
+  throw new ApiError('INVALID_INPUT', `${req.method} is not supported on ${req.path}; use PATCH or DELETE`)
 }

@@ -140,7 +140,7 @@ t.test('a new password set on another node (straight in the shared state store) 
   const bob = api(g.url, await token(g.url, 'bob', 'bob password'))
   t.equal((await bob('GET', '/api/files/ls', { path: '/' })).status, 200)
   // What another node's admin API does, without this node's `changed` hook.
-  t.ok(await g.ctx.state.setGatewayUserPassword('bob', await hashPassword('set elsewhere')))
+  t.ok(await g.ctx.state.updateGatewayUser('bob', { password_hash: await hashPassword('set elsewhere') }))
   const since = Date.now()
   let status = 200
   while (status === 200 && Date.now() - since < REVALIDATE_MS * 6) {

@@ -10,7 +10,7 @@ import { type Encoding, body, encoding, headerValue, inUrl, jsonObject, path, pl
 import { type Door, checkCase } from './door.js'
 import { expect, httpProblem, leak } from './invariants.js'
 import { type Answer, raw } from './raw-http.js'
-import type { World } from './world.js'
+import { PATCHED_USER, type World } from './world.js'
 
 const FILE_OPS = [
   ['GET', 'ls'], ['GET', 'cat'], ['HEAD', 'cat'], ['POST', 'cat'], ['GET', 'zip'], ['POST', 'mv'], ['POST', 'rm'], ['POST', 'mkdir'], ['POST', 'touch'],
@@ -89,7 +89,7 @@ export async function httpDoor(w: World): Promise<Door> {
         ['POST', '/api/share', 'user', ['path', 'can_read', 'can_upload', 'can_write', 'expire']],
         ['POST', '/admin/api/keys', 'admin', ['name', 'origins']],
         ['POST', '/admin/api/users', 'admin', ['name', 'connection', 'root', 'read_only', 'authorized_keys', 'password']],
-        ['PATCH', '/admin/api/users/fuzzer', 'admin', ['root', 'read_only', 'connection']],
+        ['PATCH', `/admin/api/users/${PATCHED_USER}`, 'admin', ['root', 'read_only', 'permissions', 'connection']],
         ['POST', '/admin/api/users/fuzzer/keys', 'admin', ['key', 'public_key']],
         ['POST', '/register', 'none', ['redirect_uris', 'client_name', 'grant_types', 'token_endpoint_auth_method', 'response_types', 'scope']],
       )

@@ -21,6 +21,8 @@ import { silentLogger } from '../../front/log.js'
 export const ADMIN_PASSWORD = 'fuzzing admin password, long enough'
 export const USER = 'fuzzer'
 export const USER_PASSWORD = 'fuzzer password 1'
+/** A gateway user no door logs in as: the admin API's PATCH is fuzzed on it (a change of USER's bits would end the SFTP door's connection). */
+export const PATCHED_USER = 'fuzzer-patched'
 
 /** Links planted in the root, by name: target (relative targets are relative to the root). */
 export function plantedLinks(top: string): Record<string, string> {
@@ -140,6 +142,7 @@ export async function startWorld(): Promise<World> {
   const admin = (path: string, body?: unknown) =>
     fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
   await json(await admin('/admin/api/users', { name: USER, password: USER_PASSWORD, connection: 'disk', root: '/' }))
+  await json(await admin('/admin/api/users', { name: PATCHED_USER, password: USER_PASSWORD, connection: 'disk', root: '/' }))
   const key = (await json(await admin(`/admin/api/users/${USER}/s3-keys`))).result
   const token = (await json(await fetch(`${url}/api/session`, { method: 'POST', body: JSON.stringify({ label: 'disk' }) }))).result.authorization!
 

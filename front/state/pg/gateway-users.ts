@@ -42,7 +42,13 @@ export function pgGatewayUsers({ one, all, changed, transaction }: PgDb): Gatewa
     listGatewayUsers: async () => (await all<UserRow>(`SELECT ${USER} FROM gateway_users u ORDER BY u.name`)).map(toUser),
     // Keys and S3 keys go with the user (ON DELETE CASCADE).
     deleteGatewayUser: (name) => changed('DELETE FROM gateway_users WHERE name = $1', [name]),
-    setGatewayUserPassword: (name, hash) => changed('UPDATE gateway_users SET password_hash = $1 WHERE name = $2', [hash, name]),
+    // One statement: a field left out (its flag false, its bits NULL) keeps its value.
+    updateGatewayUser: (name, { password_hash, permissions: p }) =>
+      changed(
+        `UPDATE gateway_users SET password_hash = CASE WHEN $1 THEN $2 ELSE password_hash END,
+         permissions = COALESCE($3, permissions), read_only = COALESCE($4, read_only) WHERE name = $5`,
+        [password_hash !== undefined, password_hash ?? null, p === undefined ? null : toBits(p), p === undefined ? null : changesNothing(p), name],
+      ),
     async addGatewayUserKey(name, k) {
       try {
         const added = await changed(

@@ -29,6 +29,7 @@ export function pgS3Keys({ query, one, all, changed }: PgDb): S3KeyStore {
     async touchS3Key(id, atMs) {
       await query('UPDATE s3_keys SET last_used_ms = $1 WHERE id = $2', [atMs, id])
     },
+    setS3KeyPermissions: (user, id, p) => changed('UPDATE s3_keys SET permissions = $1 WHERE user_name = $2 AND id = $3', [p === null ? null : toBits(p), user, id]),
     deleteS3Key: (user, id) => changed('DELETE FROM s3_keys WHERE user_name = $1 AND id = $2', [user, id]),
   }
 }

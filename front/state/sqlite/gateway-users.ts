@@ -43,7 +43,11 @@ export function sqliteGatewayUsers(db: Database.Database): GatewayUserStore {
     getUser: db.prepare<[string], UserRow>('SELECT * FROM gateway_users WHERE name = ?'),
     allUsers: db.prepare<[], UserRow>('SELECT * FROM gateway_users ORDER BY name'),
     deleteUser: db.prepare('DELETE FROM gateway_users WHERE name = ?'),
-    setPassword: db.prepare('UPDATE gateway_users SET password_hash = ? WHERE name = ?'),
+    // One statement: a field left out (its flag 0, its bits NULL) keeps its value.
+    update: db.prepare(
+      `UPDATE gateway_users SET password_hash = CASE WHEN @set_password THEN @password_hash ELSE password_hash END,
+       permissions = COALESCE(@permissions, permissions), read_only = COALESCE(@read_only, read_only) WHERE name = @name`,
+    ),
     addUserKey: db.prepare(
       `INSERT OR IGNORE INTO gateway_user_keys (user, fingerprint, type, blob, comment, created_ms)
        VALUES (@user, @fingerprint, @type, @blob, @comment, @created_ms)`,
@@ -99,8 +103,17 @@ export function sqliteGatewayUsers(db: Database.Database): GatewayUserStore {
     async deleteGatewayUser(name) {
       return deleteUser(name)
     },
-    async setGatewayUserPassword(name, hash) {
-      return q.setPassword.run(hash, name).changes > 0
+    async updateGatewayUser(name, change) {
+      const p = change.permissions
+      return (
+        q.update.run({
+          name,
+          set_password: change.password_hash === undefined ? 0 : 1,
+          password_hash: change.password_hash ?? null,
+          permissions: p === undefined ? null : toBits(p),
+          read_only: p === undefined ? null : changesNothing(p) ? 1 : 0,
+        }).changes > 0
+      )
     },
     async addGatewayUserKey(name, key) {
       return addUserKey(name, key)

@@ -29,6 +29,7 @@ export function sqliteS3Keys(db: Database.Database): S3KeyStore {
     getS3Key: db.prepare<[string], S3KeyRow>('SELECT * FROM s3_keys WHERE id = ?'),
     userS3Keys: db.prepare<[string], S3KeyRow>('SELECT * FROM s3_keys WHERE user = ? ORDER BY created_ms, rowid'),
     touchS3Key: db.prepare('UPDATE s3_keys SET last_used_ms = ? WHERE id = ?'),
+    setPermissions: db.prepare('UPDATE s3_keys SET permissions = ? WHERE user = ? AND id = ?'),
     deleteS3Key: db.prepare('DELETE FROM s3_keys WHERE user = ? AND id = ?'),
   }
   const addS3Key = db.transaction((k: S3KeyRecord): 'added' | 'no-user' => {
@@ -49,6 +50,9 @@ export function sqliteS3Keys(db: Database.Database): S3KeyStore {
     },
     async touchS3Key(id, atMs) {
       q.touchS3Key.run(atMs, id)
+    },
+    async setS3KeyPermissions(user, id, permissions) {
+      return q.setPermissions.run(permissions === null ? null : toBits(permissions), user, id).changes > 0
     },
     async deleteS3Key(user, id) {
       return q.deleteS3Key.run(user, id).changes > 0

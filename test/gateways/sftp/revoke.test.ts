@@ -1,7 +1,8 @@
 /**
  * A gateway user removed, or its password or key changed, through the admin API: its
  * open SFTP connections end and what they were writing is not committed (issue: a put
- * committed 60 s after the user was removed). A key added ends nothing.
+ * committed 60 s after the user was removed). A key added ends nothing. Changing its
+ * permission bits ends its connections too: logged in again, they have the new bits.
  */
 import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
@@ -96,4 +97,36 @@ t.test('removing the key a connection logged in with ends it; adding a key ends 
   t.ok(await keyEnded, 'the connection that logged in with it is ended')
   t.notOk(await passwordEnded, 'a password login of the same user goes on')
   t.ok(Array.isArray(await call(byPassword.sftp.readdir.bind(byPassword.sftp), '.')), 'and is served')
+})
+
+t.test("taking can_upload away ends the user's connections; logged in again, it cannot upload", async (t) => {
+  const { login, url, root } = await startGateway(t)
+  const admin = api(url, await adminToken(url))
+  const patch = (body: unknown) => admin('PATCH', `/admin/api/users/${login.user}`, {}, { body: JSON.stringify(body) })
+  const a = await ssh2Sftp(t, login)
+  await call(a.sftp.writeFile.bind(a.sftp), 'before.txt', 'uploaded while it may')
+  t.equal(readFileSync(join(root, 'before.txt'), 'utf8'), 'uploaded while it may', 'the live connection uploads')
+
+  // Bits given as they are change nothing: the connection goes on.
+  const unchanged = ends(a.client, 3_000)
+  t.equal((await patch({ permissions: { can_upload: true } })).status, 200)
+  t.notOk(await unchanged, 'a PATCH that leaves the bits as they were ends nothing')
+  await call(a.sftp.writeFile.bind(a.sftp), 'still.txt', 'still uploading')
+  t.ok(existsSync(join(root, 'still.txt')), 'and it still uploads')
+
+  const ended = ends(a.client, 30_000)
+  await writing(a.sftp, 'half.bin')
+  t.equal((await patch({ permissions: { can_upload: false } })).status, 200, 'can_upload taken away')
+  t.ok(await ended, 'the live connection is ended')
+  t.notOk(existsSync(join(root, 'half.bin')), 'what it was writing is not committed')
+
+  const again = await ssh2Sftp(t, login)
+  const refused = await call(again.sftp.writeFile.bind(again.sftp), 'after.txt', 'not allowed').then(
+    () => null,
+    (err: Error & { code?: unknown }) => err,
+  )
+  t.equal(refused?.code, 3, 'logged in again, an upload is refused: SSH_FX_PERMISSION_DENIED')
+  t.match(refused?.message, /can_upload/, `saying which bit it lacks (${refused?.message})`)
+  t.notOk(existsSync(join(root, 'after.txt')), 'nothing was written')
+  t.same((await call<{ filename: string }[]>(again.sftp.readdir.bind(again.sftp), '.')).map((e) => e.filename).sort(), ['before.txt', 'still.txt'], 'it still lists and reads')
 })
