@@ -13,6 +13,9 @@ export interface FsEntry extends Omit<Entry, 'mode'> {
   readonly mode: number | null
 }
 
+/** A driver's entry as a view gives it. */
+export const toFsEntry = (e: Entry): FsEntry => ({ ...e, mode: e.mode ?? null })
+
 /** One page of a directory listing. */
 export interface ListPage {
   /** In UTF-8 byte order of their names (what S3 listings need; SFTP takes any order). */

@@ -36,7 +36,6 @@ const SETTLE_GUARD_MS = 60_000
 
 export const BATCH_BYTES = 256 * 1024
 
-export const toFsEntry = (e: Entry): FsEntry => ({ ...e, mode: e.mode ?? null })
 
 export interface FileHandleDeps {
   readonly port: MessagePort

@@ -15,6 +15,7 @@
 import type { Entry } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
 import type { CloseResult, FileHandle, FsEntry, OpenFlags } from '../../core/view.js'
+import { toFsEntry } from '../../core/view-parts.js'
 import { asFsError } from './errors.js'
 import type { ReadAhead } from './read-ahead.js'
 import { InPlaceWriter } from './in-place.js'
@@ -41,7 +42,6 @@ export interface HandleDeps {
   readonly onEnd: () => void
 }
 
-export const toFsEntry = (e: Entry): FsEntry => ({ ...e, mode: e.mode ?? null })
 
 export class Handle implements FileHandle {
   readonly path: string
