@@ -6,12 +6,19 @@
  * keeps the SDK's own (CRC32 trailers), as a user's client sends them.
  */
 import { S3Client } from '@aws-sdk/client-s3'
+import { Agent } from 'node:http'
 import type { Test } from 'tap'
 
 export interface S3ClientOptions {
   /** The SDK's retries: 1 to see each failure once, as it happened. */
   readonly maxAttempts?: number
   readonly checksums?: 'when-required' | 'default'
+  /**
+   * false: every request on a connection of its own. Where each request meets a fault
+   * of its own (the fault matrix), an idle kept-alive connection the server closed meanwhile
+   * would fail the next request before its fault lands.
+   */
+  readonly keepAlive?: boolean
 }
 
 export function s3Client(t: Test, endpoint: string, credentials: { accessKeyId: string; secretAccessKey: string }, o: S3ClientOptions = {}): S3Client {
@@ -21,6 +28,7 @@ export function s3Client(t: Test, endpoint: string, credentials: { accessKeyId: 
     forcePathStyle: true,
     credentials,
     ...(o.maxAttempts === undefined ? {} : { maxAttempts: o.maxAttempts }),
+    ...(o.keepAlive === false ? { requestHandler: { httpAgent: new Agent({ keepAlive: false }) } } : {}),
     ...(o.checksums === 'default' ? {} : { requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' }),
   })
   t.teardown(() => c.destroy())

@@ -183,7 +183,7 @@ function bucketKey(path: string): { Bucket: string; Key: string } {
 }
 
 export function s3Door(t: Test, endpoint: string, key: { accessKeyId: string; secretAccessKey: string }): Door {
-  const c = s3Client(t, endpoint, key, { maxAttempts: 1 }) // each fault is seen once, as it happened
+  const c = s3Client(t, endpoint, key, { maxAttempts: 1, keepAlive: false }) // each fault is seen once, as it happened
   return {
     name: 's3',
     async get(path, progress) {
