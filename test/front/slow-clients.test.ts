@@ -1,7 +1,8 @@
 /**
  * Slow clients must not starve everyone else. With only a public share link, 300
- * connections ask for a file over 64 KiB and never read; 140 uploads send their
- * headers and one byte; meanwhile a logged-in user lists a folder, reads a small
+ * connections ask for a file over 64 KiB and read 1 KiB of it every 2 s; 140 uploads
+ * send their headers and then a byte every 2 s (slowloris: alive, so the server's idle
+ * timeout does not end them, however long the machine takes to set all of them up); meanwhile a logged-in user lists a folder, reads a small
  * file and downloads a 1 MiB one (a streamed transfer of its own). The server (its own
  * process, as deployed) answers every one of that user's requests, and its memory grows
  * by less than 200 MiB. Starved, the user would never be answered: the stalled transfers
@@ -62,6 +63,7 @@ t.test('a stalled-client attack with the default settings', async (t) => {
 t.test('440 stalled transfers, all admitted, do not starve a logged-in user', async (t) => {
   const r = await attack(t, { FILEGATE_TRANSFERS_PER_ADDRESS: '10000', FILEGATE_TRANSFERS_PER_CREDENTIAL: '10000' }, 10)
   t.equal(r.downloadStatus['200'], 300, 'every stalled download got its 200 head')
+  t.same(r.uploadStatus, { none: 140 }, 'no stalled upload was refused or dropped')
   t.equal(r.serverTransfers, 440, 'the server holds the 440 stalled transfers at once')
 })
 

@@ -1,9 +1,16 @@
 /**
  * The slow-client attack, shared by test/front/slow-clients.test.ts and
  * bench/slow-clients.ts: many connections that ask for a shared file over 64 KiB and
- * never read it, many uploads that send their headers and one byte, and meanwhile a
- * logged-in user listing and reading a small file. It reports that user's latencies,
- * what the attackers got, and the server's memory (RSS of its process).
+ * read almost nothing of it, many uploads that send their headers and then a byte now
+ * and then, and meanwhile a logged-in user listing and reading a small file. It reports
+ * that user's latencies, what the attackers got, and the server's memory (RSS of its
+ * process).
+ *
+ * The attackers trickle (slowloris) rather than go silent: a connection that makes no
+ * progress at all is closed by the server's idle timeout (about 10 s), and on a busy
+ * machine setting up hundreds of them takes longer than that, so silent ones would
+ * start to go before the last arrived and "all of them at once" would depend on the
+ * machine's load. Trickling, every one stays a live transfer for as long as the attack lasts.
  */
 import { readFileSync } from 'node:fs'
 import { type Socket, connect } from 'node:net'
@@ -51,6 +58,8 @@ export interface SlowClientResult {
 }
 
 const MiB = 1024 * 1024
+/** How often a stalled connection shows a sign of life: well inside the server's idle timeout (~10 s). */
+const TRICKLE_MS = 2000
 
 export function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
@@ -69,18 +78,29 @@ async function session(url: string, userID: string): Promise<string> {
   return (body.result as { authorization: string }).authorization
 }
 
-/** A raw connection that sends `head` (+ `extra`), records the reply's status line, and then reads nothing more. */
+/**
+ * A raw connection that sends `head` (+ `extra`), records the reply's status line, and
+ * then trickles: every TRICKLE_MS it takes 1 KiB of the answer (a download) or sends
+ * one more byte of its body (an upload, `extra` given), so it stays a live transfer the
+ * server has no reason to drop, while almost nothing moves.
+ */
 function stalled(url: URL, localAddress: string, head: string, extra: string, status: Record<string, number>, sockets: Socket[]): Promise<void> {
   return new Promise((resolve, reject) => {
     const s = connect({ host: url.hostname, port: Number(url.port), localAddress })
     sockets.push(s)
+    const trickle = setInterval(() => {
+      if (s.destroyed) return clearInterval(trickle)
+      if (extra) s.write(extra)
+      else s.read(1024)
+    }, TRICKLE_MS)
+    s.once('close', () => clearInterval(trickle))
     s.once('connect', () => {
       s.write(head + extra)
       resolve()
     })
-    s.once('error', reject)
+    s.on('error', reject) // later errors (a refused upload's trickle meeting a closed socket) change nothing: settled once
     s.once('data', (chunk: Buffer) => {
-      s.pause() // never read further: the server's writes pile up against this client
+      s.pause() // from here on read only what the trickle takes: the server's writes pile up against this client
       const code = /^HTTP\/1\.1 (\d{3})/.exec(chunk.toString('latin1', 0, 64))?.[1] ?? 'garbled'
       status[code] = (status[code] ?? 0) + 1
       status.none = (status.none ?? 0) - 1
