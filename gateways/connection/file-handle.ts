@@ -30,10 +30,10 @@ import type { CloseResult, FileHandle, FsEntry, OpenFlags } from '../../core/vie
 import type { StagingHold } from '../../core/staging-quota.js'
 import { asFsError } from './errors.js'
 
-/** Small writes joined into one message up to this many bytes. */
 /** How long an ended file waits for its actor to close the port before closing it itself. */
 const SETTLE_GUARD_MS = 60_000
 
+/** Small writes joined into one message up to this many bytes. */
 export const BATCH_BYTES = 256 * 1024
 
 
