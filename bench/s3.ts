@@ -14,7 +14,8 @@
  *   page (1,000 keys each, continuation tokens) against one `GET /api/files/ls`, both
  *   with Node's fetch in this process (SigV4 by @smithy/signature-v4, the AWS SDK's signer).
  * Figures: MB/s (keys/s for listings), filegate's CPU s/GiB (CPU s per whole listing),
- * ratios S3/HTTP, and the main thread's share of filegate's CPU during each transfer.
+ * ratios S3/HTTP, the main thread's share of filegate's CPU during each transfer, and the
+ * clients' CPU s/GiB (curl, aws: they share the cores with filegate).
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { createReadStream, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -227,7 +228,7 @@ runBenchmark('s3', async () => {
     }
     const unit = k === 'list' ? `${nKeys} keys` : `${Math.round(size / 2 ** 20)} MiB`
     const what = k === 'multipart' ? `multipart (${unit}, aws CLI, ${PART_MIB} MiB × ${PART_PARALLEL})` : `${k} (${unit})`
-    rows.push([what, fmt(med(k, 's3', 'rate')), fmt(med(k, 'http', 'rate')), fmtRatio(rt), fmt(med(k, 's3', 'cpuPerGiB')), fmt(med(k, 'http', 'cpuPerGiB')), fmtRatio(cpu), fmt(med(k, 's3', 'mainShare'), 2), fmt(med(k, 'http', 'mainShare'), 2)])
+    rows.push([what, fmt(med(k, 's3', 'rate')), fmt(med(k, 'http', 'rate')), fmtRatio(rt), fmt(med(k, 's3', 'cpuPerGiB')), fmt(med(k, 'http', 'cpuPerGiB')), fmtRatio(cpu), fmt(med(k, 's3', 'mainShare'), 2), fmt(med(k, 'http', 'mainShare'), 2), k === 'list' ? '–' : `${fmt(med(k, 's3', 'clientCpuPerGiB'))} / ${fmt(med(k, 'http', 'clientCpuPerGiB'))}`])
   }
   await server.stop()
   publish({
@@ -244,7 +245,7 @@ runBenchmark('s3', async () => {
     runs: samples,
     skipped,
     table: table(
-      ['case', 'S3 gateway MB/s (keys/s)', 'HTTP API MB/s (keys/s)', 'S3 / HTTP', 'S3 CPU s/GiB (s)', 'HTTP CPU s/GiB (s)', 'CPU S3 / HTTP', 'main-thread share S3', 'main-thread share HTTP'],
+      ['case', 'S3 gateway MB/s (keys/s)', 'HTTP API MB/s (keys/s)', 'S3 / HTTP', 'S3 CPU s/GiB (s)', 'HTTP CPU s/GiB (s)', 'CPU S3 / HTTP', 'main-thread share S3', 'main-thread share HTTP', 'client CPU s/GiB S3 / HTTP'],
       rows,
     ),
   })
