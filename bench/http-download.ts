@@ -8,14 +8,16 @@
  *   BENCH_NODE_ENGINE=0 leaves it out);
  * - nginx (Debian nginx-light) with sendfile;
  * - a plain node server: fs.createReadStream (1 MiB highWaterMark) piped into http.
- * Figures: MB/s (10^6 bytes/s, all clients together) and the server's CPU seconds
- * per GiB sent (utime+stime from /proc; nginx: master + workers).
+ * Figures: MB/s (10^6 bytes/s, all clients together), the server's CPU seconds
+ * per GiB sent (utime+stime from /proc; nginx: master + workers), and for filegate
+ * its main thread's share of the process's CPU during the download.
  */
 import { basename, join } from 'node:path'
 import { runBenchmark } from './lib/bench.js'
 import { download, requireCurl } from './lib/curl.js'
 import { GiB, env, selected } from './lib/env.js'
 import { bigFile, plant, warm } from './lib/files.js'
+import { mainThreadMeter } from './lib/proc.js'
 import { fmt, fmtRatio, median, progress, publish, ratio, table } from './lib/report.js'
 import { type Server, startFilegate, startNginx, startNodeRef, tempDir, tmpSession } from './lib/servers.js'
 
@@ -32,14 +34,18 @@ interface Sample {
   readonly mbps: number
   readonly cpuPerGiB: number
   readonly clientCpuPerGiB: number
+  /** The main thread's CPU ÷ the process's CPU (filegate; NaN for the references). */
+  readonly mainShare: number
 }
 
 async function measure(t: Target, clients: number, size: number): Promise<Omit<Sample, 'run'>> {
   const cpu0 = t.server.cpu()
+  const main = t.server.name.startsWith('filegate') ? mainThreadMeter(t.server.pid) : null
   const r = await download(t.url, t.headers, clients, size)
+  const mainShare = main?.().share ?? Number.NaN
   const cpu = t.server.cpu() - cpu0
   const gib = r.bytes / GiB
-  return { server: t.server.name, clients, mbps: r.bytes / r.wallS / 1e6, cpuPerGiB: cpu / gib, clientCpuPerGiB: r.clientCpuS / gib }
+  return { server: t.server.name, clients, mbps: r.bytes / r.wallS / 1e6, cpuPerGiB: cpu / gib, clientCpuPerGiB: r.clientCpuS / gib, mainShare }
 }
 
 runBenchmark('http-download', async () => {
@@ -76,12 +82,13 @@ runBenchmark('http-download', async () => {
       for (const t of measured) {
         const s = { ...(await measure(t, clients, size)), run }
         samples.push(s)
-        progress(`run ${run}/${env.runs}, ${clients} client(s), ${s.server}: ${fmt(s.mbps)} MB/s, ${fmt(s.cpuPerGiB)} CPU s/GiB`)
+        const share = Number.isNaN(s.mainShare) ? '' : `, main thread ${fmt(s.mainShare, 2)} of its CPU`
+        progress(`run ${run}/${env.runs}, ${clients} client(s), ${s.server}: ${fmt(s.mbps)} MB/s, ${fmt(s.cpuPerGiB)} CPU s/GiB${share}`)
       }
     }
   }
 
-  const med = (server: string, clients: number, key: 'mbps' | 'cpuPerGiB' | 'clientCpuPerGiB') =>
+  const med = (server: string, clients: number, key: 'mbps' | 'cpuPerGiB' | 'clientCpuPerGiB' | 'mainShare') =>
     median(samples.filter((s) => s.server === server && s.clients === clients).map((s) => s[key]))
   const figures: Record<string, unknown> = {}
   const ratios: Record<string, number | null> = {}
@@ -91,7 +98,8 @@ runBenchmark('http-download', async () => {
       const name = t.server.name
       const mbps = med(name, clients, 'mbps')
       const cpu = med(name, clients, 'cpuPerGiB')
-      figures[`${name}/${clients}`] = { mbps, cpuPerGiB: cpu, clientCpuPerGiB: med(name, clients, 'clientCpuPerGiB') }
+      const share = med(name, clients, 'mainShare')
+      figures[`${name}/${clients}`] = { mbps, cpuPerGiB: cpu, clientCpuPerGiB: med(name, clients, 'clientCpuPerGiB'), ...(name.startsWith('filegate') ? { mainThreadShare: share } : {}) }
       const vs = (other: string) => ({ mbps: ratio(mbps, med(other, clients, 'mbps')), cpu: ratio(cpu, med(other, clients, 'cpuPerGiB')) })
       const vNginx = 'nginx' in skipped ? { mbps: null, cpu: null } : vs('nginx')
       const vNode = vs('node')
@@ -115,6 +123,7 @@ runBenchmark('http-download', async () => {
         name === 'node' ? '1x' : fmtRatio(vNode.mbps),
         name === 'nginx' ? '1x' : fmtRatio(vNginx.cpu),
         name === 'node' ? '1x' : fmtRatio(vNode.cpu),
+        fmt(share, 2),
       ])
     }
   }
@@ -126,7 +135,7 @@ runBenchmark('http-download', async () => {
     runs: samples,
     skipped,
     table: table(
-      ['server', 'clients', 'MB/s', 'server CPU s/GiB', 'curl CPU s/GiB', 'MB/s vs nginx', 'MB/s vs node', 'CPU vs nginx', 'CPU vs node'],
+      ['server', 'clients', 'MB/s', 'server CPU s/GiB', 'curl CPU s/GiB', 'MB/s vs nginx', 'MB/s vs node', 'CPU vs nginx', 'CPU vs node', 'main-thread CPU share'],
       rows,
     ),
   })

@@ -7,16 +7,18 @@
  * - PUT of that file: curl -T (Content-Length), `PUT /<bucket>/<key>` against
  *   `POST /api/files/cat`; each upload's size is checked on disk (and its SHA-256 in
  *   quick mode), then removed;
- * - the same as a multipart upload (fetch in this process: parts of 16 MiB, 4 at a time,
- *   read from the file as they are sent, then Complete) against the same HTTP upload;
+ * - the same file as a multipart upload by a real client: the aws CLI's `aws s3 cp`
+ *   (Debian's awscli, a config of its own: parts of 8 MiB, 4 at a time), against the same
+ *   HTTP upload; the object's ETag must show it was assembled from its parts;
  * - a listing of 10,000 keys (1,000 in quick mode) in one folder: ListObjectsV2 page by
  *   page (1,000 keys each, continuation tokens) against one `GET /api/files/ls`, both
  *   with Node's fetch in this process (SigV4 by @smithy/signature-v4, the AWS SDK's signer).
  * Figures: MB/s (keys/s for listings), filegate's CPU s/GiB (CPU s per whole listing),
- * ratios S3/HTTP.
+ * ratios S3/HTTP, the main thread's share of filegate's CPU during each transfer, and the
+ * clients' CPU s/GiB (curl, aws: they share the cores with filegate).
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { createReadStream, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createReadStream, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { SignatureV4 } from '@smithy/signature-v4'
 import { Sha256 } from '../gateways/s3/auth/sigv4.js'
@@ -25,7 +27,7 @@ import { session } from './lib/backend.js'
 import { ensureCommand } from './lib/debian.js'
 import { GiB, env, selected } from './lib/env.js'
 import { bigFile, plant, warm } from './lib/files.js'
-import { run } from './lib/proc.js'
+import { mainThreadMeter, reapedChildrenCpuSeconds, run } from './lib/proc.js'
 import { fmt, fmtRatio, median, progress, publish, ratio, table } from './lib/report.js'
 import { freePort, startFilegate, tempDir, waitForPort } from './lib/servers.js'
 
@@ -44,9 +46,23 @@ interface Sample {
   /** MB/s, or keys/s for listings. */
   readonly rate: number
   readonly cpuPerGiB: number
+  /** The main thread's CPU ÷ filegate's CPU during the case. */
+  readonly mainShare: number
+  /** The client's CPU s/GiB, when it is a child process (curl, aws); NaN for fetch in this process. */
+  readonly clientCpuPerGiB: number
 }
 
 const BUCKET = 'bench'
+
+/** The multipart upload's parts and how many the client sends at once (the issue's figures). */
+const PART_MIB = 8
+const PART_PARALLEL = 4
+
+/** The aws CLI: Debian's (awscli, v2) when there, else whichever `aws` is on the PATH (installed when allowed). */
+async function findAws(): Promise<{ ok: true; path: string } | { ok: false; reason: string }> {
+  if (existsSync('/usr/bin/aws')) return { ok: true, path: '/usr/bin/aws' }
+  return ensureCommand('aws', 'awscli')
+}
 
 runBenchmark('s3', async () => {
   const curlFound = await ensureCommand('curl', 'curl')
@@ -109,42 +125,36 @@ runBenchmark('s3', async () => {
     return (j.results ?? j.result ?? []).length
   }
 
-  /** A signed request with fetch (UNSIGNED-PAYLOAD bodies). */
-  const s3Fetch = async (method: string, path: string, query: Record<string, string>, body?: BodyInit & AsyncIterable<Uint8Array>, length?: number): Promise<string> => {
-    const headers: Record<string, string> = { host: `127.0.0.1:${port}`, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...(length === undefined ? {} : { 'content-length': String(length) }) }
-    const signed = await signer.sign({ method, protocol: 'http:', hostname: '127.0.0.1', port, path, query, headers })
-    const qs = new URLSearchParams(query).toString()
-    const res = await fetch(`${endpoint}${path}${qs ? `?${qs}` : ''}`, { method, headers: signed.headers as Record<string, string>, ...(body ? { body, duplex: 'half' } : {}) } as RequestInit)
-    const text = await res.text()
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`)
-    return method === 'PUT' ? (res.headers.get('etag') ?? '') : text
+  // The aws CLI with a config and a home of its own (nothing of the machine's set-up): multipart
+  // from the first part's size up, PART_MIB parts, PART_PARALLEL at once, path-style URLs.
+  const aws = await findAws()
+  const awsHome = tempDir('s3-aws')
+  writeFileSync(
+    join(awsHome, 'config'),
+    `[default]\nregion = us-east-1\ns3 =\n  multipart_threshold = ${PART_MIB}MB\n  multipart_chunksize = ${PART_MIB}MB\n  max_concurrent_requests = ${PART_PARALLEL}\n  addressing_style = path\n`,
+  )
+  const awsEnv = {
+    PATH: process.env.PATH,
+    HOME: awsHome,
+    AWS_ACCESS_KEY_ID: key.access_key_id,
+    AWS_SECRET_ACCESS_KEY: key.secret_access_key,
+    AWS_CONFIG_FILE: join(awsHome, 'config'),
+    AWS_SHARED_CREDENTIALS_FILE: join(awsHome, 'none'),
+    AWS_EC2_METADATA_DISABLED: 'true',
+    AWS_PAGER: '',
   }
-  /** CreateMultipartUpload, parts of PART bytes (PARALLEL at a time, read from the file as they go), Complete. */
-  const PART = 16 * 2 ** 20
-  const PARALLEL = 4
+  const parts = Math.ceil(size / (PART_MIB * 2 ** 20))
   const multipartPut = async (): Promise<number> => {
-    const path = `/${BUCKET}/up-s3.bin`
-    const id = /<UploadId>([^<]+)</.exec(await s3Fetch('POST', path, { uploads: '' }))?.[1]
-    if (!id) throw new Error('no UploadId')
-    const n = Math.ceil(size / PART)
-    const etags: string[] = []
-    let next = 0
-    const worker = async () => {
-      for (let i = next++; i < n; i = next++) {
-        const start = i * PART
-        const end = Math.min(size, start + PART) - 1
-        const body = createReadStream(source, { start, end, highWaterMark: 1 << 20 }) as unknown as BodyInit & AsyncIterable<Uint8Array>
-        etags[i] = await s3Fetch('PUT', path, { partNumber: String(i + 1), uploadId: id }, body, end + 1 - start)
-      }
-    }
-    await Promise.all(Array.from({ length: PARALLEL }, worker))
-    const xml = `<CompleteMultipartUpload>${etags.map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${e}</ETag></Part>`).join('')}</CompleteMultipartUpload>`
-    const signedBody = Buffer.from(xml)
-    const headers = { host: `127.0.0.1:${port}`, 'x-amz-content-sha256': createHash('sha256').update(signedBody).digest('hex') }
-    const signed = await signer.sign({ method: 'POST', protocol: 'http:', hostname: '127.0.0.1', port, path, query: { uploadId: id }, headers, body: signedBody })
-    const res = await fetch(`${endpoint}${path}?uploadId=${encodeURIComponent(id)}`, { method: 'POST', headers: signed.headers as Record<string, string>, body: signedBody })
-    if (!res.ok || !(await res.text()).includes('<CompleteMultipartUploadResult')) throw new Error(`CompleteMultipartUpload: ${res.status}`)
+    if (!aws.ok) throw new Error(aws.reason)
+    const r = await run(aws.path, ['--endpoint-url', endpoint, 's3', 'cp', '--only-show-errors', '--no-progress', source, `s3://${BUCKET}/up-s3.bin`], { env: awsEnv })
+    if (r.code !== 0) throw new Error(`aws s3 cp: exit ${r.code ?? r.signal}: ${r.stderr.trim().slice(-1000)}`)
     return size
+  }
+  /** An object assembled from N parts has an ETag ending in "-N": the client did send parts. */
+  const checkParts = async () => {
+    const head = await run(curl, ['-sS', '--noproxy', '*', '-I', ...sigv4, `${endpoint}/${BUCKET}/up-s3.bin`])
+    const etag = /^etag:\s*(\S+)/im.exec(head.stdout)?.[1]
+    if (!etag?.endsWith(`-${parts}"`)) throw new Error(`aws s3 cp: the object's ETag is ${etag ?? 'missing'}, not that of ${parts} parts (was it sent in one piece?)`)
   }
 
   const landed = (door: string) => join(folder, BUCKET, `up-${door}.bin`)
@@ -161,21 +171,37 @@ runBenchmark('s3', async () => {
 
   const once = async (kase: Case, door: 's3' | 'http', runNo: number): Promise<Sample> => {
     const cpu0 = server.cpu()
+    const client0 = reapedChildrenCpuSeconds()
+    const main = mainThreadMeter(server.pid)
     const t0 = performance.now()
     const n = await cases[`${kase} ${door}`]()
     const wallS = (performance.now() - t0) / 1000
+    const mainShare = main().share
+    const clientCpu = reapedChildrenCpuSeconds() - client0
     const cpu = server.cpu() - cpu0
     if (kase === 'list' && n !== nKeys) throw new Error(`${door}: listed ${n} keys instead of ${nKeys}`)
     if (kase === 'PUT' || kase === 'multipart') {
+      if (kase === 'multipart' && door === 's3') await checkParts()
       const got = statSync(landed(door), { throwIfNoEntry: false })?.size
       if (got !== size) throw new Error(`${door}: the upload left ${got ?? 'no file'} bytes instead of ${size}`)
       if (expectHash && (await sha256(landed(door))) !== expectHash) throw new Error(`${door}: the uploaded bytes differ from the file sent`)
       rmSync(landed(door))
     }
-    return { run: runNo, door, kase, rate: kase === 'list' ? n / wallS : size / wallS / 1e6, cpuPerGiB: kase === 'list' ? cpu : cpu / (size / GiB) }
+    const gib = size / GiB
+    return {
+      run: runNo,
+      door,
+      kase,
+      rate: kase === 'list' ? n / wallS : size / wallS / 1e6,
+      cpuPerGiB: kase === 'list' ? cpu : cpu / gib,
+      mainShare,
+      clientCpuPerGiB: kase === 'list' ? Number.NaN : clientCpu / gib,
+    }
   }
 
-  const chosen = (['GET', 'PUT', 'multipart', 'list'] as const).filter((k) => selected(k))
+  const skipped: Record<string, string> = {}
+  if (!aws.ok) skipped.multipart = `the multipart upload's client, the aws CLI: ${aws.reason}`
+  const chosen = (['GET', 'PUT', 'multipart', 'list'] as const).filter((k) => selected(k) && !(k === 'multipart' && !aws.ok))
   progress('warm-up: each case once')
   for (const k of chosen) for (const d of ['s3', 'http'] as const) await once(k, d, 0)
   const samples: Sample[] = []
@@ -184,11 +210,11 @@ runBenchmark('s3', async () => {
       for (const d of ['s3', 'http'] as const) {
         const s = await once(k, d, r)
         samples.push(s)
-        progress(`run ${r}/${env.runs}, ${k} ${d}: ${fmt(s.rate)} ${k === 'list' ? 'keys/s' : 'MB/s'}`)
+        progress(`run ${r}/${env.runs}, ${k} ${d}: ${fmt(s.rate)} ${k === 'list' ? 'keys/s' : 'MB/s'}, main thread ${fmt(s.mainShare, 2)} of filegate's CPU${k === 'list' ? '' : `, client ${fmt(s.clientCpuPerGiB)} CPU s/GiB`}`)
       }
     }
   }
-  const med = (k: Case, d: 's3' | 'http', f: 'rate' | 'cpuPerGiB') => median(samples.filter((s) => s.kase === k && s.door === d).map((s) => s[f]))
+  const med = (k: Case, d: 's3' | 'http', f: 'rate' | 'cpuPerGiB' | 'mainShare' | 'clientCpuPerGiB') => median(samples.filter((s) => s.kase === k && s.door === d).map((s) => s[f]))
   const figures: Record<string, unknown> = {}
   const ratios: Record<string, number | null> = {}
   const rows: string[][] = []
@@ -197,18 +223,30 @@ runBenchmark('s3', async () => {
     const cpu = ratio(med(k, 's3', 'cpuPerGiB'), med(k, 'http', 'cpuPerGiB'))
     ratios[`${k} s3/http ${k === 'list' ? 'keys/s' : 'MB/s'}`] = rt
     ratios[`${k} s3/http CPU`] = cpu
-    for (const d of ['s3', 'http'] as const) figures[`${k} ${d}`] = { rate: med(k, d, 'rate'), cpu: med(k, d, 'cpuPerGiB') }
+    for (const d of ['s3', 'http'] as const) {
+      figures[`${k} ${d}`] = { rate: med(k, d, 'rate'), cpu: med(k, d, 'cpuPerGiB'), mainThreadShare: med(k, d, 'mainShare'), clientCpuPerGiB: med(k, d, 'clientCpuPerGiB') }
+    }
     const unit = k === 'list' ? `${nKeys} keys` : `${Math.round(size / 2 ** 20)} MiB`
-    rows.push([`${k} (${unit})`, fmt(med(k, 's3', 'rate')), fmt(med(k, 'http', 'rate')), fmtRatio(rt), fmt(med(k, 's3', 'cpuPerGiB')), fmt(med(k, 'http', 'cpuPerGiB')), fmtRatio(cpu)])
+    const what = k === 'multipart' ? `multipart (${unit}, aws CLI, ${PART_MIB} MiB × ${PART_PARALLEL})` : `${k} (${unit})`
+    rows.push([what, fmt(med(k, 's3', 'rate')), fmt(med(k, 'http', 'rate')), fmtRatio(rt), fmt(med(k, 's3', 'cpuPerGiB')), fmt(med(k, 'http', 'cpuPerGiB')), fmtRatio(cpu), fmt(med(k, 's3', 'mainShare'), 2), fmt(med(k, 'http', 'mainShare'), 2), k === 'list' ? '–' : `${fmt(med(k, 's3', 'clientCpuPerGiB'))} / ${fmt(med(k, 'http', 'clientCpuPerGiB'))}`])
   }
   await server.stop()
   publish({
     name: 's3',
-    settings: { sizeMiB: env.sizeMb, keys: nKeys, client: 'curl --aws-sigv4 / Bearer; listings: fetch', runs: env.runs, workers: env.workers },
+    settings: {
+      sizeMiB: env.sizeMb,
+      keys: nKeys,
+      client: `curl --aws-sigv4 / Bearer; multipart: ${aws.ok ? aws.path : 'aws'} s3 cp, ${PART_MIB} MiB parts, ${PART_PARALLEL} at once; listings: fetch`,
+      runs: env.runs,
+      workers: env.workers,
+    },
     figures,
     ratios,
     runs: samples,
-    skipped: {},
-    table: table(['case', 'S3 gateway MB/s (keys/s)', 'HTTP API MB/s (keys/s)', 'S3 / HTTP', 'S3 CPU s/GiB (s)', 'HTTP CPU s/GiB (s)', 'CPU S3 / HTTP'], rows),
+    skipped,
+    table: table(
+      ['case', 'S3 gateway MB/s (keys/s)', 'HTTP API MB/s (keys/s)', 'S3 / HTTP', 'S3 CPU s/GiB (s)', 'HTTP CPU s/GiB (s)', 'CPU S3 / HTTP', 'main-thread share S3', 'main-thread share HTTP', 'client CPU s/GiB S3 / HTTP'],
+      rows,
+    ),
   })
 })

@@ -2,7 +2,8 @@
  * @module bench/lib/proc
  * Child processes of a benchmark: every one is tracked and stopped by its pid when
  * the benchmark ends, fails or is interrupted (Ctrl-C), and CPU time is read from
- * /proc so a server's cost can be measured from outside it.
+ * /proc so a server's cost can be measured from outside it (per process, and per
+ * thread for the main thread's share).
  */
 import { type ChildProcess, type SpawnOptions, execFileSync, spawn } from 'node:child_process'
 import { readFileSync, readdirSync } from 'node:fs'
@@ -143,10 +144,13 @@ const TICKS = ((): number => {
 })()
 const clockTicks = (): number => TICKS
 
-/** Fields of /proc/<pid>/stat after the command name (which may contain spaces). */
-function statFields(pid: number | 'self'): string[] | null {
+/**
+ * Fields of /proc/<pid>/stat after the command name (which may contain spaces); with
+ * `tid`, those of one of its threads (/proc/<pid>/task/<tid>/stat, the same layout).
+ */
+function statFields(pid: number | 'self', tid?: number): string[] | null {
   try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const s = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8')
     return s.slice(s.lastIndexOf(')') + 2).split(' ')
   } catch {
     return null
@@ -161,6 +165,40 @@ export function cpuSeconds(pid: number): number {
   const f = statFields(pid)
   // After the name: state(0) ppid(1) ... utime(11) stime(12).
   return f ? (Number(f[11]) + Number(f[12])) / clockTicks() : 0
+}
+
+/**
+ * CPU seconds (user + system) one thread of a process has used: utime and stime (fields
+ * 14 and 15) of /proc/<pid>/task/<tid>/stat. The main thread's tid is the pid. 0 when gone.
+ */
+export function threadCpuSeconds(pid: number, tid: number): number {
+  const f = statFields(pid, tid)
+  return f ? (Number(f[11]) + Number(f[12])) / clockTicks() : 0
+}
+
+/** What a process's main thread did over an interval, next to the whole process. */
+export interface MainThreadShare {
+  /** CPU seconds of the main thread (tid = pid). */
+  readonly mainS: number
+  /** CPU seconds of the whole process, all threads (those that ended meanwhile included). */
+  readonly processS: number
+  /** mainS / processS; NaN when the process used no CPU (less than a clock tick). */
+  readonly share: number
+}
+
+/**
+ * Starts measuring the main thread's share of a process's CPU: call the returned function
+ * at the end of the interval. Sampled from /proc at both ends (clock ticks, 10 ms here),
+ * so it is meant for intervals of a second or more.
+ */
+export function mainThreadMeter(pid: number): () => MainThreadShare {
+  const main0 = threadCpuSeconds(pid, pid)
+  const process0 = cpuSeconds(pid)
+  return () => {
+    const mainS = threadCpuSeconds(pid, pid) - main0
+    const processS = cpuSeconds(pid) - process0
+    return { mainS, processS, share: processS > 0 ? mainS / processS : Number.NaN }
+  }
 }
 
 /** CPU seconds of a process and its direct children (nginx: master + workers). */

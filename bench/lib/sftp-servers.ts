@@ -214,13 +214,17 @@ export async function startFilegateSftp(folder: string, key: ClientKey, workers:
 /** BENCH_SFTP_CLIENT_ARGS: more `sftp` options for every server, e.g. `-B 32768` (request size). */
 const EXTRA_ARGS = (process.env.BENCH_SFTP_CLIENT_ARGS ?? '').split(/\s+/).filter((a) => a !== '')
 
+/** Batch files written so far (each call writes its own). */
+let batches = 0
+
 /**
  * Runs OpenSSH's `sftp -b` with `lines` against `t`, logged in with `key`: one cipher, no
  * compression, no host key checks, the same for every server. Fails on a non-zero exit
  * (sftp -b stops at the first failed command).
  */
 export async function sftpBatch(t: SftpTarget, key: ClientKey, lines: readonly string[], dir: string): Promise<Finished> {
-  const batch = join(dir, `batch-${t.name}`)
+  // A file per call: several clients may run at once.
+  const batch = join(dir, `batch-${t.name}-${++batches}`)
   writeFileSync(batch, `${lines.join('\n')}\n`)
   const args = [...EXTRA_ARGS, '-c', CIPHER, '-o', 'Compression=no', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR']
   args.push('-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes', '-i', key.privatePath, '-P', String(t.port))
