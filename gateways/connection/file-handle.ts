@@ -23,7 +23,8 @@
  * - a file only read goes on: the calls it had in flight, and the next ones, go to a new
  *   actor on a live thread (`reopen`, the same open task again), each read at its own
  *   offset, provided the file is unchanged (the same size and mtime as at open); a file
- *   that changed, or that cannot be opened again, fails its reads with EIO saying so.
+ *   that changed or is gone fails its reads with EIO saying so (one that cannot be opened
+ *   again for another reason, with that reason: EOVERLOAD at shutdown, say).
  *   At most `MAX_REOPENS` times per handle: a file whose reads kill their thread every
  *   time must not take thread after thread (and everyone else's requests) with it;
  * - a file that writes fails (EIO, at its next write or close) and commits nothing: the
@@ -49,7 +50,6 @@ export const BATCH_BYTES = 256 * 1024
 
 /** Times a file only read is opened again after its thread died, at most. */
 export const MAX_REOPENS = 3
-
 
 /** What the file needs of its actor's thread (workers/pool.ts `Started`). */
 export interface ActorThread {
