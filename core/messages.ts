@@ -278,7 +278,7 @@ export type FromHandle =
   | { readonly t: 'hold'; readonly id: number; readonly grow: number }
   | { readonly t: 'holdSize'; readonly size: number }
   | { readonly t: 'holdRelease' }
-  /** The staging copy's file name in the staging folder (to remove it if this thread dies). */
+  /** The staging copy's file name in the staging folder, told before it is made (to remove it if this thread dies). */
   | { readonly t: 'staged'; readonly name: string }
 
 export function assertNever(x: never): never {

@@ -16,9 +16,21 @@
  * (`windowBytes`) and per view (its `PendingBudget`): past either, writes wait.
  *
  * The staging copy's bytes are charged here, where the staging bounds are counted
- * (core/staging-quota.ts), as the actor asks (`hold`). The handle ends at close, at
- * abort (the connection or the view went: nothing committed), or when its worker thread
- * dies (EIO; a staging copy it left is removed by another thread).
+ * (core/staging-quota.ts), as the actor asks (`hold`). The handle ends at close, or at
+ * abort (the connection or the view went: nothing committed).
+ *
+ * When the actor's worker thread dies (its port closes, or the pool's watch tells):
+ * - a file only read goes on: the calls it had in flight, and the next ones, go to a new
+ *   actor on a live thread (`reopen`, the same open task again), each read at its own
+ *   offset, provided the file is unchanged (the same size and mtime as at open); a file
+ *   that changed or is gone fails its reads with EIO saying so (one that cannot be opened
+ *   again for another reason, with that reason: EOVERLOAD at shutdown, say).
+ *   At most `MAX_REOPENS` times per handle: a file whose reads kill their thread every
+ *   time must not take thread after thread (and everyone else's requests) with it;
+ * - a file that writes fails (EIO, at its next write or close) and commits nothing: the
+ *   pool removes the upload's temporary file, and the staging copy, whose name the actor
+ *   told before creating it, is removed by another thread (`unstage`). In-place runs
+ *   already written stay, as when a client's connection is lost.
  */
 import type { MessagePort, Transferable } from 'node:worker_threads'
 import { ChunkBuffer } from '../../core/chunk-buffer.js'
@@ -36,9 +48,31 @@ const SETTLE_GUARD_MS = 60_000
 /** Small writes joined into one message up to this many bytes. */
 export const BATCH_BYTES = 256 * 1024
 
+/** Times a file only read is opened again after its thread died, at most. */
+export const MAX_REOPENS = 3
+
+/** What the file needs of its actor's thread (workers/pool.ts `Started`). */
+export interface ActorThread {
+  /** Counts a live stream or upload as a transfer on the thread. @throws when that thread has its fill */
+  lease(onLost: (err: FsError) => void): { release(): void }
+  /** Keeps watch over the actor: `onLost` if its thread dies first (its temporary files are removed then). */
+  watch(onLost: (err: FsError) => void): { release(): void }
+}
+
+/** One actor of the file: the port it takes calls on, and its thread. */
+export interface HandleActor {
+  readonly port: MessagePort
+  readonly thread: ActorThread
+}
+
+/** A read handle's file opened again on a live thread: the new actor, and the file as it found it. */
+export interface Reopened {
+  readonly actor: HandleActor
+  readonly entry: Entry | null
+}
 
 export interface FileHandleDeps {
-  readonly port: MessagePort
+  readonly actor: HandleActor
   readonly initial: Entry | null
   readonly mode: HandleMode
   readonly windowBytes: number
@@ -47,13 +81,9 @@ export interface FileHandleDeps {
   readonly hold?: () => StagingHold
   /** Removes the staging copy `name` (its thread died). */
   readonly unstage: (name: string) => void
-  /**
-   * Counts a live read-ahead stream or upload as a transfer on the actor's thread while it
-   * lasts (workers/pool.ts); returns its release. @throws when that thread has its fill
-   */
-  readonly live?: () => () => void
-  /** `lost`: ended because its actor went (its thread died), not by close or abort. */
-  readonly onEnd: (figures: HandleFigures, lost: boolean) => void
+  /** Opens the file again as it was opened, on a live thread (used for a file only read, when its thread died). */
+  readonly reopen?: () => Promise<Reopened>
+  readonly onEnd: (figures: HandleFigures) => void
 }
 
 interface Batch {
@@ -64,20 +94,34 @@ interface Batch {
 
 type Waiter = { resolve(v: unknown): void; reject(err: unknown): void }
 
+/** A call awaiting its answer, with its message (sent again to a new actor). */
+interface Call extends Waiter {
+  readonly msg: ToHandle
+}
+
+const NO_FIGURES: HandleFigures = { readStreams: 0, liveReadStreams: 0, uploadChunks: 0, uploading: false }
+
 export class ProxyHandle implements FileHandle {
   readonly path: string
   readonly flags: OpenFlags
   readonly #d: FileHandleDeps
-  readonly #port: MessagePort
-  #figures: HandleFigures = { readStreams: 0, liveReadStreams: 0, uploadChunks: 0, uploading: false }
+  /** The actor now (null: its thread died and no other has it yet). */
+  #actor: HandleActor | null = null
+  /** The pool's watch over the actor's thread. */
+  #watch: { release(): void } | null = null
+  #figures: HandleFigures = NO_FIGURES
+  /** Streams and chunks counted by actors that went. */
+  #before = { readStreams: 0, uploadChunks: 0 }
   /** Releases the transfer counted while a stream or upload is live. */
   #live: (() => void) | null = null
   #state: 'open' | 'closing' | 'done' = 'open'
   #error: FsError | null = null
   #closing: Promise<CloseResult> | null = null
+  #reopens = 0
+  #reopening = false
   #nextId = 1
-  /** Calls awaiting their answer, by id. */
-  readonly #calls = new Map<number, Waiter>()
+  /** Calls awaiting their answer, by id (in the order they were made). */
+  readonly #calls = new Map<number, Call>()
   /** Batches sent and not yet taken, in order (the actor answers them in order). */
   readonly #sent: { bytes: number; waiters: Batch['waiters'] }[] = []
   #batch: Batch | null = null
@@ -94,16 +138,15 @@ export class ProxyHandle implements FileHandle {
     this.path = path
     this.flags = flags
     this.#d = deps
-    this.#port = deps.port
     const fresh = flags.write && (deps.initial === null || flags.truncate)
     this.#size = deps.mode === 'put' || (deps.mode === 'staging' && fresh) ? 0 : deps.mode === 'inPlace' ? deps.initial!.size : null
-    this.#port.on('message', (m: FromHandle) => this.#onMessage(m))
-    this.#port.once('close', () => this.#lost(new FsError('EIO', 'the worker handling this file stopped')))
+    this.#attach(deps.actor)
   }
 
-  /** What the actor last told of its read-ahead and chunks. */
+  /** What the actors told of their read-ahead and chunks. */
   get figures(): HandleFigures {
-    return this.#figures
+    const f = this.#figures
+    return { ...f, readStreams: this.#before.readStreams + f.readStreams, uploadChunks: this.#before.uploadChunks + f.uploadChunks }
   }
 
   /** Bytes written and not yet taken by the actor. */
@@ -117,6 +160,7 @@ export class ProxyHandle implements FileHandle {
 
   async write(offset: number, data: Uint8Array, opts: { readonly give?: boolean } = {}): Promise<void> {
     if (!this.#usable()) throw this.#error ?? closedError(this.path)
+    if (this.#d.mode === 'read') throw new FsError('EACCES', 'this file was not opened for writing', { path: this.path })
     if (!Number.isSafeInteger(offset) || offset < 0) throw new FsError('EINVAL', 'an offset and a length are whole numbers of bytes', { path: this.path })
     if (data.byteLength === 0) return
     while (this.#usable() && (this.#inflight > this.#d.windowBytes || !this.#d.budget.hasRoom())) {
@@ -183,8 +227,9 @@ export class ProxyHandle implements FileHandle {
 
   close(): Promise<CloseResult> {
     if (this.#closing) return this.#closing
-    // A file only read whose worker died has nothing to commit: its close is no failure
-    // (its reads told the error), as a client closing after a failed read expects.
+    // A file only read that failed with EIO (its worker died, and it could not go on
+    // elsewhere) has nothing to commit: its close is no failure (its reads told the error),
+    // as a client closing after a failed read expects.
     if (this.#state === 'done' && this.#d.mode === 'read' && this.#error?.code === 'EIO') return Promise.resolve({})
     if (this.#state === 'done') return Promise.reject(this.#error ?? closedError(this.path))
     const done = this.#call<CloseResult>((id) => ({ t: 'close', id }), true)
@@ -219,9 +264,11 @@ export class ProxyHandle implements FileHandle {
     if (!this.#usable() && !(closing && this.#state === 'open')) return Promise.reject(this.#error ?? closedError(this.path))
     this.#flush()
     const id = this.#nextId++
+    const m = msg(id)
     return new Promise<V>((resolve, reject) => {
-      this.#calls.set(id, { resolve: resolve as (v: unknown) => void, reject })
-      this.#post(msg(id))
+      this.#calls.set(id, { resolve: resolve as (v: unknown) => void, reject, msg: m })
+      if (this.#actor) this.#post(m)
+      else this.#resume()
     })
   }
 
@@ -240,10 +287,17 @@ export class ProxyHandle implements FileHandle {
 
   #post(m: ToHandle, transfer: Transferable[] = []): void {
     try {
-      this.#port.postMessage(m, transfer)
+      this.#actor?.port.postMessage(m, transfer)
     } catch {
       // The port is closed: the actor went; `#lost` tells every waiter.
     }
+  }
+
+  #attach(actor: HandleActor): void {
+    this.#actor = actor
+    actor.port.on('message', (m: FromHandle) => this.#onMessage(m))
+    actor.port.once('close', () => this.#lost(actor, new FsError('EIO', 'the worker handling this file stopped')))
+    this.#watch = actor.thread.watch((err) => this.#lost(actor, err))
   }
 
   #onMessage(m: FromHandle): void {
@@ -297,11 +351,13 @@ export class ProxyHandle implements FileHandle {
 
   #setFigures(f: HandleFigures): void {
     this.#figures = f
-    if (this.#state === 'done') return
+    const actor = this.#actor
+    if (this.#state === 'done' || actor === null) return
     const live = f.liveReadStreams > 0 || f.uploading
-    if (live && !this.#live && this.#d.live) {
+    if (live && !this.#live) {
       try {
-        this.#live = this.#d.live()
+        const lease = actor.thread.lease((err) => this.#lost(actor, err))
+        this.#live = () => lease.release()
       } catch {
         // The thread has its fill of transfers: this one goes on uncounted.
       }
@@ -319,24 +375,79 @@ export class ProxyHandle implements FileHandle {
     for (const w of ws) w()
   }
 
-  /** The actor's port closed under an open handle: its thread died. */
-  #lost(err: FsError): void {
-    if (this.#state === 'done') return
+  /** `actor`'s thread died (its port closed, or the pool told). */
+  #lost(actor: HandleActor, err: FsError): void {
+    if (actor !== this.#actor || this.#state === 'done') return
+    // Its thread's transfers and watches go with it (the pool removes the upload's
+    // temporary file before it drops the watch).
+    this.#actor = null
+    this.#watch = null
+    this.#live?.()
+    this.#live = null
+    actor.port.removeAllListeners('message')
+    setImmediate(() => actor.port.close())
+    this.#before.readStreams += this.#figures.readStreams
+    this.#before.uploadChunks += this.#figures.uploadChunks
+    this.#figures = NO_FIGURES
+    if (this.#d.mode === 'read' && this.#d.reopen) return this.#resume()
+    // A file that writes: nothing is committed.
     this.#error ??= err
     if (this.#staged !== null) this.#d.unstage(this.#staged)
-    this.#end(true)
+    this.#end()
   }
 
-  /** Called by the view when the actor's thread died. */
-  lost(err: FsError): void {
-    this.#lost(err)
+  /**
+   * A file only read, with no actor: its calls go to a new one, opened on a live thread
+   * at the first call (the ones in flight when its thread died included). A close alone
+   * needs none: there is nothing to commit.
+   */
+  #resume(): void {
+    if (this.#state === 'done' || this.#actor !== null || this.#reopening || this.#calls.size === 0) return
+    if ([...this.#calls.values()].every((c) => c.msg.t === 'close')) {
+      for (const c of this.#calls.values()) c.resolve({})
+      this.#calls.clear()
+      return
+    }
+    if (this.#reopens >= MAX_REOPENS) {
+      return this.#fail(new FsError('EIO', `${this.path}: the worker reading this file stopped ${this.#reopens + 1} times; open it again to retry`, { path: this.path }))
+    }
+    this.#reopens++
+    this.#reopening = true
+    this.#d.reopen!().then(
+      ({ actor, entry }) => {
+        this.#reopening = false
+        if (this.#state === 'done') return discard(actor)
+        if (!sameFile(this.#d.initial, entry)) {
+          discard(actor)
+          return this.#fail(changed(this.path))
+        }
+        this.#attach(actor)
+        for (const c of this.#calls.values()) this.#post(c.msg)
+      },
+      (err: unknown) => {
+        this.#reopening = false
+        const e = asFsError(err)
+        // Gone, or no longer a file: changed as well.
+        this.#fail(e.code === 'ENOENT' || e.code === 'EISDIR' || e.code === 'ENOTDIR' ? changed(this.path) : e)
+      },
+    )
   }
 
-  #end(lost = false): void {
+  #fail(err: FsError): void {
+    if (this.#state === 'done') return
+    this.#error ??= err
+    this.#end()
+  }
+
+  #end(): void {
     if (this.#state === 'done') return
     this.#state = 'done'
     const err = this.#error ?? closedError(this.path)
-    for (const w of this.#calls.values()) w.reject(err)
+    for (const c of this.#calls.values()) {
+      // A file only read has nothing to commit: a close waiting behind its reads is done.
+      if (c.msg.t === 'close' && this.#d.mode === 'read') c.resolve({})
+      else c.reject(err)
+    }
     this.#calls.clear()
     for (const s of this.#sent.splice(0)) for (const w of s.waiters) w.reject(err)
     for (const w of this.#batch?.waiters ?? []) w.reject(err)
@@ -345,22 +456,44 @@ export class ProxyHandle implements FileHandle {
     this.#hold?.release()
     const live = this.#live
     this.#live = null
-    this.#port.removeAllListeners('message')
-    if (lost) {
+    const actor = this.#actor
+    const watch = this.#watch
+    this.#watch = null
+    if (actor === null) {
+      // Its actor went with its thread: nothing more to wait for.
       live?.()
-      setImmediate(() => this.#port.close())
     } else {
       // The actor closes the port once what the file started in the storage is over (an
-      // aborted upload's temporary file removed): the file counts as a transfer until then.
-      // A guard closes it from here should that never come.
-      const guard = setTimeout(() => this.#port.close(), SETTLE_GUARD_MS).unref()
-      this.#port.once('close', () => {
+      // aborted upload's temporary file removed): the file counts as a transfer, and the
+      // pool keeps watch over it, until then. A guard closes it from here should that never come.
+      actor.port.removeAllListeners('message')
+      const guard = setTimeout(() => actor.port.close(), SETTLE_GUARD_MS).unref()
+      actor.port.once('close', () => {
         clearTimeout(guard)
         live?.()
+        watch?.release()
       })
     }
-    this.#d.onEnd(this.#figures, lost)
+    this.#d.onEnd(this.figures)
   }
+}
+
+/** Whether a file opened again is the one the handle opened: the same size and mtime. */
+function sameFile(was: Entry | null, now: Entry | null): boolean {
+  return was !== null && now !== null && now.kind === 'file' && now.size === was.size && now.mtimeMs === was.mtimeMs
+}
+
+const changed = (path: string): FsError =>
+  new FsError('EIO', `${path}: the worker reading this file stopped, and the file changed since it was opened (or is gone); open it again to read what it holds now`, { path })
+
+/** An actor opened for nothing: it ends and commits nothing. */
+function discard(actor: HandleActor): void {
+  try {
+    actor.port.postMessage({ t: 'abort' } satisfies ToHandle)
+  } catch {
+    // Closed already.
+  }
+  actor.port.close()
 }
 
 const closedError = (path: string): FsError => new FsError('EINVAL', 'the file is closed', { path })

@@ -28,9 +28,9 @@ import { type PermissionName, type Permissions, mayReplace, refusal } from '../.
 import type { ClientIdentity, FileHandle, FsAbilities, FsEntry, HeadedStream, ListPage, OpenFlags, OpenOptions, RequestContext, View } from '../../core/view.js'
 import type { StagingQuota } from '../../core/staging-quota.js'
 import { Channel, INLINE_READ_MAX } from '../../workers/client.js'
-import type { Started, WorkerPool } from '../../workers/pool.js'
+import type { WorkerPool } from '../../workers/pool.js'
 import { asFsError, fsCall } from './errors.js'
-import { ProxyHandle } from './file-handle.js'
+import { type HandleActor, ProxyHandle } from './file-handle.js'
 import { toFsEntry } from '../../core/view-parts.js'
 import { ListSnapshots } from './list-pages.js'
 
@@ -102,6 +102,8 @@ const creating = new Set<string>()
 /** What each backend can do, by backend key, as the last view that asked found it (`probe`). */
 const knownAbilities = new Map<string, BackendAbilities>()
 const KNOWN_ABILITIES_MAX = 10_000
+/** Pause before a task the pool failed with EIO is sent again. */
+const RETRY_MS = 250
 
 /** A view's figures, for tests and metrics. */
 export interface GatewayFsStats {
@@ -360,8 +362,6 @@ class PoolView implements View {
       const exclusive = flags.create && flags.exclusive ? this.#reserve(path) : null
       const limits = this.#opts.limits ?? {}
       const windowBytes = limits.windowBytes ?? 64 * 1024 * 1024
-      // One task: the worker checks the open and keeps the file as an actor next to its driver (workers/handles/).
-      const { port1, port2 } = new MessageChannel()
       const open: HandleOpen = {
         flags,
         ...(opts.metadata && this.abilities.metadata ? { metadata: opts.metadata } : {}),
@@ -372,15 +372,15 @@ class PoolView implements View {
         windowBytes,
         idleMs: limits.idleMs ?? 2000,
       }
-      let started: Started<HandleOpened>
+      let started: { actor: HandleActor; opened: HandleOpened }
       try {
-        started = await this.#ch.start(ctx, { op: 'open' as const, path: inner, port: port2, open }, [port2])
+        started = await this.#startActor(ctx, inner, open)
       } catch (err) {
-        port1.close()
         exclusive?.()
         throw err
       }
-      const { entry: found, mode } = started.value
+      const { actor } = started
+      const { entry: found, mode } = started.opened
       const entry = found && this.#outPath(found)
       let transfer: (() => void) | null = null
       try {
@@ -391,51 +391,74 @@ class PoolView implements View {
         if (!entry && flags.write) this.#need('can_create_file', path)
         transfer = this.#transfer(ctx, flags, entry)
       } catch (err) {
-        port1.postMessage({ t: 'abort' } satisfies ToHandle)
-        port1.close()
+        actor.port.postMessage({ t: 'abort' } satisfies ToHandle)
+        actor.port.close()
         exclusive?.()
         throw err
       }
       const owner = { login: this.#opts.client?.credential ?? null, share: null }
       const quota = this.#opts.stagingQuota
       const handle: ProxyHandle = new ProxyHandle(path, flags, {
-        port: port1,
+        actor,
         initial: entry,
         mode,
         windowBytes,
         budget: this.#budget,
         ...(quota ? { hold: () => quota.hold(this.#opts.stagingDir, owner) } : {}),
-        live: () => {
-          const lease = started.lease((err) => handle.lost(err))
-          return () => lease.release()
-        },
         unstage: (name) => {
           // The actor's port may tell of its death before the pool knows: a task sent to the
           // dying thread fails (EIO) and is sent again, to its replacement.
           const attempt = (left: number): void =>
             void this.#ch.call({ requestId: ctx.requestId, signal: new AbortController().signal }, { op: 'unstage', dir: this.#opts.stagingDir, name }).catch((err: unknown) => {
-              if (left > 0 && (err as FsError).code === 'EIO') setTimeout(() => attempt(left - 1), 250).unref()
+              if (left > 0 && (err as FsError).code === 'EIO') setTimeout(() => attempt(left - 1), RETRY_MS).unref()
             })
           attempt(4)
         },
-        onEnd: (figures, lost) => {
+        // The same open task again, on a live thread (a file only read whose thread died).
+        reopen: async () => {
+          const again = await this.#startActor(ctx, inner, open, 4)
+          if (this.#closed) {
+            again.actor.port.postMessage({ t: 'abort' } satisfies ToHandle)
+            again.actor.port.close()
+            throw new FsError('ECANCELED', 'the session is closed')
+          }
+          return { actor: again.actor, entry: again.opened.entry && this.#outPath(again.opened.entry) }
+        },
+        onEnd: (figures) => {
           exclusive?.()
           transfer?.()
-          // Lost with its thread: the pool's watch stays until it removed the upload's temporary file.
-          if (!lost) watch.release()
           this.#handles.delete(handle)
           this.#readStreams += figures.readStreams
           this.#uploadChunks += figures.uploadChunks
           ctx.signal.removeEventListener('abort', onAbort)
         },
       })
-      const watch = started.watch((err) => handle.lost(err))
       const onAbort = () => handle.abort()
       this.#handles.add(handle)
       if (ctx.signal.aborted) handle.abort()
       else ctx.signal.addEventListener('abort', onAbort, { once: true })
       return this.#root === '' ? handle : cleanHandle(handle, (err) => this.#clean(err))
     })
+  }
+
+  /**
+   * One `open` task: the worker checks the open and keeps the file as an actor next to its
+   * driver (workers/handles/), on the port it is given. `retries`: times a task the pool
+   * failed with EIO is sent again (a thread that died may not be known dead yet: a task
+   * sent to it fails, and goes to a live one next time).
+   */
+  async #startActor(ctx: RequestContext, inner: string, open: HandleOpen, retries = 0): Promise<{ actor: HandleActor; opened: HandleOpened }> {
+    for (let left = retries; ; left--) {
+      const { port1, port2 } = new MessageChannel()
+      try {
+        const started = await this.#ch.start(ctx, { op: 'open' as const, path: inner, port: port2, open }, [port2])
+        return { actor: { port: port1, thread: started }, opened: started.value }
+      } catch (err) {
+        port1.close()
+        if (left <= 0 || !isFsError(err) || err.code !== 'EIO' || ctx.signal.aborted) throw err
+        await new Promise((r) => setTimeout(r, RETRY_MS))
+      }
+    }
   }
 
   /**

@@ -3,7 +3,7 @@
  * they run (kill a worker thread, send SIGTERM) and then see how each one ends: an
  * upload whose body the test sends chunk by chunk, a download the test reads when told.
  */
-import { request } from 'node:http'
+import { type IncomingMessage, request } from 'node:http'
 import { SignatureV4 } from '@smithy/signature-v4'
 import type { SFTPWrapper } from 'ssh2'
 import { Sha256 } from '../../gateways/s3/auth/sigv4.js'
@@ -132,6 +132,41 @@ export async function sftpDownload(sftp: SFTPWrapper, path: string): Promise<Hel
 export interface S3Key {
   readonly accessKeyId: string
   readonly secretAccessKey: string
+}
+
+/** An S3 GetObject (of `range`, e.g. `bytes=100-`, when given), its first bytes read; the rest when `finish` is called. */
+export async function s3Get(endpoint: string, key: S3Key, path: string, range?: string): Promise<HeldDownload> {
+  const u = new URL(endpoint)
+  const signer = new SignatureV4({ service: 's3', region: 'us-east-1', credentials: key, sha256: Sha256, uriEscapePath: false })
+  const headers: Record<string, string> = { host: u.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...(range ? { range } : {}) }
+  const signed = await signer.sign({ method: 'GET', protocol: 'http:', hostname: u.hostname, port: Number(u.port), path, query: {}, headers })
+  const want = range ? 206 : 200
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    const req = request({ host: u.hostname, port: Number(u.port), method: 'GET', path, headers: signed.headers }, resolve)
+    req.once('error', reject)
+    req.end()
+  })
+  const chunks: Buffer[] = []
+  const ended = new Promise<Ended>((resolve) => {
+    res.once('end', () => resolve({ ok: res.statusCode === want && res.complete, status: res.statusCode ?? 0, body: Buffer.concat(chunks) }))
+    res.once('error', (err) => resolve({ ok: false, status: res.statusCode ?? 0, error: err.message }))
+    res.once('aborted', () => resolve({ ok: false, status: res.statusCode ?? 0, error: 'aborted' }))
+  })
+  await new Promise<void>((resolve) => {
+    res.once('data', (c: Buffer) => {
+      chunks.push(c)
+      res.pause()
+      resolve()
+    })
+    void ended.then(() => resolve())
+  })
+  return {
+    finish: async () => {
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.resume()
+      return ended
+    },
+  }
 }
 
 /** An S3 PutObject of `length` bytes (UNSIGNED-PAYLOAD), its body sent chunk by chunk. */

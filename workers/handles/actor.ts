@@ -9,8 +9,10 @@
  * aborted, or its port closed: the main thread's view went), and nothing else while idle.
  *
  * The main thread keeps watch over it (workers/pool.ts `Started.watch`): if this thread
- * dies, the main side fails the handle, and the pool removes the upload's temporary
- * file, announced under the open task's id as every task's are.
+ * dies, the main side opens a file only read again on another thread, and fails a file
+ * that writes (gateways/connection/file-handle.ts); the pool removes the upload's
+ * temporary file, announced under the open task's id as every task's are, and another
+ * thread the staging copy, whose name is told before the copy is made (`staged`).
  */
 import { createHash } from 'node:crypto'
 import type { MessagePort, Transferable } from 'node:worker_threads'
@@ -175,10 +177,8 @@ class Actor {
     return { head: { entry, range: null, unsatisfiable }, body, cancel: () => {}, live: true }
   }
 
-  async #stage(dir: string, content: AsyncIterable<Uint8Array> | null): Promise<StagingFile> {
-    const s = await StagingFile.create(dir, content, this.#hold())
-    this.#post({ t: 'staged', name: s.name })
-    return s
+  #stage(dir: string, content: AsyncIterable<Uint8Array> | null): Promise<StagingFile> {
+    return StagingFile.create(dir, content, this.#hold(), (name) => this.#post({ t: 'staged', name }))
   }
 
   /** The staging bounds' hold, counted on the main thread (core/staging-quota.ts). */

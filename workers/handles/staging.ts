@@ -44,10 +44,16 @@ export class StagingFile {
     this.#hold = hold
   }
 
-  /** A new empty staging file in `dir`, filled from `initial` when given; its bytes charged to `hold`. */
-  static async create(dir: string, initial: AsyncIterable<Uint8Array> | null, hold?: Hold): Promise<StagingFile> {
+  /**
+   * A new empty staging file in `dir`, filled from `initial` when given; its bytes charged
+   * to `hold`. `announce` is told its name before it exists (so that a copy whose thread
+   * dies while it is filled can be removed by another).
+   */
+  static async create(dir: string, initial: AsyncIterable<Uint8Array> | null, hold?: Hold, announce?: (name: string) => void): Promise<StagingFile> {
     await fs.mkdir(dir, { recursive: true, mode: 0o700 })
-    const path = nodePath.join(dir, `${randomBytes(16).toString('hex')}.staging`)
+    const name = `${randomBytes(16).toString('hex')}.staging`
+    announce?.(name)
+    const path = nodePath.join(dir, name)
     let fh: fs.FileHandle
     try {
       fh = await fs.open(path, 'wx+', 0o600)
