@@ -60,6 +60,7 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
 
   const stores = await openStores(config, logger)
   const views = await openViews(config, plugins)
+  // The API's listener, once it listens: what is asked before then (its port, its requests) has a default.
   let server: HttpServer | undefined
   // The API's address as clients reach it (OAuth issuer, MCP resource): known once the port is.
   const publicUrl = () => publicOrigin(config, server?.port ?? config.port)
@@ -70,6 +71,9 @@ export async function startFilegate(config: Config, opts: StartOptions = {}): Pr
   // Every door's figures on /metrics, and the one drain every door registers with.
   const doors = new DoorMetrics()
   const drain = new Drain()
+  // What is open besides the listeners, released in this order on a failed start-up and at the
+  // end of a shutdown: the views shared by logins and by bearer credentials, the uploads'
+  // expiry sweep, the pool (giving what was cut off `settleMs` to settle), the state store.
   const release = async (settleMs?: number) => {
     services.close()
     await views.close(settleMs)
