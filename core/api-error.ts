@@ -2,7 +2,7 @@
  * @module core/api-error
  * The contract's error codes (docs/api.md, "Conventions and errors"): what clients of every
  * protocol see. `ApiError` is thrown by request handling on the main thread;
- * storage errors (`FsError`) are mapped to it by `apiCodeOf`.
+ * storage errors (`FsError`) become one through `toApiError` (`API_CODE_OF_FS`).
  */
 import { type FsErrorCode, isFsError } from './errors.js'
 

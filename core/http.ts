@@ -1,6 +1,6 @@
 /**
  * @module core/http
- * Neutral HTTP types: routes (and later the S3 and MCP gateways) are written
+ * Neutral HTTP types: the HTTP API's routes and the S3 and MCP gateways are written
  * against these, and the HTTP engines (front/http/: uWebSockets.js or node:http)
  * adapt their server library to them. Handlers can then be tested in-process, and no
  * handler knows which engine serves.

@@ -2,7 +2,7 @@
  * @module gateways/connection/errors
  * Every failure a gateway sees is an FsError (core/errors.ts): the pool's and the
  * transfer limits' refusals are FsErrors already (EOVERLOAD, EBUSY), a full disk under
- * the view's staging files (./staging.ts, in the data folder) becomes ENOSPC, anything
+ * the view's staging files (workers/handles/staging.ts, in the data folder) becomes ENOSPC, anything
  * unclassified EIO with a generic message.
  */
 import { FsError, isFsError, stagingError } from '../../core/errors.js'

@@ -37,7 +37,7 @@ import { ListSnapshots } from './list-pages.js'
 export { sweepStaging } from './staging-sweep.js'
 export { ListSnapshots } from './list-pages.js'
 
-export interface GatewayFsLimits {
+export interface ViewLimits {
   /** Coalesced chunk size before bytes cross to a worker (default 1 MiB). */
   readonly chunkBytes?: number
   /** Per handle: bytes held out of order, or waiting to cross, before writes wait (default 64 MiB). */
@@ -48,7 +48,7 @@ export interface GatewayFsLimits {
   readonly idleMs?: number
 }
 
-export interface GatewayFsOptions {
+export interface OpenViewOptions {
   readonly pool: WorkerPool
   /** The login's backend; the view shows it from `root` (default: the spec's own root). */
   readonly spec: BackendSpec
@@ -90,7 +90,7 @@ export interface GatewayFsOptions {
   readonly snapshots?: ListSnapshots
   /** Whose share of the snapshots this view's pages count against (default: its identity, the storage and folder it shows). */
   readonly login?: string
-  readonly limits?: GatewayFsLimits
+  readonly limits?: ViewLimits
   /** Write in place where the backend can (default); false: staging for every write that is not a `put`. */
   readonly inPlace?: boolean
 }
@@ -106,7 +106,7 @@ const KNOWN_ABILITIES_MAX = 10_000
 const RETRY_MS = 250
 
 /** A view's figures, for tests and metrics. */
-export interface GatewayFsStats {
+export interface ViewStats {
   readonly openHandles: number
   /** Read-ahead streams started (each seek that restarts one counts). */
   readonly readStreams: number
@@ -118,7 +118,7 @@ export interface GatewayFsStats {
   readonly pendingBytes: number
 }
 
-export type GatewayView = View & { readonly stats: GatewayFsStats }
+export type GatewayView = View & { readonly stats: ViewStats }
 
 /**
  * Opens a view: one task asks a worker what the backend can do (unless `probe` is false
@@ -126,7 +126,7 @@ export type GatewayView = View & { readonly stats: GatewayFsStats }
  * spec, which for a remote backend connects and logs in: a wrong pass-through password
  * fails here (EAUTH), an unreachable server too (EUNAVAILABLE, ETIMEDOUT).
  */
-export async function openView(opts: GatewayFsOptions): Promise<GatewayView> {
+export async function openView(opts: OpenViewOptions): Promise<GatewayView> {
   const key = opts.key ?? backendKey(opts.spec)
   const ch = new Channel(opts.pool, opts.spec, key)
   let abilities = opts.probe === false ? knownAbilities.get(key) : undefined
@@ -144,7 +144,7 @@ class PoolView implements View {
   readonly abilities: FsAbilities
   readonly identity: string
   readonly #ch: Channel
-  readonly #opts: GatewayFsOptions
+  readonly #opts: OpenViewOptions
   /** The folder shown as `/`, '' for the spec's own root. */
   readonly #root: string
   readonly #only: string | null
@@ -157,7 +157,7 @@ class PoolView implements View {
   #readStreams = 0
   #uploadChunks = 0
 
-  constructor(ch: Channel, opts: GatewayFsOptions, abilities: BackendAbilities) {
+  constructor(ch: Channel, opts: OpenViewOptions, abilities: BackendAbilities) {
     this.#ch = ch
     this.#opts = opts
     this.permissions = opts.permissions
@@ -172,7 +172,7 @@ class PoolView implements View {
     this.#budget = new PendingBudget(opts.limits?.pendingBytes ?? 128 * 1024 * 1024)
   }
 
-  get stats(): GatewayFsStats {
+  get stats(): ViewStats {
     let live = 0
     let chunks = this.#uploadChunks
     let streams = this.#readStreams

@@ -14,8 +14,8 @@
  * Refusals are logged once a minute with their count, not once each (a flood would
  * flood the log). Each connection has a cap on bytes queued for its client (./send-budget.ts).
  */
-import { type Socket, createServer } from 'node:net'
-import type { Algorithms } from 'ssh2'
+import { type Server as TcpServer, type Socket, createServer } from 'node:net'
+import type { Algorithms, ClientInfo, Connection, Server as SshServer } from 'ssh2'
 import type { DrainPart } from '../../core/doors.js'
 import { type ConnectionOptions, onConnection } from './connection.js'
 import { readProxyHeader } from './proxy-header.js'
@@ -72,97 +72,16 @@ export interface ListenOptions extends Omit<ConnectionOptions, 'loggedIn' | 'soc
 }
 
 /** Listens on host:port; a port in use rejects with an error naming `sftp.port`. */
-export function listenSsh(hostKey: string, host: string, port: number, opts: ListenOptions): Promise<SshListener> {
-  /** Open sockets, by remote address and port, with their timers, their work under way, the client's address (a balancer's PROXY header) and their count as not logged in. */
-  const sockets = new Map<string, Open>()
-  const startups = new Startups(opts.startups ?? STARTUPS)
-  const refusals = refusalLog(opts.log)
-  const ssh = new Server({ hostKeys: [hostKey], algorithms: ALGORITHMS, ident: 'filegate' }, (client, info) => {
-    const key = `${info.ip}:${info.port}`
-    const open = sockets.get(key)
-    // The first key exchange done: the client is a real SSH client, now on the login grace.
-    client.once('handshake', () => open && clearTimeout(open.kex))
-    onConnection(client, open?.client ? { ...info, ip: open.client } : info, {
-      ...opts,
-      loggedIn: () => {
-        if (!open) return
-        clearTimeout(open.grace)
-        open.release()
-      },
-      ...(open ? { socket: open.socket, work: open.work, sendBudget: open.budget } : {}),
-    })
-  })
-  const tcp = createServer((socket) => {
-    const key = `${socket.remoteAddress}:${socket.remotePort}`
-    const peer = socket.remoteAddress ?? ''
-    const proxied = opts.proxied?.(peer) ?? false
-    const total = startups.enter()
-    // Behind a balancer the per-address count waits for the client's address (its header).
-    const own = typeof total === 'string' || proxied ? null : startups.enterFrom(peer)
-    const refused = typeof total === 'string' ? total : typeof own === 'string' ? own : null
-    if (refused !== null) {
-      if (typeof total === 'function') total()
-      refusals(refused, peer)
-      return void socket.destroy()
-    }
-    const releases = [total as () => void, ...(own ? [own as () => void] : [])]
-    // As sshd: small SFTP replies (a WRITE's STATUS) go out at once. With Nagle they wait
-    // for the client's delayed ACK, and an upload crawls.
-    socket.setNoDelay(true)
-    const drop = (msg: string) => () => {
-      opts.log('info', msg, { address: open.client ?? peer })
-      socket.destroy()
-    }
-    const open: Open = {
-      socket,
-      grace: setTimeout(() => drop('sftp login grace time over: connection closed')(), opts.graceMs ?? LOGIN_GRACE_MS),
-      kex: setTimeout(() => drop('sftp key exchange not finished in time: connection closed')(), opts.kexGraceMs ?? KEX_GRACE_MS),
-      work: { busy: 0 },
-      budget: new SendBudget(socket),
-      release: () => {
-        for (const r of releases.splice(0)) r()
-      },
-    }
-    sockets.set(key, open)
-    socket.once('close', () => {
-      clearTimeout(open.grace)
-      clearTimeout(open.kex)
-      open.release()
-      sockets.delete(key)
-    })
-    if (!proxied) return ssh.injectSocket(socket)
-    void readProxyHeader(socket).then((client) => {
-      if (client === null) {
-        opts.log('info', 'sftp connection from a balancer without a valid PROXY header: closed', { address: peer })
-        return socket.destroy()
-      }
-      if (socket.destroyed) return
-      const from = startups.enterFrom(client)
-      if (typeof from === 'string') {
-        refusals(from, client)
-        return socket.destroy()
-      }
-      releases.push(from)
-      open.client = client
-      ssh.injectSocket(socket)
-      socket.resume()
-    })
-  })
-  if (opts.maxConnections !== undefined) {
-    tcp.maxConnections = opts.maxConnections
-    let dropped = 0
-    let timer: NodeJS.Timeout | null = null
-    tcp.on('drop', () => {
-      dropped++
-      if (timer) return
-      opts.log('warn', 'sftp connection limit reached: new connections are closed at once', { max_connections: opts.maxConnections })
-      timer = setTimeout(() => {
-        timer = null
-        if (dropped > 1) opts.log('warn', 'sftp connections closed at the connection limit', { count: dropped, max_connections: opts.maxConnections })
-        dropped = 0
-      }, REFUSAL_LOG_MS).unref()
-    })
-  }
+export async function listenSsh(hostKey: string, host: string, port: number, opts: ListenOptions): Promise<SshListener> {
+  const sockets = new OpenSockets(opts)
+  const ssh = new Server({ hostKeys: [hostKey], algorithms: ALGORITHMS, ident: 'filegate' }, (client, info) => sockets.connected(client, info))
+  const tcp = createServer((socket) => sockets.accept(socket, ssh))
+  if (opts.maxConnections !== undefined) capConnections(tcp, opts.maxConnections, opts.log)
+  return { port: await listen(tcp, host, port, opts.log), drain: drainPart(tcp, sockets) }
+}
+
+/** Binds the listener; a port in use rejects with an error naming `sftp.port`; later errors are logged. @returns the port bound */
+function listen(tcp: TcpServer, host: string, port: number, log: ListenOptions['log']): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
       reject(
@@ -172,55 +91,203 @@ export function listenSsh(hostKey: string, host: string, port: number, opts: Lis
       )
     }
     tcp.once('error', onError)
-    let listening = true
-    const ending = new Set<Socket>()
     tcp.listen(port, host, () => {
       tcp.off('error', onError)
-      tcp.on('error', (err: Error) => opts.log('error', 'sftp listener error', { err: err.message }))
-      resolve({
-        port: (tcp.address() as { port: number }).port,
-        drain: {
-          name: 'sftp',
-          stopAccepting: () => tcp.close(() => (listening = false)),
-          busy: () => {
-            let n = 0
-            for (const { work } of sockets.values()) n += work.busy
-            return n
-          },
-          // An idle connection is closed once what was written to it is sent.
-          closeIdle: () => {
-            for (const { socket, work } of sockets.values()) {
-              if (work.busy === 0 && !ending.has(socket)) {
-                ending.add(socket)
-                socket.destroySoon()
-              }
-            }
-          },
-          // What is left is dropped: its sessions end and abort their open files (nothing committed).
-          end: () =>
-            new Promise<void>((res) => {
-              const sweep = () => {
-                for (const { socket } of sockets.values()) socket.destroy()
-                if (sockets.size === 0 && !listening) return res()
-                setTimeout(sweep, CLOSE_POLL_MS)
-              }
-              sweep()
-            }),
-        },
-      })
+      tcp.on('error', (err: Error) => log('error', 'sftp listener error', { err: err.message }))
+      resolve((tcp.address() as { port: number }).port)
     })
   })
 }
 
+/** Past `max` connections of every kind, Node closes a new one as soon as it is accepted: logged as refusals are, summed up. */
+function capConnections(tcp: TcpServer, max: number, log: ListenOptions['log']): void {
+  tcp.maxConnections = max
+  tcp.on(
+    'drop',
+    summedLog(
+      () => log('warn', 'sftp connection limit reached: new connections are closed at once', { max_connections: max }),
+      (count) => log('warn', 'sftp connections closed at the connection limit', { count, max_connections: max }),
+    ),
+  )
+}
+
+/** The listener's share of the drain (`SshListener.drain`). */
+function drainPart(tcp: TcpServer, sockets: OpenSockets): DrainPart {
+  let listening = true
+  return {
+    name: 'sftp',
+    stopAccepting: () => tcp.close(() => (listening = false)),
+    busy: () => sockets.busy(),
+    // An idle connection is closed once what was written to it is sent.
+    closeIdle: () => sockets.closeIdle(),
+    // What is left is dropped: its sessions end and abort their open files (nothing committed).
+    end: () => sockets.dropAll(() => !listening),
+  }
+}
+
+/** A socket of the door's, from its accept to its close. */
 interface Open {
   readonly socket: Socket
   readonly grace: NodeJS.Timeout
   readonly kex: NodeJS.Timeout
   readonly work: Work
   readonly budget: SendBudget
-  /** Stops counting it as not logged in (idempotent). */
-  readonly release: () => void
+  /** What counts it as not logged in (./startups.ts), each released once. */
+  readonly counts: (() => void)[]
+  /** The client's address, as a balancer's PROXY header named it. */
   client?: string
+}
+
+/** Stops counting a socket as not logged in (idempotent). */
+function uncount(open: Open): void {
+  for (const release of open.counts.splice(0)) release()
+}
+
+/**
+ * The door's open sockets, by remote address and port, each with its timers, its work
+ * under way, the client's address (a balancer's PROXY header) and its counts as not
+ * logged in.
+ */
+class OpenSockets {
+  readonly #byKey = new Map<string, Open>()
+  readonly #opts: ListenOptions
+  readonly #startups: Startups
+  readonly #refusals: (why: Refusal, address: string) => void
+  /** Idle sockets being closed (once what was written to them is sent). */
+  readonly #ending = new Set<Socket>()
+
+  constructor(opts: ListenOptions) {
+    this.#opts = opts
+    this.#startups = new Startups(opts.startups ?? STARTUPS)
+    this.#refusals = refusalLog(opts.log)
+  }
+
+  /**
+   * A TCP connection: counted as not logged in (closed at once past the caps), timed,
+   * then handed to ssh2; behind a balancer, once its PROXY header has named the client.
+   */
+  accept(socket: Socket, ssh: SshServer): void {
+    const peer = socket.remoteAddress ?? ''
+    const proxied = this.#opts.proxied?.(peer) ?? false
+    const counts = this.#admit(peer, proxied)
+    if (counts === null) return void socket.destroy()
+    // As sshd: small SFTP replies (a WRITE's STATUS) go out at once. With Nagle they wait
+    // for the client's delayed ACK, and an upload crawls.
+    socket.setNoDelay(true)
+    const open = this.#track(socket, counts)
+    if (!proxied) return ssh.injectSocket(socket)
+    void this.#fromBalancer(open, ssh)
+  }
+
+  /**
+   * Counts a new connection as not logged in: in all, and by its address unless it comes
+   * from a balancer (whose client is not known yet). @returns the counts' releases; null: refused (logged)
+   */
+  #admit(peer: string, proxied: boolean): (() => void)[] | null {
+    const total = this.#startups.enter()
+    if (typeof total === 'string') {
+      this.#refusals(total, peer)
+      return null
+    }
+    if (proxied) return [total]
+    const own = this.#startups.enterFrom(peer)
+    if (typeof own === 'string') {
+      total()
+      this.#refusals(own, peer)
+      return null
+    }
+    return [total, own]
+  }
+
+  /** Holds the socket until it closes; one that has not finished its key exchange, or logged in, within its grace is dropped. */
+  #track(socket: Socket, counts: (() => void)[]): Open {
+    const key = `${socket.remoteAddress}:${socket.remotePort}`
+    const drop = (msg: string) => {
+      this.#opts.log('info', msg, { address: open.client ?? socket.remoteAddress ?? '' })
+      socket.destroy()
+    }
+    const open: Open = {
+      socket,
+      grace: setTimeout(() => drop('sftp login grace time over: connection closed'), this.#opts.graceMs ?? LOGIN_GRACE_MS),
+      kex: setTimeout(() => drop('sftp key exchange not finished in time: connection closed'), this.#opts.kexGraceMs ?? KEX_GRACE_MS),
+      work: { busy: 0 },
+      budget: new SendBudget(socket),
+      counts,
+    }
+    this.#byKey.set(key, open)
+    socket.once('close', () => {
+      clearTimeout(open.grace)
+      clearTimeout(open.kex)
+      uncount(open)
+      this.#byKey.delete(key)
+    })
+    return open
+  }
+
+  /** Behind a balancer: its PROXY header names the client, counted by that address from then on. */
+  async #fromBalancer(open: Open, ssh: SshServer): Promise<void> {
+    const { socket } = open
+    const client = await readProxyHeader(socket)
+    if (client === null) {
+      this.#opts.log('info', 'sftp connection from a balancer without a valid PROXY header: closed', { address: socket.remoteAddress ?? '' })
+      return void socket.destroy()
+    }
+    if (socket.destroyed) return
+    const from = this.#startups.enterFrom(client)
+    if (typeof from === 'string') {
+      this.#refusals(from, client)
+      return void socket.destroy()
+    }
+    open.counts.push(from)
+    open.client = client
+    ssh.injectSocket(socket)
+    socket.resume()
+  }
+
+  /** ssh2's connection on one of our sockets: on the login grace once its first key exchange is done, no longer counted once logged in. */
+  connected(client: Connection, info: ClientInfo): void {
+    const open = this.#byKey.get(`${info.ip}:${info.port}`)
+    // The first key exchange done: the client is a real SSH client, now on the login grace.
+    client.once('handshake', () => open && clearTimeout(open.kex))
+    onConnection(client, open?.client ? { ...info, ip: open.client } : info, {
+      ...this.#opts,
+      loggedIn: () => {
+        if (!open) return
+        clearTimeout(open.grace)
+        uncount(open)
+      },
+      ...(open ? { socket: open.socket, work: open.work, sendBudget: open.budget } : {}),
+    })
+  }
+
+  /** Requests and open files under way, every connection's. */
+  busy(): number {
+    let n = 0
+    for (const { work } of this.#byKey.values()) n += work.busy
+    return n
+  }
+
+  /** Closes every connection with nothing under way, once what was written to it is sent. */
+  closeIdle(): void {
+    for (const { socket, work } of this.#byKey.values()) {
+      if (work.busy === 0 && !this.#ending.has(socket)) {
+        this.#ending.add(socket)
+        socket.destroySoon()
+      }
+    }
+  }
+
+  /** Drops every connection, until none is left and `closed()` (the listener's) holds. */
+  dropAll(closed: () => boolean): Promise<void> {
+    return new Promise<void>((res) => {
+      const sweep = () => {
+        for (const { socket } of this.#byKey.values()) socket.destroy()
+        if (this.#byKey.size === 0 && closed()) return res()
+        setTimeout(sweep, CLOSE_POLL_MS)
+      }
+      sweep()
+    })
+  }
 }
 
 /**
@@ -228,16 +295,26 @@ interface Open {
  * of refused connections makes two lines a minute.
  */
 function refusalLog(log: ListenOptions['log']): (why: Refusal, address: string) => void {
+  return summedLog(
+    (why: Refusal, address: string) => {
+      const reason = why === 'address' ? 'too many connections not logged in from this address' : 'too many connections not logged in'
+      log('warn', 'sftp connection refused', { address, reason })
+    },
+    (count) => log('warn', 'sftp connections refused before login', { count }),
+  )
+}
+
+/** Events a flood could repeat, logged by `first` at once, then summed up by `summary` at the period's end when more followed. */
+function summedLog<A extends unknown[]>(first: (...a: A) => void, summary: (count: number) => void): (...a: A) => void {
   let count = 0
   let timer: NodeJS.Timeout | null = null
-  return (why, address) => {
+  return (...a) => {
     count++
     if (timer) return
-    const reason = why === 'address' ? 'too many connections not logged in from this address' : 'too many connections not logged in'
-    log('warn', 'sftp connection refused', { address, reason })
+    first(...a)
     timer = setTimeout(() => {
       timer = null
-      if (count > 1) log('warn', 'sftp connections refused before login', { count })
+      if (count > 1) summary(count)
       count = 0
     }, REFUSAL_LOG_MS).unref()
   }

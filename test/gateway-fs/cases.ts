@@ -11,14 +11,14 @@ import { dirname, join } from 'node:path'
 import type { Test } from 'tap'
 import type { FileHandle, OpenFlags, RequestContext, View } from '../../core/view.js'
 import type { BackendSpec } from '../../core/backend.js'
-import { type GatewayFsStats, openView } from '../../gateways/connection/view.js'
+import { type ViewStats, openView } from '../../gateways/connection/view.js'
 import type { WorkerPool } from '../../workers/pool.js'
 import { Channel } from '../../workers/client.js'
 import { HOSTILE_NAMES } from '../drivers/suite.js'
 import { FULL_ACCESS, READ_ONLY } from '../../core/permissions.js'
 
 export interface Fixture {
-  readonly fs: View & { readonly stats: GatewayFsStats }
+  readonly fs: View & { readonly stats: ViewStats }
   /** The same root, read-only. */
   readonly readOnly: View
   /** Live transfers of the pool now. */
