@@ -10,8 +10,8 @@
  * - every pool thread killed while a part streams in leaves no debris (the part being
  *   written is removed by a replacement thread) and other uploads intact: an upload is
  *   its files, never a thread's memory, so each one completes afterwards;
- * - a name that is not one path segment is refused by the worker (EINVAL): nothing
- *   outside the staging folder is made, read or removed.
+ * - a name that is not one path segment is refused by the worker (EINVAL), also by a
+ *   commit into a storage: nothing outside the staging folder is made, read or removed.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import fs from 'node:fs'
@@ -31,7 +31,7 @@ import t from 'tap'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
 import { s3Client } from '../helpers/s3-client.js'
 import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
-import { PoolStaged } from '../../workers/client.js'
+import { Channel, PoolStaged } from '../../workers/client.js'
 import { WorkerPool } from '../../workers/pool.js'
 
 const MiB = 1024 * 1024
@@ -184,13 +184,20 @@ t.test('every pool thread killed while a part streams in: no debris, other uploa
 t.test('a staging area never names a file outside its folder', async (t) => {
   const pool = new WorkerPool({ workers: 1, tasksPerWorker: 4, maxQueue: 10 })
   t.teardown(() => pool.close())
-  const base = t.testdir({ area: {}, 'outside.txt': 'keep' })
+  const base = t.testdir({ area: {}, storage: {}, 'outside.txt': 'keep' })
   const area = new PoolStaged(pool).area(join(base, 'area'))
   const refused = async (what: string, p: Promise<unknown>) => t.match(await p.then(() => 'done', (err: { code?: string }) => err.code), 'EINVAL', what)
   await refused('an id that climbs out', area.create('../outside.txt', 'file'))
   await refused('a removal that climbs out', area.remove('..'))
   await refused('a part that climbs out', area.remove('x', '../../outside.txt'))
-  await refused('a read through a path', area.read('a/b')[Symbol.asyncIterator]().next())
+  const storage = join(base, 'storage')
+  const commit = (source: { area: string; id: string; parts?: string[] }) =>
+    new Channel(pool, { type: 'local', root: storage }).transfer({ requestId: 'c', signal: new AbortController().signal }, { op: 'commitStaged', path: '/got', source, overwrite: true, parents: false })
+  await refused('a commit of an id through a path', commit({ area: area.dir, id: 'a/..' }))
+  await refused('a commit of an id that climbs out', commit({ area: area.dir, id: '..', parts: ['outside.txt'] }))
+  await refused('a commit of a part that climbs out', commit({ area: area.dir, id: 'x', parts: ['../../outside.txt'] }))
+  await refused('a commit from a relative folder', commit({ area: 'area', id: 'x' }))
+  t.same(fs.readdirSync(storage), [], 'no commit wrote anything')
   await refused('a write through a path', area.write('../outside.txt', { offset: 0 }, (async function* () { yield Buffer.from('x') })()))
   t.equal(fs.readFileSync(join(base, 'outside.txt'), 'utf8'), 'keep', 'the file outside is untouched')
   t.same(fs.readdirSync(join(base, 'area')), [], 'nothing made in the area either')
