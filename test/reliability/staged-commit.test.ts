@@ -5,6 +5,11 @@
  *
  * - a tus upload and an S3 multipart upload (AWS SDK) to a user's sftp and s3 storage
  *   are stored whole, with the md5-of-md5s ETag and the metadata, and nothing stays staged;
+ * - a local folder on the disk of the staging folder takes a tus upload's staged file as
+ *   it is (a hard link, no byte copied): an upload larger than the room left for a second
+ *   copy is stored, with the mode a plain upload gets; an S3 multipart upload there, whose
+ *   parts must be joined, answers InsufficientStorage when the disk cannot hold the copy,
+ *   and its parts stay for another Complete;
  * - the only worker thread killed while it commits (an sftp storage behind a fault proxy
  *   that stalls the write once 2 MiB went through): the tus PATCH that finished the upload
  *   answers 500, the S3 Complete an error; the staged upload stays as it was, no temporary
@@ -12,7 +17,7 @@
  *   Complete (S3) stores it, byte-exact, and then nothing stays staged.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { existsSync, readFileSync, readdirSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import {
   CompleteMultipartUploadCommand,
@@ -29,7 +34,7 @@ import { startFaultProxy } from '../helpers/fault-proxy.js'
 import { api, startTestServer } from '../helpers/filegate.js'
 import { s3Client } from '../helpers/s3-client.js'
 import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
-import { tempUploads } from '../helpers/small-disk.js'
+import { smallDisk, tempUploads } from '../helpers/small-disk.js'
 import { type UserStorage, sharedSshd, userStorage } from '../helpers/user-storage.js'
 import { serverDir } from '../servers/process.js'
 
@@ -46,8 +51,8 @@ async function until(what: string, cond: () => boolean, ms = 20_000): Promise<vo
 }
 
 /** filegate with one worker thread over `connection`; a gateway user on the storage's user folder, its S3 key, an HTTP session. */
-async function gate(t: Test, storage: UserStorage, connection: ConnectionConfig = storage.connection) {
-  const { app, url, dataDir } = await startTestServer(t, { workers: 1, admin_password: ADMIN_PASSWORD, s3: { port: 0 }, connections: [connection] })
+async function gate(t: Test, storage: UserStorage, connection: ConnectionConfig = storage.connection, config: Record<string, unknown> = {}) {
+  const { app, url, dataDir } = await startTestServer(t, { workers: 1, admin_password: ADMIN_PASSWORD, s3: { port: 0 }, connections: [connection], ...config })
   const admin = api(url, await adminToken(url))
   const made = await admin('POST', '/admin/api/users', {}, { body: JSON.stringify({ name: 'alice', password: 'alice-password-1', connection: connection.label, root: storage.userRoot }) })
   t.equal(made.status, 200, 'a gateway user')
@@ -103,6 +108,37 @@ for (const backend of ['sftp', 's3'] as const) {
     t.same(g.staged('s3-multipart'), [], 'nothing staged for S3')
   })
 }
+
+t.test('a local folder on the staging disk takes a staged tus upload as it is: no room needed for a second copy', async (t) => {
+  const disk = smallDisk(t, 24)
+  const files = join(disk.dir, 'files')
+  mkdirSync(files)
+  const storage: UserStorage = { connection: { label: 'disk', type: 'local', path: files }, userRoot: '/', root: files, put: () => {}, mkdir: () => {} }
+  const g = await gate(t, storage, storage.connection, { data_dir: join(disk.dir, 'data'), staging_limits: { reserve_bytes: 0 } })
+  // The state store's files are made; what is left is less than two copies of the upload.
+  const free = disk.free()
+  const body = randomBytes(Math.floor(free * 0.6))
+  const up = await g.tusUpload(t, '/in/big.bin', body)
+  t.equal(up.status, 204, `a tus upload of ${(body.length / MiB).toFixed(1)} MiB on a disk with ${(free / MiB).toFixed(1)} MiB free is stored`)
+  t.equal(md5(readFileSync(join(files, 'in', 'big.bin'))), md5(body), 'byte-exact')
+  t.equal(statSync(join(files, 'in', 'big.bin')).mode & 0o777, 0o644 & ~process.umask(), 'with the mode a plain upload gets')
+  t.same(g.staged('tus'), [], 'nothing staged')
+  t.same(tempUploads(files), [], 'no temporary file')
+
+  await g.s3.send(new CreateBucketCommand({ Bucket: 'bkt' }))
+  const parts = [randomBytes(5 * MiB), randomBytes(Math.floor(disk.free() * 0.6) - 5 * MiB)]
+  const { UploadId } = await g.s3.send(new CreateMultipartUploadCommand({ Bucket: 'bkt', Key: 'm.bin' }))
+  const etags: string[] = []
+  for (const [i, p] of parts.entries()) etags.push((await g.s3.send(new UploadPartCommand({ Bucket: 'bkt', Key: 'm.bin', UploadId, PartNumber: i + 1, Body: p }))).ETag!)
+  const complete = () => g.s3.send(new CompleteMultipartUploadCommand({ Bucket: 'bkt', Key: 'm.bin', UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) } }))
+  t.match(await complete().catch((err: unknown) => err), { name: 'InsufficientStorage' }, 'parts to join need the room for the object: InsufficientStorage')
+  t.notOk(existsSync(join(files, 'bkt', 'm.bin')), 'no object')
+  t.same(tempUploads(files), [], 'no temporary file')
+  t.equal(g.staged('s3-multipart', UploadId).length, 2, 'the parts stay for another Complete')
+  rmSync(join(files, 'in', 'big.bin'))
+  t.equal((await complete()).ETag, `"${md5OfMd5s(parts)}"`, 'with room made, Complete sent again stores it')
+  t.equal(md5(readFileSync(join(files, 'bkt', 'm.bin'))), md5(Buffer.concat(parts)), 'byte-exact')
+})
 
 t.test('the only worker thread killed while it commits: the staged upload stays, no debris at the target, the next try stores it', async (t) => {
   const storage = await userStorage(t, serverDir(t, 'staged-commit'), 'sftp')
