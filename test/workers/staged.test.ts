@@ -6,7 +6,8 @@
  *   the ESM bindings the server's modules imported included (`syncBuiltinESMExports`),
  *   and not one call names a staging folder while uploads are created, written, resumed,
  *   listed, completed and removed, although their files appear there meanwhile (worker
- *   threads have their own `node:fs`, which the wrapping does not reach: that is the point);
+ *   threads have their own `node:fs`, which the wrapping does not reach: that is the point),
+ *   and their commits (the last PATCH, Complete) stream no byte to the main thread;
  * - every pool thread killed while a part streams in leaves no debris (the part being
  *   written is removed by a replacement thread) and other uploads intact: an upload is
  *   its files, never a thread's memory, so each one completes afterwards;
@@ -104,7 +105,19 @@ t.test("a staged upload's bytes never pass through the main thread's file system
   t.equal(fs.statSync(join(tusDir, at.split('/').pop()!)).size, 2 * MiB, 'the staged file is there, with the bytes sent (looked at by the test, unrecorded)')
   spy.on = true
   t.equal((await fetch(at, { method: 'HEAD', headers: tus })).headers.get('upload-offset'), String(2 * MiB), 'HEAD tells the offset')
+  // The commit's bytes go from the staging folder to the storage on a worker: no stream of
+  // them comes to this thread (every stream read here draws credits on the pool's budget).
+  let credits = 0
+  let counting = false
+  const take = app.pool.buffers.take.bind(app.pool.buffers)
+  app.pool.buffers.take = (n: number, floor?: boolean) => {
+    if (counting) credits++
+    return take(n, floor)
+  }
+  counting = true
   t.equal((await patch(2 * MiB, body.length)).status, 204, 'last PATCH')
+  counting = false
+  t.equal(credits, 0, 'the tus commit streamed no byte to the main thread')
   const got = await fetch(`${url}/api/files/cat?path=/t.bin`, { headers: { authorization: `Bearer ${token}` } })
   t.equal(md5(Buffer.from(await got.arrayBuffer())), md5(body), 'the file is stored whole')
 
@@ -118,7 +131,10 @@ t.test("a staged upload's bytes never pass through the main thread's file system
   t.equal(fs.readdirSync(join(mpDir, UploadId!)).length, 2, 'the parts are staged (looked at by the test, unrecorded)')
   spy.on = true
   t.equal((await s3.send(new ListPartsCommand({ Bucket: 'bkt', Key: 'm.bin', UploadId }))).Parts?.length, 2, 'ListParts')
+  counting = true
   await s3.send(new CompleteMultipartUploadCommand({ Bucket: 'bkt', Key: 'm.bin', UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) } }))
+  counting = false
+  t.equal(credits, 0, 'Complete streamed no byte of the parts to the main thread')
   const obj = await s3.send(new GetObjectCommand({ Bucket: 'bkt', Key: 'm.bin' }))
   t.equal(md5(Buffer.from(await obj.Body!.transformToByteArray())), md5(Buffer.concat(parts)), 'the object is the parts in order')
   spy.on = false
