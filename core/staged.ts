@@ -3,9 +3,8 @@
  * Staged uploads: bytes that wait for a commit (a tus upload until its last byte, the
  * parts of an S3 multipart upload until Complete), written at offsets, read back in
  * order by the commit, removed once it is recorded or when the upload is aborted or
- * expires. One
- * mechanism for every door; the doors keep their records in the state store and their
- * rules (limits, expiry, who may) themselves.
+ * expires. One mechanism for every door; the doors keep their records in the state
+ * store and their rules (limits, expiry, who may) themselves.
  *
  * The bytes are a worker thread's business (workers/staged/): the main thread streams
  * them to a worker with the credit-based port streams (core/port-stream.ts) and never
@@ -16,8 +15,9 @@
  * The commit is one worker task too (the view's `commitStaged`, core/view.ts): the
  * thread that writes the target storage reads the staged files straight from the
  * staging folder (a `StagedSource`: the area's absolute folder, every thread reaches it)
- * and writes them through its driver's atomic write. No staged byte crosses to the main
- * thread, on the way in or on the way out; a thread that dies under a commit leaves the
+ * and writes them through its driver's atomic write (a local folder on the same disk
+ * takes one staged file as it is, by a hard link: `Driver.adopt`). No staged byte comes
+ * back to the main thread to be committed; a thread that dies under a commit leaves the
  * staged files as they were (and, as for any write, no temporary file at the target).
  *
  * Two layouts: `file`, one file per upload written in place at offsets (`<area>/<id>`,
