@@ -23,7 +23,7 @@ export interface DoorMeter {
   bytes(direction: 'in' | 'out', n: number): void
   /** A session opened; the function returned ends it (calling it again does nothing). */
   session(): () => void
-  /** `fs` whose file handles count the bytes they read and write as this door's. */
+  /** `fs` whose file handles count the bytes they read and write as this door's, and whose staged commits the bytes they store. */
   fs(fs: View): View
 }
 

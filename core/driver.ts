@@ -142,6 +142,16 @@ export interface Driver {
    */
   write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts?: WriteOptions): Promise<Entry>
 
+  /**
+   * Makes a file of the server's own disk (`file`, an absolute path outside the root: a
+   * staged upload's, workers/staged/commit.ts) the content of `path` without copying its
+   * bytes, atomically and with the rules of `write` (the parent must exist; `overwrite`).
+   * The file keeps its own name as well (its owner removes it). Missing, or ENOTSUP (the
+   * file lies on another file system...): the bytes are written with `write` instead.
+   * @throws FsError ENOTSUP | ENOENT | EISDIR | EEXIST (with overwrite false)
+   */
+  adopt?(ctx: OpContext, path: string, file: string, opts?: WriteOptions): Promise<Entry>
+
   /** Creates one directory; no error when it already exists as a directory. @throws ENOENT (parent) | EEXIST (a file) */
   mkdir(ctx: OpContext, dir: string): Promise<void>
 

@@ -20,7 +20,7 @@ import type { BackendSpec } from './backend.js'
 import type { ByteRange, Entry, ObjectMetadata, Space, StoredMetadata } from './driver.js'
 import type { WireError } from './errors.js'
 import type { FsAbilities, OpenFlags } from './view-parts.js'
-import type { StagedRequest } from './staged.js'
+import type { StagedRequest, StagedSource } from './staged.js'
 
 export const PROTOCOL_VERSION = 2
 
@@ -72,6 +72,22 @@ export type RequestBody =
       /** Hash the bytes as they are written: the reply is the entry with `digest` (hex). */
       readonly digest?: 'md5'
       readonly port: MessagePort
+    }
+  /**
+   * Commits a staged upload (core/staged.ts `StagedSource`) into `path`, atomically like
+   * `write`, in one task: the worker reads the staged files from the staging folder and
+   * writes them through the driver; no byte crosses to the main thread. `size`: the bytes
+   * the staged files must hold (else EIO, nothing written). Reply: the entry, or null
+   * when the staged upload is gone (aborted, swept: nothing was written).
+   */
+  | {
+      readonly op: 'commitStaged'
+      readonly path: string
+      readonly source: StagedSource
+      readonly overwrite: boolean
+      readonly parents: boolean
+      readonly size?: number
+      readonly metadata?: ObjectMetadata
     }
   /** `parents`: mkdir -p. `exclusive`: an existing directory is EEXIST. */
   | { readonly op: 'mkdir'; readonly path: string; readonly parents: boolean; readonly exclusive: boolean }
@@ -125,6 +141,7 @@ export interface ReplyValues extends Record<Op, unknown> {
   list: Entry[]
   read: ReadStart
   write: Entry
+  commitStaged: Entry | null
   mkdir: void
   remove: void
   rename: void

@@ -2,15 +2,23 @@
  * @module core/staged
  * Staged uploads: bytes that wait for a commit (a tus upload until its last byte, the
  * parts of an S3 multipart upload until Complete), written at offsets, read back in
- * order when the upload is committed, removed when it is aborted or expires. One
- * mechanism for every door; the doors keep their records in the state store and their
- * rules (limits, expiry, who may) themselves.
+ * order by the commit, removed once it is recorded or when the upload is aborted or
+ * expires. One mechanism for every door; the doors keep their records in the state
+ * store and their rules (limits, expiry, who may) themselves.
  *
  * The bytes are a worker thread's business (workers/staged/): the main thread streams
  * them to a worker with the credit-based port streams (core/port-stream.ts) and never
  * opens, stats or lists a staged file itself. A staging area is a folder every node of
  * a cluster reaches (`staging_dir`), so any node may go on with an upload another node
  * started: an upload is its files, never a thread's memory.
+ *
+ * The commit is one worker task too (the view's `commitStaged`, core/view.ts): the
+ * thread that writes the target storage reads the staged files straight from the
+ * staging folder (a `StagedSource`: the area's absolute folder, every thread reaches it)
+ * and writes them through its driver's atomic write (a local folder on the same disk
+ * takes one staged file as it is, by a hard link: `Driver.adopt`). No staged byte comes
+ * back to the main thread to be committed; a thread that dies under a commit leaves the
+ * staged files as they were (and, as for any write, no temporary file at the target).
  *
  * Two layouts: `file`, one file per upload written in place at offsets (`<area>/<id>`,
  * tus), and `parts`, one folder per upload with a file per part (`<area>/<id>/<part>`,
@@ -79,14 +87,25 @@ export interface StagedArea {
   write(id: string, opts: StagedWriteOptions, body: AsyncIterable<Uint8Array>): Promise<StagedWriteResult>
   /** What is staged for `id`; null when nothing is. */
   state(id: string): Promise<StagedState | null>
-  /** The upload's bytes: its file, or the named parts one after the other. ENOENT when one is gone. */
-  read(id: string, parts?: readonly string[]): AsyncIterable<Uint8Array>
   /** Removes an upload (or one of its parts); gone already is fine. @returns the bytes it held */
   remove(name: string, part?: string): Promise<number>
   /** Every entry of the area (none when it does not exist yet). */
   entries(): Promise<StagedEntry[]>
   /** Reads and removes a small file of the area (a record an older filegate kept there); null when absent. */
   take(name: string): Promise<string | null>
+}
+
+/**
+ * A staged upload to commit into a storage (core/view.ts `commitStaged`): the area's folder
+ * (`StagedArea.dir`, absolute), the upload's name in it, and for the `parts` layout the
+ * part files to join, in order (absent: the `file` layout's one file). Plain data: it
+ * crosses to the worker that writes the target, which refuses names that are not one
+ * path segment as every staged op does.
+ */
+export interface StagedSource {
+  readonly area: string
+  readonly id: string
+  readonly parts?: readonly string[]
 }
 
 /** What the composition root hands the doors. */
@@ -104,8 +123,6 @@ export type StagedRequest =
   | { readonly op: 'create'; readonly area: string; readonly id: string; readonly layout: StagedLayout }
   | { readonly op: 'write'; readonly area: string; readonly id: string; readonly part?: string; readonly offset: number; readonly digest?: 'md5'; readonly port: MessagePort }
   | { readonly op: 'state'; readonly area: string; readonly id: string }
-  /** Reply: `{ port }`, on which the bytes stream. */
-  | { readonly op: 'read'; readonly area: string; readonly id: string; readonly parts?: readonly string[] }
   | { readonly op: 'remove'; readonly area: string; readonly name: string; readonly part?: string }
   | { readonly op: 'entries'; readonly area: string }
   | { readonly op: 'take'; readonly area: string; readonly name: string }
@@ -116,7 +133,6 @@ export interface StagedReplies {
   create: null
   write: StagedWriteResult
   state: StagedState | null
-  read: { readonly port: MessagePort }
   remove: number
   entries: StagedEntry[]
   take: string | null

@@ -12,7 +12,8 @@
  * folder with everything in it (one worker task, the driver's bulk delete where it has
  * one); `rename` needs the target's folder, `move` makes it; files are opened as handles
  * and read or written at offsets (`open`), or read as a stream (`readFile`, with a range
- * or a plugin's transform) and written whole and atomically (`writeFile`).
+ * or a plugin's transform) and written whole and atomically (`writeFile`, or from a
+ * staged upload: `commitStaged`).
  *
  * Paths are canonical (the door's own rule, declared in core/paths.ts `DOOR_PATH_RULES`,
  * made them so), `/` being the view's root; nothing can name a place above it, and no
@@ -31,20 +32,21 @@
  * | `mkdir`, `makeFolders`                       | can_create_directory                            |
  * | `unlink`, `rmdir`, `removeTree`              | can_delete                                      |
  * | `rename`, `move`                             | can_rename within a folder, can_move to another |
- * | `writeFile`, `open` for writing, `copy`      | can_upload; a new file also can_create_file     |
+ * | `writeFile`, `commitStaged`, `open` for writing, `copy` | can_upload; a new file also can_create_file |
  * | `touch`                                      | can_create_file                                 |
  * | `truncate`, `setTimes`, `setMode`            | can_upload                                      |
  * | replacing a file's content (writing into it, truncating it, renaming, moving or copying onto it) | `mayReplace`: can_upload and can_delete |
- * | missing folders made on the way (`writeFile`, `move`, `touch`) | can_create_directory (without it the folder must exist: ENOENT) |
+ * | missing folders made on the way (`writeFile`, `commitStaged`, `move`, `touch`) | can_create_directory (without it the folder must exist: ENOENT) |
  *
- * Transfers (a `readFile` that streams, a `writeFile`, a `zip`, a handle that moves a
- * file's bytes) count against the fairness limits of their client
+ * Transfers (a `readFile` that streams, a `writeFile`, a `commitStaged`, a `zip`, a
+ * handle that moves a file's bytes) count against the fairness limits of their client
  * (gateways/connection/transfer-limits.ts), once, whatever door they came by.
  */
-import type { Space, StoredMetadata } from './driver.js'
+import type { ObjectMetadata, Space, StoredMetadata } from './driver.js'
 import type { RangeSpec, ReadHead, TransformRequest, ZipCompression, ZipHead } from './messages.js'
 import type { Permissions } from './permissions.js'
 import type { RequestContext } from './request-context.js'
+import type { StagedSource } from './staged.js'
 import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions } from './view-parts.js'
 
 export type { CloseResult, FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions } from './view-parts.js'
@@ -110,6 +112,22 @@ export interface View {
    * more is an error, nothing written).
    */
   writeFile(ctx: RequestContext, path: string, body: AsyncIterable<Uint8Array>, opts: { readonly overwrite: boolean; readonly size?: number }): Promise<FsEntry>
+  /**
+   * Writes a whole file from a staged upload (core/staged.ts: a tus upload's file, an S3
+   * multipart upload's parts in order), as `writeFile` writes one from a body, with the
+   * same rights, the same count against the client's transfer limits and the same
+   * atomicity; in one worker task, which reads the staged files where they are (no byte
+   * crosses to the main thread). The staged files stay: the door removes them once it has
+   * recorded the commit. `size`: the bytes they must hold (else EIO, nothing written).
+   * `metadata`: kept with the object where the storage can (`abilities.metadata`).
+   * @returns the entry written; null when the staged upload is gone (nothing written)
+   */
+  commitStaged(
+    ctx: RequestContext,
+    path: string,
+    source: StagedSource,
+    opts: { readonly overwrite: boolean; readonly size?: number; readonly metadata?: ObjectMetadata },
+  ): Promise<FsEntry | null>
   /**
    * What `writeFile` would refuse, found before a byte is taken (a door that stages the
    * bytes first asks this first): the rights, a file there that may not be replaced

@@ -54,6 +54,15 @@ export class Channel {
   }
 
   /**
+   * A one-shot op that moves a file's bytes inside its worker (a staged upload's commit):
+   * on the transfer lane, counted as a live transfer of its thread for as long as it runs,
+   * so that it holds no task slot the small requests wait for.
+   */
+  transfer<B extends RequestBody>(ctx: OpContext, body: B): Promise<ReplyOf<B>> {
+    return this.#pool.transfer(this.#msg(ctx, body), this.#backend, { signal: ctx.signal }) as Promise<ReplyOf<B>>
+  }
+
+  /**
    * A task that starts an actor (a gateway's open file): its value, and the watch or lease
    * that keeps it known on its thread (workers/pool.ts `Started`). `transfer`: its port.
    */

@@ -30,6 +30,7 @@ import type { PoolWorkerData } from '../core/worker-data.js'
 import { startOutgoing, uploadBudget } from './transfers.js'
 import { openZip } from './zip.js'
 import { runStaged } from './staged/actor.js'
+import { commitStaged } from './staged/commit.js'
 
 type Run = Extract<ToWorker, { t: 'run' }>
 
@@ -77,19 +78,18 @@ async function runTask({ id, req }: Run): Promise<void> {
 
 /** A staged upload's op (workers/staged/actor.ts): no backend, the staging folder. */
 async function runStagedTask({ id, req }: Extract<ToWorker, { t: 'staged' }>): Promise<void> {
-  const transfer: Transferable[] = []
   const ac = new AbortController()
   running.set(id, ac)
   let reply: Reply
   try {
-    reply = { ok: true, value: await runStaged(req, { signal: ac.signal, requestId: `staged-${id}` }, budget, transfer) }
+    reply = { ok: true, value: await runStaged(req, { signal: ac.signal, requestId: `staged-${id}` }, budget) }
   } catch (err) {
     if (!isFsError(err)) console.error(JSON.stringify({ level: 'error', thread: threadId, op: `staged ${req.op}`, err: String((err as Error)?.stack ?? err) }))
     reply = { ok: false, error: toWire(err) }
   } finally {
     running.delete(id)
   }
-  port!.postMessage({ t: 'reply', id, reply } satisfies FromWorker, transfer)
+  port!.postMessage({ t: 'reply', id, reply } satisfies FromWorker)
 }
 
 async function handle(id: number, msg: Request, transfer: Transferable[]): Promise<Reply> {
@@ -218,6 +218,8 @@ async function run(d: Driver, msg: Request, ctx: OpContext, transfer: Transferab
     }
     case 'write':
       return write(d, msg, msg.port, ctx)
+    case 'commitStaged':
+      return commitStaged(ctx, d, msg)
     case 'open':
       return openHandle(ctx, d, msg.path, msg.port, msg.open, keep)
     case 'unstage':

@@ -182,13 +182,9 @@ export class WorkerPool {
     return (await this.#submit<ReplyOf<R>>(req, spec, 'task', opts)).value
   }
 
-  /**
-   * A staged upload's op (workers/staged/): a task, or (`lane: 'transfer'`) a write for its
-   * whole body; a `read` answers a stream to lease like `start`'s.
-   */
-  async staged<Op extends StagedRequest['op']>(req: Extract<StagedRequest, { op: Op }>, opts: RunOptions & { readonly lane?: 'task' | 'transfer' } = {}): Promise<Started<StagedReplies[Op]>> {
-    const { value, thread, task } = await this.#submit<StagedReplies[Op]>(req, null, opts.lane ?? 'task', opts)
-    return { value, lease: (onLost) => this.#lease(thread, onLost), watch: (onLost) => this.#watch(thread, task, onLost) }
+  /** A staged upload's op (workers/staged/): a task, or (`lane: 'transfer'`) a write for its whole body. */
+  async staged<Op extends StagedRequest['op']>(req: Extract<StagedRequest, { op: Op }>, opts: RunOptions & { readonly lane?: 'task' | 'transfer' } = {}): Promise<StagedReplies[Op]> {
+    return (await this.#submit<StagedReplies[Op]>(req, null, opts.lane ?? 'task', opts)).value
   }
 
   /** A task that starts a stream: its value, and the lease that counts the stream afterwards. */

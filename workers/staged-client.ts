@@ -2,15 +2,16 @@
  * @module workers/staged-client
  * MAIN THREAD. Staged uploads (core/staged.ts) over the worker pool: each op is a
  * message to a pool thread (workers/staged/actor.ts), a write streams its body there
- * with credits (core/port-stream.ts), a read streams the bytes back. Nothing here
- * touches the disk.
+ * with credits (core/port-stream.ts). Nothing here touches the disk, and no staged byte
+ * comes back this way: a commit reads them on the thread that writes the target (the
+ * view's `commitStaged`).
  *
  * A write of a part that fails for any reason, the death of its thread included, ends
  * with the part removed (on another thread): no debris, and other uploads never notice.
  */
 import { MessageChannel } from 'node:worker_threads'
 import { FsError } from '../core/errors.js'
-import { PortReader, PortWriter } from '../core/port-stream.js'
+import { PortWriter } from '../core/port-stream.js'
 import type { StagedArea, StagedEntry, StagedLayout, StagedState, StagedUploads, StagedWriteOptions, StagedWriteResult } from '../core/staged.js'
 import type { WorkerPool } from './pool.js'
 
@@ -26,7 +27,7 @@ export class PoolStaged implements StagedUploads {
   }
 
   async freeBytes(dir: string): Promise<number> {
-    return (await this.#pool.staged({ op: 'freeBytes', dir })).value
+    return await this.#pool.staged({ op: 'freeBytes', dir })
   }
 }
 
@@ -68,7 +69,7 @@ class PoolStagedArea implements StagedArea {
       // Cancelled by the worker (it failed, or stopped): its reply tells why.
     })
     try {
-      return (await task).value
+      return await task
     } catch (err) {
       // A part that did not finish goes, whoever failed (the worker removed it already unless its thread died).
       if (part !== undefined) await this.#removeCutOff(id, part)
@@ -93,31 +94,18 @@ class PoolStagedArea implements StagedArea {
   }
 
   async state(id: string): Promise<StagedState | null> {
-    return (await this.#pool.staged({ op: 'state', area: this.dir, id })).value
-  }
-
-  async *read(id: string, parts?: readonly string[]): AsyncIterable<Uint8Array> {
-    const started = await this.#pool.staged({ op: 'read', area: this.dir, id, ...(parts === undefined ? {} : { parts }) })
-    const lease = { release: () => {} }
-    const reader = new PortReader(started.value.port, { budget: this.#pool.buffers, onClose: () => lease.release() })
-    try {
-      lease.release = started.lease((err) => reader.fail(err)).release
-    } catch (err) {
-      reader.cancel()
-      throw err
-    }
-    yield* reader
+    return await this.#pool.staged({ op: 'state', area: this.dir, id })
   }
 
   async remove(name: string, part?: string): Promise<number> {
-    return (await this.#pool.staged({ op: 'remove', area: this.dir, name, ...(part === undefined ? {} : { part }) })).value
+    return await this.#pool.staged({ op: 'remove', area: this.dir, name, ...(part === undefined ? {} : { part }) })
   }
 
   async entries(): Promise<StagedEntry[]> {
-    return (await this.#pool.staged({ op: 'entries', area: this.dir })).value
+    return await this.#pool.staged({ op: 'entries', area: this.dir })
   }
 
   async take(name: string): Promise<string | null> {
-    return (await this.#pool.staged({ op: 'take', area: this.dir, name })).value
+    return await this.#pool.staged({ op: 'take', area: this.dir, name })
   }
 }

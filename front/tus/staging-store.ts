@@ -4,7 +4,7 @@
  * layout `file`: `<staging_dir>/tus/<id>`) written at offsets on a worker thread, its
  * record (length, metadata, creation date) in the state store (records.ts). The main
  * thread only streams the request body to the worker: it opens, stats and removes no
- * staged file itself.
+ * staged file itself, and the commit (uploads.ts) reads the file on a worker too.
  *
  * A write keeps the cause of a failure the client should hear (the library answers every
  * failed write with the same "500 Something went wrong"): a disk with no space left is
@@ -40,11 +40,6 @@ export class StagingStore extends DataStore {
   async stagedSize(id: string): Promise<number | null> {
     const st = await this.#area.state(id)
     return st?.layout === 'file' ? st.size : null
-  }
-
-  /** The bytes of a complete upload, streamed from its worker. */
-  bytes(id: string): AsyncIterable<Uint8Array> {
-    return this.#area.read(id)
   }
 
   override async create(upload: Upload): Promise<Upload> {

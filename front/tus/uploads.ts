@@ -13,9 +13,11 @@
  *   upload is bound to the credential that created it (a hash of the session's or
  *   share's id, kept in the upload's record): any other caller gets 404;
  * - where it goes: the target path is fixed at creation (`?path=` or `path` in
- *   Upload-Metadata); when the last byte is staged, the file is streamed into the
- *   storage through the same atomic write as cat (the view's `writeFile`), then the
- *   staged copy is removed. The target never exists half-written;
+ *   Upload-Metadata); when the last byte is staged, the file is committed into the
+ *   storage with the same rights and the same atomic write as cat (the view's
+ *   `commitStaged`: one task on the thread that writes the target reads the staged file
+ *   there, no byte comes back to this thread), then the staged copy is removed. The
+ *   target never exists half-written;
  * - what is left: an upload that expired, was terminated, or can never be stored
  *   (say the target appeared meanwhile and may not be replaced) leaves nothing. Expiry
  *   is checked on every access and by a periodic sweep, which goes by the records in
@@ -418,11 +420,18 @@ export class TusUploads {
     const ctx: RequestContext = { requestId, signal: new AbortController().signal }
     const opts = upload.size === undefined ? { overwrite: meta[OVERWRITE] === 'true' } : { overwrite: meta[OVERWRITE] === 'true', size: upload.size }
     const commit = (async () => {
+      let written
       try {
-        await access.view.writeFile(ctx, meta[TARGET]!, this.#store.bytes(id), opts)
+        // One task on the thread that writes the target: it reads the staged file itself.
+        written = await access.view.commitStaged(ctx, meta[TARGET]!, { area: this.#opts.area.dir, id }, opts)
       } catch (err) {
         if (HTTP_STATUS[toApiError(err).code] < 500) await this.#discard(id)
         throw err
+      }
+      if (written === null) {
+        // Terminated or swept meanwhile: nothing was written, nothing is left to retry.
+        await this.#discard(id)
+        throw NOT_FOUND()
       }
       if (discard) await this.#discard(id)
     })().finally(() => this.#commits.delete(id))

@@ -96,9 +96,16 @@ function overlay<T extends object>(obj: T, own: Partial<T>): T {
   })
 }
 
-/** `fs` whose file handles count what they read (out) and write (in). */
+/** `fs` whose file handles count what they read (out) and write (in), and whose staged commits what they store (in: an S3 Complete's object). */
 function meteredFs(fs: View, meter: DoorMeter): View {
-  return overlay(fs, { open: async (ctx, path, flags, opts) => meteredHandle(await fs.open(ctx, path, flags, opts), meter) })
+  return overlay(fs, {
+    open: async (ctx, path, flags, opts) => meteredHandle(await fs.open(ctx, path, flags, opts), meter),
+    commitStaged: async (ctx, path, source, opts) => {
+      const entry = await fs.commitStaged(ctx, path, source, opts)
+      if (entry !== null) meter.bytes('in', entry.size)
+      return entry
+    },
+  })
 }
 
 function meteredHandle(h: FileHandle, meter: DoorMeter): FileHandle {

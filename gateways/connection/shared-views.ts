@@ -102,6 +102,7 @@ class Lease implements View {
   listAll: View['listAll'] = (ctx, dir) => this.#view.listAll(ctx, dir)
   readFile: View['readFile'] = (ctx, path, opts) => this.#view.readFile(ctx, path, opts)
   writeFile: View['writeFile'] = (ctx, path, body, opts) => this.#view.writeFile(ctx, path, body, opts)
+  commitStaged: View['commitStaged'] = (ctx, path, source, opts) => this.#view.commitStaged(ctx, path, source, opts)
   checkWrite: View['checkWrite'] = (ctx, path, opts) => this.#view.checkWrite(ctx, path, opts)
   makeFolders: View['makeFolders'] = (ctx, dir) => this.#view.makeFolders(ctx, dir)
   removeTree: View['removeTree'] = (ctx, path) => this.#view.removeTree(ctx, path)

@@ -19,7 +19,7 @@
 import { MessageChannel } from 'node:worker_threads'
 import { createHash } from 'node:crypto'
 import { type BackendSpec, backendIdentity, backendKey } from '../../core/backend.js'
-import type { Entry, Space, StoredMetadata } from '../../core/driver.js'
+import type { Entry, ObjectMetadata, Space, StoredMetadata } from '../../core/driver.js'
 import { FsError, isFsError } from '../../core/errors.js'
 import { isCanonical, parentOf } from '../../core/paths.js'
 import type { BackendAbilities, HandleOpen, HandleOpened, RangeSpec, ReadHead, ToHandle, TransformRequest, ZipCompression, ZipHead } from '../../core/messages.js'
@@ -27,6 +27,7 @@ import { PendingBudget } from '../../core/pending-budget.js'
 import { type PermissionName, type Permissions, mayReplace, refusal } from '../../core/permissions.js'
 import type { ClientIdentity, FileHandle, FsAbilities, FsEntry, HeadedStream, ListPage, OpenFlags, OpenOptions, RequestContext, View } from '../../core/view.js'
 import type { StagingQuota } from '../../core/staging-quota.js'
+import type { StagedSource } from '../../core/staged.js'
 import { Channel, INLINE_READ_MAX } from '../../workers/client.js'
 import type { WorkerPool } from '../../workers/pool.js'
 import { asFsError, fsCall } from './errors.js'
@@ -236,6 +237,23 @@ class PoolView implements View {
         const parents = this.permissions.can_create_directory
         const size = opts.size === undefined ? {} : { size: opts.size }
         return this.#outEntry(await this.#ch.upload(ctx, { op: 'write', path: this.#in(path, true), parents, overwrite, ...size }, body))
+      } finally {
+        release?.()
+      }
+    })
+  }
+
+  commitStaged(ctx: RequestContext, path: string, source: StagedSource, opts: { readonly overwrite: boolean; readonly size?: number; readonly metadata?: ObjectMetadata }): Promise<FsEntry | null> {
+    return this.#call([path], async () => {
+      const overwrite = await this.#writeTarget(ctx, path, opts.overwrite, false)
+      const release = this.#acquire(ctx)
+      try {
+        const parents = this.permissions.can_create_directory
+        const size = opts.size === undefined ? {} : { size: opts.size }
+        const metadata = opts.metadata && this.abilities.metadata ? { metadata: opts.metadata } : {}
+        // One task on the transfer lane, on the thread that writes the target: it reads the staged files itself (workers/staged/commit.ts).
+        const entry = await this.#ch.transfer(ctx, { op: 'commitStaged', path: this.#in(path, true), source, parents, overwrite, ...size, ...metadata })
+        return entry === null ? null : this.#outEntry(entry)
       } finally {
         release?.()
       }

@@ -4,6 +4,9 @@
  * what it published and the record of its ETag. Without it, two PUTs of one key could
  * interleave (A publishes, B publishes, A stats) and A's MD5 be recorded against B's
  * bytes — on a storage with whole-second times the record would even look valid.
+ * A multipart Complete writes and publishes in one worker task (the view's
+ * `commitStaged`): its whole write is inside, so a PutObject of the same key that
+ * finishes meanwhile publishes after it.
  */
 import type { View } from '../../core/view.js'
 

@@ -194,6 +194,9 @@ const SCENARIOS: Scenario[] = [
   },
 ]
 
+/** A file outside the root the driver may adopt (a staged upload's, on the same disk): set per run. */
+let adoptSource = ''
+
 type Op = readonly [name: string, kind: 'read' | 'write', run: (d: Driver, p: string) => Promise<unknown>]
 
 const OPS: Op[] = [
@@ -204,6 +207,9 @@ const OPS: Op[] = [
   ['write', 'write', (d, p) => d.write(ctx(), p, body())],
   ['write (no overwrite)', 'write', (d, p) => d.write(ctx(), p, body(), { overwrite: false })],
   ['write a child', 'write', (d, p) => d.write(ctx(), `${p}/new.txt`, body())],
+  ['adopt', 'write', (d, p) => d.adopt!(ctx(), p, adoptSource)],
+  ['adopt (no overwrite)', 'write', (d, p) => d.adopt!(ctx(), p, adoptSource, { overwrite: false })],
+  ['adopt as a child', 'write', (d, p) => d.adopt!(ctx(), `${p}/new.txt`, adoptSource)],
   ['mkdir', 'write', (d, p) => d.mkdir(ctx(), p)],
   ['mkdir a child', 'write', (d, p) => d.mkdir(ctx(), `${p}/newdir`)],
   ['rename into (overwrite)', 'write', (d, p) => d.rename!(ctx(), '/victim.txt', p, { overwrite: true })],
@@ -238,6 +244,9 @@ function checkRefusal(t: Test, label: string, err: unknown, codes: readonly FsEr
 for (const pinning of PINNINGS) t.test(`hostile symlinks inside the root (${pinning} pinning)`, async (t) => {
   const outside = t.testdir(OUTSIDE_TREE)
   const before = snapshot(outside)
+  adoptSource = `${outside}-staged`
+  fs.writeFileSync(adoptSource, 'STAGED')
+  t.teardown(() => fs.rmSync(adoptSource, { force: true }))
 
   for (const sc of SCENARIOS) {
     t.test(sc.name, async (t) => {
@@ -365,6 +374,15 @@ for (const pinning of PINNINGS) t.test(`links that stay inside the root keep wor
 
     await d.write(ctx(), '/in-dir/new.txt', body('new'))
     t.equal(fs.readFileSync(nodePath.join(root, 'docs', 'new.txt'), 'utf8'), 'new', 'write through a folder link lands in its target')
+    const staged = `${root}-staged`
+    fs.writeFileSync(staged, 'adopted', { mode: 0o600 })
+    t.teardown(() => fs.rmSync(staged, { force: true }))
+    t.match(await d.adopt!(ctx(), '/in-dir/adopted.txt', staged, { overwrite: false }), { kind: 'file', size: 7, path: '/in-dir/adopted.txt' })
+    t.equal(fs.readFileSync(nodePath.join(root, 'docs', 'adopted.txt'), 'utf8'), 'adopted', 'adopt through a folder link lands in its target')
+    t.equal(fs.statSync(nodePath.join(root, 'docs', 'adopted.txt')).mode & 0o777, 0o644 & ~process.umask(), "with write's mode")
+    t.ok(fs.existsSync(staged), 'the adopted file keeps its own name')
+    await t.rejects(d.adopt!(ctx(), '/in-dir/adopted.txt', staged, { overwrite: false }), { code: 'EEXIST' }, 'no overwrite: EEXIST')
+    await d.remove(ctx(), '/in-dir/adopted.txt')
     await d.mkdir(ctx(), '/in-dir/made')
     t.ok(fs.statSync(nodePath.join(root, 'docs', 'made')).isDirectory(), 'mkdir through a folder link')
     await d.rename!(ctx(), '/in-dir/new.txt', '/sub/self/docs/made/new.txt', { overwrite: false })

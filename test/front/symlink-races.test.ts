@@ -4,7 +4,8 @@
  *
  * - The flipper: a child process swaps `/race` between a folder inside the root
  *   and one outside, as fast as it can, while clients download, list, zip,
- *   upload, touch, mkdir, rm and mv through it.
+ *   upload (a plain upload and a resumable one, whose staged file is committed by a
+ *   hard link), touch, mkdir, rm and mv through it.
  * - The mv-only variant: no local process; one client moves a folder holding a
  *   relative link (`../../zz-outside`) between depth 2, where the link leads to a
  *   folder inside the root, and depth 1, where it leads outside, while others
@@ -187,6 +188,7 @@ async function flipperVariant(t: Test, dir: string) {
     ls: tally(),
     zip: tally(),
     upload: tally(),
+    tus: tally(),
     touch: tally(),
     mkdir: tally(),
     rm: tally(),
@@ -201,6 +203,16 @@ async function flipperVariant(t: Test, dir: string) {
     loop(T.ls!, go, () => call('GET', '/api/files/ls', { path: '/race/' })),
     loop(T.zip!, go, (i) => call('GET', '/api/files/zip', { path: i % 2 ? '/race/' : '/race/z/', compression: 'store' })),
     loop(T.upload!, go, (i) => call('POST', '/api/files/cat', { path: `/race/up-${i}.txt` }, { body: 'uploaded' })),
+    // A resumable upload: checked at creation, committed at its last byte (the staged file
+    // taken as it is: a hard link into the folder, on this disk) wherever the link leads then.
+    loop(T.tus!, go, async (i) => {
+      const tus = { 'tus-resumable': '1.0.0' }
+      const made = await call('POST', '/api/files/tus', { path: `/race/tus-${i}.txt` }, { headers: { ...tus, 'upload-length': '8' } })
+      const at = made.headers.get('location')
+      if (made.status !== 201 || at === null) return made
+      await made.arrayBuffer()
+      return call('PATCH', new URL(at, 'http://x').pathname, {}, { headers: { ...tus, 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' }, body: 'uploaded' })
+    }),
     loop(T.touch!, go, (i) => call('POST', '/api/files/touch', { path: `/race/touch-${i}.txt` })),
     loop(T.mkdir!, go, (i) => call('POST', '/api/files/mkdir', { path: `/race/mkdir-${i}/` })),
     loop(T.rm!, go, (i) => {
@@ -281,7 +293,7 @@ t.test('symlinks swapped during requests never lead outside the root', async (t)
     t.ok(x.tried > 0, `flipper, ${op}: tried (${x.tried})`)
     t.equal(x.leaks, 0, `flipper, ${op}: no outside bytes served`)
   }
-  t.ok(flip.T.download!.ok > 0 && flip.T.upload!.ok > 0, 'requests went through while the link pointed inside')
+  t.ok(flip.T.download!.ok > 0 && flip.T.upload!.ok > 0 && flip.T.tus!.ok > 0, 'requests went through while the link pointed inside')
   t.same(flip.changes, { created: [], changed: [], removed: [] }, 'flipper: nothing created, changed or removed outside')
   t.same(flip.stolen, [], 'flipper: no outside file moved into the root')
 

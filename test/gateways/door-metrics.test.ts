@@ -2,7 +2,8 @@
  * `/metrics` shows every door (docs/api.md, `filegate_door_*`): one real filegate with
  * its HTTP API, SFTP, S3 and MCP doors, and one real client per door (fetch, OpenSSH
  * `sftp` and ssh2's client, the AWS SDK, the MCP SDK's client). Each client uploads and
- * downloads a file and asks for one that is not there; the figures must then show, under
+ * downloads a file (HTTP a tus upload too, S3 a multipart upload too) and asks for one
+ * that is not there; the figures must then show, under
  * the door's label, the requests, at least the file's bytes in and out, the failure
  * under the door's own error class, and a session while one is open (none once closed).
  * Counts are checked as lower bounds: what a client sends besides is its own business.
@@ -10,7 +11,7 @@
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3'
+import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, GetObjectCommand, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3'
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import t from 'tap'
 import { api, tmpSession } from '../helpers/filegate.js'
@@ -82,6 +83,11 @@ t.test('every door on /metrics: requests, bytes, errors, sessions', async (t) =>
   const got = await s3.send(new GetObjectCommand({ Bucket: 'bkt', Key: 'o.bin' }))
   t.equal(Buffer.from(await got.Body!.transformToByteArray()).equals(s3Body), true, 's3 download byte-exact')
   await t.rejects(s3.send(new GetObjectCommand({ Bucket: 'bkt', Key: 'missing.bin' })), { name: 'NoSuchKey' })
+  // A multipart upload: its object's bytes count in once it is completed (parts are only staged until then).
+  const mpBody = randomBytes(100_000)
+  const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: 'bkt', Key: 'mp.bin' }))
+  const part = await s3.send(new UploadPartCommand({ Bucket: 'bkt', Key: 'mp.bin', UploadId, PartNumber: 1, Body: mpBody }))
+  await s3.send(new CompleteMultipartUploadCommand({ Bucket: 'bkt', Key: 'mp.bin', UploadId, MultipartUpload: { Parts: [{ ETag: part.ETag!, PartNumber: 1 }] } }))
 
   // MCP: the SDK's client writes a file, reads it, and reads one that is not there.
   const mcp = await connect(t, url, await tmpSession(url, 'door-mcp'), 'streamable')
@@ -98,7 +104,7 @@ t.test('every door on /metrics: requests, bytes, errors, sessions', async (t) =>
   const sizes = { http: httpBody.length, sftp: sftpBody.length, s3: s3Body.length, mcp: mcpText.length }
   for (const [door, size] of Object.entries(sizes)) {
     t.ok(grew(now, 'filegate_door_requests_total', { door }) >= 3, `${door}: its requests are counted`)
-    const up = door === 'http' ? size + tusBody.length : size
+    const up = door === 'http' ? size + tusBody.length : door === 's3' ? size + mpBody.length : size
     t.ok(grew(now, 'filegate_door_bytes_total', { door, direction: 'in' }) >= up, `${door}: at least the uploads' ${up} bytes in`)
     t.ok(grew(now, 'filegate_door_bytes_total', { door, direction: 'out' }) >= size, `${door}: at least the download's ${size} bytes out`)
   }

@@ -6,12 +6,13 @@
  *   the ESM bindings the server's modules imported included (`syncBuiltinESMExports`),
  *   and not one call names a staging folder while uploads are created, written, resumed,
  *   listed, completed and removed, although their files appear there meanwhile (worker
- *   threads have their own `node:fs`, which the wrapping does not reach: that is the point);
+ *   threads have their own `node:fs`, which the wrapping does not reach: that is the point),
+ *   and their commits (the last PATCH, Complete) stream no byte to the main thread;
  * - every pool thread killed while a part streams in leaves no debris (the part being
  *   written is removed by a replacement thread) and other uploads intact: an upload is
  *   its files, never a thread's memory, so each one completes afterwards;
- * - a name that is not one path segment is refused by the worker (EINVAL): nothing
- *   outside the staging folder is made, read or removed.
+ * - a name that is not one path segment is refused by the worker (EINVAL), also by a
+ *   commit into a storage: nothing outside the staging folder is made, read or removed.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import fs from 'node:fs'
@@ -31,7 +32,7 @@ import t from 'tap'
 import { api, startTestServer, tmpSession } from '../helpers/filegate.js'
 import { s3Client } from '../helpers/s3-client.js'
 import { ADMIN_PASSWORD, adminToken } from '../helpers/share.js'
-import { PoolStaged } from '../../workers/client.js'
+import { Channel, PoolStaged } from '../../workers/client.js'
 import { WorkerPool } from '../../workers/pool.js'
 
 const MiB = 1024 * 1024
@@ -104,7 +105,19 @@ t.test("a staged upload's bytes never pass through the main thread's file system
   t.equal(fs.statSync(join(tusDir, at.split('/').pop()!)).size, 2 * MiB, 'the staged file is there, with the bytes sent (looked at by the test, unrecorded)')
   spy.on = true
   t.equal((await fetch(at, { method: 'HEAD', headers: tus })).headers.get('upload-offset'), String(2 * MiB), 'HEAD tells the offset')
+  // The commit's bytes go from the staging folder to the storage on a worker: no stream of
+  // them comes to this thread (every stream read here draws credits on the pool's budget).
+  let credits = 0
+  let counting = false
+  const take = app.pool.buffers.take.bind(app.pool.buffers)
+  app.pool.buffers.take = (n: number, floor?: boolean) => {
+    if (counting) credits++
+    return take(n, floor)
+  }
+  counting = true
   t.equal((await patch(2 * MiB, body.length)).status, 204, 'last PATCH')
+  counting = false
+  t.equal(credits, 0, 'the tus commit streamed no byte to the main thread')
   const got = await fetch(`${url}/api/files/cat?path=/t.bin`, { headers: { authorization: `Bearer ${token}` } })
   t.equal(md5(Buffer.from(await got.arrayBuffer())), md5(body), 'the file is stored whole')
 
@@ -118,7 +131,10 @@ t.test("a staged upload's bytes never pass through the main thread's file system
   t.equal(fs.readdirSync(join(mpDir, UploadId!)).length, 2, 'the parts are staged (looked at by the test, unrecorded)')
   spy.on = true
   t.equal((await s3.send(new ListPartsCommand({ Bucket: 'bkt', Key: 'm.bin', UploadId }))).Parts?.length, 2, 'ListParts')
+  counting = true
   await s3.send(new CompleteMultipartUploadCommand({ Bucket: 'bkt', Key: 'm.bin', UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) } }))
+  counting = false
+  t.equal(credits, 0, 'Complete streamed no byte of the parts to the main thread')
   const obj = await s3.send(new GetObjectCommand({ Bucket: 'bkt', Key: 'm.bin' }))
   t.equal(md5(Buffer.from(await obj.Body!.transformToByteArray())), md5(Buffer.concat(parts)), 'the object is the parts in order')
   spy.on = false
@@ -184,13 +200,20 @@ t.test('every pool thread killed while a part streams in: no debris, other uploa
 t.test('a staging area never names a file outside its folder', async (t) => {
   const pool = new WorkerPool({ workers: 1, tasksPerWorker: 4, maxQueue: 10 })
   t.teardown(() => pool.close())
-  const base = t.testdir({ area: {}, 'outside.txt': 'keep' })
+  const base = t.testdir({ area: {}, storage: {}, 'outside.txt': 'keep' })
   const area = new PoolStaged(pool).area(join(base, 'area'))
   const refused = async (what: string, p: Promise<unknown>) => t.match(await p.then(() => 'done', (err: { code?: string }) => err.code), 'EINVAL', what)
   await refused('an id that climbs out', area.create('../outside.txt', 'file'))
   await refused('a removal that climbs out', area.remove('..'))
   await refused('a part that climbs out', area.remove('x', '../../outside.txt'))
-  await refused('a read through a path', area.read('a/b')[Symbol.asyncIterator]().next())
+  const storage = join(base, 'storage')
+  const commit = (source: { area: string; id: string; parts?: string[] }) =>
+    new Channel(pool, { type: 'local', root: storage }).transfer({ requestId: 'c', signal: new AbortController().signal }, { op: 'commitStaged', path: '/got', source, overwrite: true, parents: false })
+  await refused('a commit of an id through a path', commit({ area: area.dir, id: 'a/..' }))
+  await refused('a commit of an id that climbs out', commit({ area: area.dir, id: '..', parts: ['outside.txt'] }))
+  await refused('a commit of a part that climbs out', commit({ area: area.dir, id: 'x', parts: ['../../outside.txt'] }))
+  await refused('a commit from a relative folder', commit({ area: 'area', id: 'x' }))
+  t.same(fs.readdirSync(storage), [], 'no commit wrote anything')
   await refused('a write through a path', area.write('../outside.txt', { offset: 0 }, (async function* () { yield Buffer.from('x') })()))
   t.equal(fs.readFileSync(join(base, 'outside.txt'), 'utf8'), 'keep', 'the file outside is untouched')
   t.same(fs.readdirSync(join(base, 'area')), [], 'nothing made in the area either')

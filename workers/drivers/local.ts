@@ -98,6 +98,9 @@ export function classify(err: unknown, path: string): FsError {
 
 const FEATURES: Features = { emptyDirs: true, atomicRename: true, rangeRead: true, mtimePrecisionMs: 1, refusedNameChars: '' }
 
+/** The mode of a file an upload makes (less the process's umask). */
+const NEW_FILE_MODE = 0o644
+
 const ROOT_REFUSED = (path: string): FsError => new FsError('EACCES', 'the root cannot be removed or moved', { path })
 
 class LocalDriver implements Driver {
@@ -192,32 +195,21 @@ class LocalDriver implements Driver {
   async write(ctx: OpContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteOptions = {}): Promise<Entry> {
     if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
     return this.#inParent(path, async (dir, name) => {
-      const existing = await this.#target(dir, name, path)
-      if (existing?.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
-      if (existing && opts.overwrite === false) throw new FsError('EEXIST', `${path}: already exists`, { path })
+      await this.#mayWrite(dir, name, path, opts.overwrite !== false)
       this.sweepDue()
       const tmpName = tempUploadName(ctx, path)
       const tmp = dir.child(tmpName)
       let fh: fs.FileHandle | null = null
       let ended = (): void => {}
       try {
-        fh = await fs.open(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, 0o644)
+        fh = await fs.open(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, NEW_FILE_MODE)
         const open = fh
         ended = liveUpload(nodePath.join(this.#realRoot, parentOf(path), tmpName), () => open.utimes(new Date(), new Date()))
         for await (const chunk of body) {
           if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled', { path })
           await writeAll(fh, chunk)
         }
-        if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled', { path })
-        // The folder was moved or removed meanwhile: its old path no longer names it.
-        if (!dir.inPlace()) throw new FsError('ENOENT', `${path}: the folder was moved or removed during the upload`, { path })
-        if (opts.overwrite === false) {
-          // link(2) fails if the target appeared meanwhile: an atomic "create, never replace".
-          await fs.link(tmp, dir.child(name))
-          await fs.unlink(tmp)
-        } else {
-          await fs.rename(tmp, dir.child(name))
-        }
+        await this.#publish(ctx, dir, tmp, name, path, opts.overwrite !== false)
         ended() // no more heartbeats on the file: it has its name
         // A time asked for is set once the file has its name, through its descriptor: a hidden
         // file with an old time would look like debris to another thread's sweep (temp-sweep.ts).
@@ -234,6 +226,72 @@ class LocalDriver implements Driver {
         ended()
       }
     })
+  }
+
+  /**
+   * A file of the server's own disk (a staged upload) made the content of `path` with no
+   * byte copied: hard-linked under a hidden temporary name into the target's pinned folder,
+   * then committed as `write` commits, through that folder's pin. Only a regular file
+   * that is still the one opened (its name not swapped meanwhile) is taken; it gets the
+   * mode `write` gives a new file, and the time of now. ENOTSUP when the link cannot be
+   * made (another file system, or one without hard links): the caller writes the bytes.
+   */
+  async adopt(ctx: OpContext, path: string, file: string, opts: WriteOptions = {}): Promise<Entry> {
+    if (path === '/') throw new FsError('EISDIR', '/: is a directory', { path })
+    const src = await fs.open(file, fsc.O_RDONLY | fsc.O_NOFOLLOW)
+    try {
+      const st = await src.stat()
+      if (!st.isFile()) throw new FsError('EINVAL', 'only a regular file can be adopted', { path })
+      return await this.#inParent(path, async (dir, name) => {
+        await this.#mayWrite(dir, name, path, opts.overwrite !== false)
+        this.sweepDue()
+        const tmp = dir.child(tempUploadName(ctx, path))
+        try {
+          try {
+            await fs.link(file, tmp)
+          } catch (err) {
+            const sys = (err as NodeJS.ErrnoException).code
+            if (sys === 'EXDEV' || sys === 'EPERM' || sys === 'ENOTSUP' || sys === 'EOPNOTSUPP' || sys === 'EMLINK') {
+              throw new FsError('ENOTSUP', 'the file cannot be linked into this storage', { path, cause: err })
+            }
+            throw err
+          }
+          const linked = await fs.lstat(tmp)
+          if (linked.ino !== st.ino || linked.dev !== st.dev) throw new FsError('EIO', 'the file to adopt changed under its name', { path })
+          // Through the descriptor, never a name: the file becomes what `write` makes, and not debris to a sweep (temp-sweep.ts).
+          await src.chmod(NEW_FILE_MODE & ~process.umask())
+          await src.utimes(new Date(), new Date())
+          await this.#publish(ctx, dir, tmp, name, path, opts.overwrite !== false)
+          if (opts.mtimeMs !== undefined) await src.utimes(new Date(), new Date(opts.mtimeMs))
+          return toEntry(path, await fs.lstat(dir.child(name)))
+        } catch (err) {
+          await fs.unlink(tmp).catch(() => {})
+          throw err
+        }
+      })
+    } catch (err) {
+      throw classify(err, path)
+    } finally {
+      await src.close()
+    }
+  }
+
+  /** What `write` (and `copy`, `adopt`) may replace at `name`: not a folder; nothing at all without `overwrite` (EEXIST). */
+  async #mayWrite(dir: Pin, name: string, path: string, overwrite: boolean): Promise<void> {
+    const existing = await this.#target(dir, name, path)
+    if (existing?.isDirectory()) throw new FsError('EISDIR', `${path}: is a directory`, { path })
+    if (existing && !overwrite) throw new FsError('EEXIST', `${path}: already exists`, { path })
+  }
+
+  /** Gives the complete hidden file `tmp` its name in the pinned `dir`: replacing what is there, or (not `overwrite`) only where nothing is. */
+  async #publish(ctx: OpContext, dir: Pin, tmp: string, name: string, path: string, overwrite: boolean): Promise<void> {
+    if (ctx.signal.aborted) throw new FsError('ECANCELED', 'cancelled', { path })
+    // The folder was moved or removed meanwhile: its old path no longer names it.
+    if (!dir.inPlace()) throw new FsError('ENOENT', `${path}: the folder was moved or removed during the upload`, { path })
+    if (overwrite) return fs.rename(tmp, dir.child(name))
+    // link(2) fails if the target appeared meanwhile: an atomic "create, never replace".
+    await fs.link(tmp, dir.child(name))
+    await fs.unlink(tmp)
   }
 
   async mkdir(_ctx: OpContext, dir: string): Promise<void> {
@@ -341,18 +399,11 @@ class LocalDriver implements Driver {
     return this.#pinned(from, {}, async (src) => {
       if ((await src.stat()).isDirectory()) throw new FsError('EISDIR', `${from}: is a directory`, { path: from })
       return this.#inParent(to, async (dir, name) => {
-        const existing = await this.#target(dir, name, to)
-        if (existing?.isDirectory()) throw new FsError('EISDIR', `${to}: is a directory`, { path: to })
-        if (existing && !opts.overwrite) throw new FsError('EEXIST', `${to}: already exists`, { path: to })
+        await this.#mayWrite(dir, name, to, opts.overwrite)
         const tmp = dir.child(tempUploadName(ctx, to))
         try {
           await fs.copyFile(src.at, tmp, fsc.COPYFILE_EXCL | fsc.COPYFILE_FICLONE)
-          if (!dir.inPlace()) throw new FsError('ENOENT', `${to}: the folder was moved or removed during the copy`, { path: to })
-          if (opts.overwrite) await fs.rename(tmp, dir.child(name))
-          else {
-            await fs.link(tmp, dir.child(name))
-            await fs.unlink(tmp)
-          }
+          await this.#publish(ctx, dir, tmp, name, to, opts.overwrite)
           return toEntry(to, await fs.lstat(dir.child(name)))
         } catch (err) {
           await fs.unlink(tmp).catch(() => {})

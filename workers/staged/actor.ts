@@ -1,8 +1,9 @@
 /**
  * @module workers/staged/actor
  * WORKER THREAD. Staged uploads (core/staged.ts) on the staging folder: every open,
- * write, stat, read and removal of a staged byte happens here, on a pool thread, never
- * on the main thread. A write takes its bytes from a credit-based port stream and
+ * write, stat and removal of a staged byte happens here, on a pool thread, never on the
+ * main thread (and the commit reads them on the pool thread that writes the target:
+ * commit.ts). A write takes its bytes from a credit-based port stream and
  * hashes them as they are written (an S3 part's MD5): the main thread neither touches
  * the disk nor hashes.
  *
@@ -14,36 +15,33 @@
 import { createHash } from 'node:crypto'
 import * as fs from 'node:fs/promises'
 import { join } from 'node:path'
-import type { Transferable } from 'node:worker_threads'
 import type { OpContext } from '../../core/driver.js'
-import { FsError, isFsError } from '../../core/errors.js'
+import { FsError } from '../../core/errors.js'
 import { assertNever } from '../../core/messages.js'
 import { type ByteBudget, PortReader } from '../../core/port-stream.js'
 import type { StagedEntry, StagedPart, StagedReplies, StagedRequest, StagedState, StagedWriteResult } from '../../core/staged.js'
-import { startOutgoing } from '../transfers.js'
+import { asFsError, stagedPath } from './files.js'
 
-/** Read back in chunks of this size. */
-const READ_CHUNK = 1024 * 1024
 /** A record file `take` reads is small; anything larger is not one. */
 const MAX_TAKE = 1024 * 1024
 
-/** One op; `transfer` collects the ports the reply hands over. */
-export async function runStaged(req: StagedRequest, ctx: OpContext, budget: ByteBudget, transfer: Transferable[]): Promise<StagedReplies[StagedRequest['op']]> {
+/** One op. */
+export async function runStaged(req: StagedRequest, ctx: OpContext, budget: ByteBudget): Promise<StagedReplies[StagedRequest['op']]> {
   try {
-    return await op(req, ctx, budget, transfer)
+    return await op(req, ctx, budget)
   } catch (err) {
     throw asFsError(err)
   }
 }
 
-async function op(req: StagedRequest, ctx: OpContext, budget: ByteBudget, transfer: Transferable[]): Promise<StagedReplies[StagedRequest['op']]> {
+async function op(req: StagedRequest, ctx: OpContext, budget: ByteBudget): Promise<StagedReplies[StagedRequest['op']]> {
   switch (req.op) {
     case 'prepare':
       await fs.mkdir(req.area, { recursive: true, mode: 0o700 })
       return null
     case 'create': {
       await fs.mkdir(req.area, { recursive: true, mode: 0o700 })
-      const path = join(req.area, segment(req.id))
+      const path = stagedPath(req.area, req.id)
       if (req.layout === 'parts') await fs.mkdir(path, { mode: 0o700 })
       else await (await fs.open(path, 'wx', 0o600)).close()
       return null
@@ -51,23 +49,9 @@ async function op(req: StagedRequest, ctx: OpContext, budget: ByteBudget, transf
     case 'write':
       return write(req, ctx, budget)
     case 'state':
-      return state(join(req.area, segment(req.id)))
-    case 'read': {
-      const files = req.parts === undefined ? [join(req.area, segment(req.id))] : req.parts.map((p) => join(req.area, segment(req.id), segment(p)))
-      // Every file is opened before the reply: a part that is gone is the op's ENOENT, not a broken stream.
-      const handles: fs.FileHandle[] = []
-      try {
-        for (const f of files) handles.push(await fs.open(f, 'r'))
-      } catch (err) {
-        await Promise.all(handles.map((h) => h.close().catch(() => {})))
-        throw err
-      }
-      const s = await startOutgoing(ctx, async () => ({ head: null, body: concat(handles) }), () => {})
-      transfer.push(s.port)
-      return { port: s.port }
-    }
+      return state(stagedPath(req.area, req.id))
     case 'remove': {
-      const path = req.part === undefined ? join(req.area, segment(req.name)) : join(req.area, segment(req.name), segment(req.part))
+      const path = stagedPath(req.area, req.name, req.part)
       const size = await sizeOf(path)
       await fs.rm(path, { recursive: true, force: true })
       return size
@@ -75,7 +59,7 @@ async function op(req: StagedRequest, ctx: OpContext, budget: ByteBudget, transf
     case 'entries':
       return entries(req.area)
     case 'take': {
-      const path = join(req.area, segment(req.name))
+      const path = stagedPath(req.area, req.name)
       let text: string
       try {
         const st = await fs.stat(path)
@@ -107,7 +91,7 @@ async function write(req: Extract<StagedRequest, { op: 'write' }>, ctx: OpContex
   const body = new PortReader(req.port, { budget })
   const onAbort = () => body.fail(new FsError('ECANCELED', 'the upload was cancelled'))
   ctx.signal.addEventListener('abort', onAbort, { once: true })
-  const path = req.part === undefined ? join(req.area, segment(req.id)) : join(req.area, segment(req.id), segment(req.part))
+  const path = stagedPath(req.area, req.id, req.part)
   let fh: fs.FileHandle | null = null
   try {
     // A part is new (never replaces another's bytes); an upload's file exists since its creation.
@@ -174,40 +158,4 @@ async function sizeOf(path: string): Promise<number> {
   let n = 0
   for (const f of await fs.readdir(path).catch(() => [] as string[])) n += await sizeOf(join(path, f))
   return n
-}
-
-/** The files' bytes one after the other; each closed once read (all of them when the reader stops). */
-async function* concat(handles: fs.FileHandle[]): AsyncIterable<Uint8Array> {
-  try {
-    for (const h of handles) {
-      for (;;) {
-        // A buffer of its own per chunk: the port stream moves it to the reader without a copy.
-        const buf = Buffer.allocUnsafeSlow(READ_CHUNK)
-        const { bytesRead } = await h.read(buf, 0, READ_CHUNK, null)
-        if (bytesRead === 0) break
-        yield bytesRead === READ_CHUNK ? buf : buf.subarray(0, bytesRead)
-      }
-    }
-  } finally {
-    await Promise.all(handles.map((h) => h.close().catch(() => {})))
-  }
-}
-
-/** A name the main thread chose: one path segment, never a way out of the area. */
-function segment(name: string): string {
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\\') || name.includes('\0')) {
-    throw new FsError('EINVAL', 'not a staged upload name')
-  }
-  return name
-}
-
-/** Node errors of the staging disk in the pool's terms: a full disk is ENOSPC (507 at every door). */
-function asFsError(err: unknown): unknown {
-  if (isFsError(err)) return err
-  const sys = (err as { code?: unknown } | null)?.code
-  if (sys === 'ENOSPC' || sys === 'EDQUOT') return new FsError('ENOSPC', "no space left on the server's disk for staged uploads", { cause: err })
-  if (sys === 'ENOENT') return new FsError('ENOENT', 'the staged upload is gone', { cause: err })
-  if (sys === 'EEXIST') return new FsError('EEXIST', 'the staged upload exists already', { cause: err })
-  if (sys === 'ABORT_ERR') return new FsError('ECANCELED', 'cancelled', { cause: err })
-  return err
 }

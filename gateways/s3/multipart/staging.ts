@@ -7,7 +7,8 @@
  * part as it arrives and computes its MD5 as it writes: the main thread counts the bytes
  * and charges them to the upload's hold (core/staging-quota.ts) before they go to the
  * worker, and neither touches the disk nor hashes. Memory stays at a few chunks whatever
- * the part's size.
+ * the part's size. Complete reads the parts on a worker too (uploads.ts, the view's
+ * `commitStaged`).
  */
 import { randomBytes } from 'node:crypto'
 import { isFsError, stagingError } from '../../../core/errors.js'
@@ -22,7 +23,7 @@ export const newUploadId = (): string => randomBytes(16).toString('hex')
 /** Thrown when a part grows past the limit while it streams in. */
 export class PartTooLarge extends Error {}
 
-/** A part's bytes were cut off by a concurrent abort or sweep. */
+/** The upload is gone (a concurrent abort or sweep): a part's bytes cut off, or its parts found gone at Complete. */
 export class UploadGone extends Error {}
 
 /** A staged part file, as the sweep sees it. */
@@ -85,19 +86,6 @@ export class PartStaging {
     }
     if (charged > written.bytes) hold?.shrink(charged - written.bytes)
     return { file: part, size: written.bytes, md5: written.md5! }
-  }
-
-  /**
-   * The parts' bytes, one after the other, streamed from a worker.
-   * @throws UploadGone when a part is gone (the upload aborted or swept meanwhile)
-   */
-  async *read(id: string, files: readonly string[]): AsyncIterable<Uint8Array> {
-    try {
-      yield* this.#area.read(this.#check(id), files)
-    } catch (err) {
-      if (isFsError(err) && err.code === 'ENOENT') throw new UploadGone()
-      throw err
-    }
   }
 
   /** Removes one part file (a replaced part); gone already is fine. @returns the bytes it held (0: gone already) */

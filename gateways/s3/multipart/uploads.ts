@@ -9,11 +9,13 @@
  *   core/staged.ts), streamed as they arrive and hashed where they are written: memory
  *   is a few chunks whatever the part's size, and the main thread does no file I/O for
  *   them. A part re-sent replaces the previous one atomically (one record swap);
- * - **Complete** checks the part list, then streams the parts in order into one file
- *   opened on the user's view (while route.ts keeps the client's connection alive): the
- *   object appears atomically at the handle's close, with the md5-of-md5s `-N` ETag; the
- *   staging goes. A Complete repeated afterwards answers the same (the upload's record
- *   is kept, completed, until it expires);
+ * - **Complete** checks the part list, then commits the parts in order into the object
+ *   through the user's view (`commitStaged`: one task on the thread that writes the
+ *   storage reads them from the staging folder, none of their bytes comes to the main
+ *   thread), while route.ts keeps the client's connection alive: the object appears
+ *   atomically, with the md5-of-md5s `-N` ETag; the staging goes. A commit that fails
+ *   keeps the upload as it was, for another Complete. A Complete repeated afterwards
+ *   answers the same (the upload's record is kept, completed, until it expires);
  * - **Abort** and **expiry** remove the records and the staging folder: nothing is left.
  *
  * Errors S3 defines are thrown as S3Error; the storage's own failures stay FsErrors,
@@ -63,7 +65,6 @@ export interface PartInfo {
   readonly modified: number
 }
 
-const FILE_WRITE: OpenFlags = { read: false, write: true, append: false, create: true, truncate: true, exclusive: false }
 const FILE_READ: OpenFlags = { read: true, write: false, append: false, create: false, truncate: false, exclusive: false }
 
 export const noSuchUpload = (id: string) =>
@@ -219,24 +220,17 @@ export class MultipartUploads {
     const metadata = { userMeta, ...(up.content_type === null ? {} : { contentType: up.content_type }) }
     const made = await makeFolders(r, parentOf(path))
     try {
-      const h = await r.caller.fs.open(r.ctx, path, FILE_WRITE, { metadata })
-      try {
-        let off = 0
-        // The parts in order, in one stream from a worker that reads them.
-        for await (const chunk of this.#staging.read(id, chosen.map((p) => p.file))) {
-          await h.write(off, chunk)
-          off += chunk.byteLength
-        }
-        // Published and recorded as one commit of the object (gateways/s3/commits.ts).
-        await serially(r.caller.fs, path, async () => {
-          await h.close()
-          const entry = await r.caller.fs.stat(r.ctx, path)
-          await this.#o.meta.put(r.caller.fs, path, entry, { etag, ...metadata, ...(Object.keys(headers).length === 0 ? {} : { headers }) }, r.ctx)
-        })
-      } catch (err) {
-        h.abort()
-        throw err
-      }
+      const source = { area: this.#staging.dir, id, parts: chosen.map((p) => p.file) }
+      const size = chosen.reduce((n, p) => n + p.size, 0)
+      // Written, published and recorded as one commit of the object (gateways/s3/commits.ts):
+      // one task on the thread that writes the storage reads the parts there, in order.
+      await serially(r.caller.fs, path, async () => {
+        const written = await r.caller.fs.commitStaged(r.ctx, path, source, { overwrite: true, size, metadata })
+        if (written === null) throw new UploadGone()
+        // Stat'ed, not the entry the write answered (gateways/s3/objects.ts says why).
+        const entry = await r.caller.fs.stat(r.ctx, path)
+        await this.#o.meta.put(r.caller.fs, path, entry, { etag, ...metadata, ...(Object.keys(headers).length === 0 ? {} : { headers }) }, r.ctx)
+      })
     } catch (err) {
       await unmakeFolders(r, made)
       if (err instanceof UploadGone) throw noSuchUpload(id) // aborted or swept meanwhile
