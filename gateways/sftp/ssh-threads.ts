@@ -51,6 +51,7 @@ function script(): string {
 
 export class SshThreads {
   readonly #threads: (Worker | null)[]
+  readonly #ready: Promise<void>[] = []
   readonly #hostKey: string
   readonly #log: Log
   #next = 0
@@ -60,6 +61,12 @@ export class SshThreads {
     this.#hostKey = hostKey
     this.#log = log
     this.#threads = Array.from({ length: Math.max(1, count) }, () => null)
+  }
+
+  /** Starts every thread; resolves once each has its SSH server ready (a thread from the sources takes a moment). */
+  async start(): Promise<void> {
+    for (let i = 0; i < this.#threads.length; i++) this.#thread(i)
+    await Promise.all(this.#ready)
   }
 
   get count(): number {
@@ -73,6 +80,17 @@ export class SshThreads {
     w.unref()
     w.on('message', (m: FromThread) => {
       if (m.t === 'log') this.#log(m.level, m.msg, m.fields)
+    })
+    this.#ready[i] = new Promise<void>((resolve, reject) => {
+      const onReady = (m: FromThread) => {
+        if (m.t !== 'ready') return
+        w.off('message', onReady)
+        w.off('exit', onExit)
+        resolve()
+      }
+      const onExit = (code: number) => reject(new Error(`sftp.threads: an SSH thread stopped while starting (exit code ${code})`))
+      w.on('message', onReady)
+      w.once('exit', onExit)
     })
     w.on('error', (err) => this.#log('error', 'sftp thread failed', { err: String(err?.stack ?? err) }))
     w.once('exit', (code) => {

@@ -29,8 +29,8 @@ export interface NewConnection {
   readonly remotePort: number
 }
 
-/** SSH thread → main, on the thread's own port. */
-export type FromThread = { readonly t: 'log'; readonly level: LogLevel; readonly msg: string; readonly fields?: Record<string, unknown> }
+/** SSH thread → main, on the thread's own port: its SSH server is ready, or a line for the log. */
+export type FromThread = { readonly t: 'ready' } | { readonly t: 'log'; readonly level: LogLevel; readonly msg: string; readonly fields?: Record<string, unknown> }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
 

@@ -71,6 +71,8 @@ port.on('message', (m: NewConnection) => {
   ssh.injectSocket(socket as unknown as Socket)
 })
 
+port.postMessage({ t: 'ready' } satisfies FromThread)
+
 /** The door's counters, gathered per turn of the event loop and told to the main thread. */
 function remoteMeter(socket: PortSocket): DoorMeter {
   let requests: Record<string, number> = {}
