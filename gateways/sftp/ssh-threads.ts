@@ -2,12 +2,12 @@
  * @module gateways/sftp/ssh-threads
  * MAIN THREAD. The SSH threads: each SSH connection is pinned to one of them
  * (round-robin), which runs its SSH (key exchange, ciphers, MACs) and its SFTP sessions
- * (./ssh-thread/entry.ts). The main thread keeps the TCP socket and relays its bytes over
- * a MessagePort of the connection's own (a worker thread cannot take a socket): what the
- * client sends crosses as it is read, up to `IN_CREDIT` bytes not yet taken by the
- * thread (then the socket is paused); what the thread writes is written to the socket,
- * and each write handed to the system is told back (the thread's send budget counts on
- * it). Everything that needs the service is asked of this side and answered here: the
+ * (./ssh-thread/entry.ts). The main thread keeps the TCP socket and relays its bytes
+ * through two shared-memory rings of the connection's own (./byte-ring.ts; a worker
+ * thread cannot take a socket), a MessagePort carrying the wake-ups and the rest: what
+ * the client sends goes into one ring as it is read (a full ring pauses the socket);
+ * what the thread puts in the other is written to the socket, and each write handed to
+ * the system is told back (the thread's send budget counts on it). Everything that needs the service is asked of this side and answered here: the
  * login (its delays and throttle, per-user limits), the view's calls and its open files
  * (rights, transfer limits, the pool). A login's view ended from outside ends the
  * connection there; the socket's close aborts the connection's open files and closes its
@@ -21,11 +21,16 @@ import type { DoorMeter } from '../../core/doors.js'
 import { FsError, isFsError, toWire } from '../../core/errors.js'
 import type { GatewayLogin } from '../../core/gateway.js'
 import type { FileHandle, RequestContext, View } from '../../core/view.js'
+import { ByteRing } from './byte-ring.js'
 import type { Work } from './session.js'
 import { type Call, type FromSsh, type FromThread, type LoginReply, type NewConnection, type ThreadData, type ToSsh, VIEW_CALLS } from './thread-messages.js'
 
-/** Ciphertext read from a client and not yet taken by its thread before the socket is paused. */
-const IN_CREDIT = 1024 * 1024
+/**
+ * Each direction's ring (./byte-ring.ts), per connection: what the main thread reads ahead
+ * of its SSH thread, and what the thread writes ahead of the socket. Memory is taken as
+ * it is first used: an idle connection touches only the first pages of each.
+ */
+const RING_BYTES = 512 * 1024
 /** How long a socket whose thread asked it closed may take to send what it still holds. */
 const CLOSE_GUARD_MS = 5000
 
@@ -106,8 +111,10 @@ export class SshThreads {
     const i = this.#next
     this.#next = (i + 1) % this.#threads.length
     const { port1, port2 } = new MessageChannel()
-    relay(socket, port1, c)
-    const m: NewConnection = { t: 'conn', port: port2, ip: c.ip, family: socket.remoteFamily ?? 'IPv4', remotePort: socket.remotePort ?? 0 }
+    const inRing = new ByteRing(RING_BYTES)
+    const outRing = new ByteRing(RING_BYTES)
+    relay(socket, port1, inRing, outRing, c)
+    const m: NewConnection = { t: 'conn', port: port2, rings: { in: inRing.sab, out: outRing.sab }, ip: c.ip, family: socket.remoteFamily ?? 'IPv4', remotePort: socket.remotePort ?? 0 }
     this.#thread(i).postMessage(m, [port2])
   }
 
@@ -119,13 +126,12 @@ export class SshThreads {
 }
 
 /** Relays one connection between its socket and its thread, and answers the thread's calls. */
-function relay(socket: Socket, port: MessagePort, c: ThreadedConnection): void {
+function relay(socket: Socket, port: MessagePort, inRing: ByteRing, outRing: ByteRing, c: ThreadedConnection): void {
   const life = new AbortController()
   const files = new Map<number, FileHandle>()
   let nextFile = 1
   let raw: View | null = null
   let view: View | null = null
-  let credit = 0
   let paused = false
   let sent = 0
   let sentQueued = false
@@ -141,18 +147,52 @@ function relay(socket: Socket, port: MessagePort, c: ThreadedConnection): void {
     }
   }
 
-  socket.on('data', (chunk: Buffer) => {
-    // A read's buffer is its own: moved when whole, else copied once.
-    const whole = chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength
-    const data = whole ? new Uint8Array(chunk.buffer, 0, chunk.byteLength) : new Uint8Array(chunk)
-    credit += data.byteLength
-    post({ t: 'data', data }, [data.buffer as ArrayBuffer])
-    if (credit >= IN_CREDIT && !paused) {
-      paused = true
-      socket.pause()
+  // From the client: into the ring as read; what does not fit waits, the socket paused.
+  const pending: Uint8Array[] = []
+  let eof = false
+  const pump = (): void => {
+    while (pending.length > 0) {
+      const chunk = pending[0]!
+      const w = inRing.write(chunk)
+      if (w.wake) post({ t: 'more' })
+      if (w.n === chunk.byteLength) {
+        pending.shift()
+        continue
+      }
+      pending[0] = chunk.subarray(w.n)
+      if (inRing.waitForRoom()) {
+        if (!paused) {
+          paused = true
+          socket.pause()
+        }
+        return
+      }
     }
+    if (paused) {
+      paused = false
+      socket.resume()
+    }
+    if (eof) {
+      eof = false
+      post({ t: 'eof' })
+    }
+  }
+  socket.on('data', (chunk: Buffer) => {
+    pending.push(chunk)
+    if (pending.length === 1) pump()
   })
-  socket.once('end', () => post({ t: 'eof' }))
+  socket.once('end', () => {
+    eof = true
+    if (pending.length === 0) pump()
+  })
+  // To the client: the ring read to its end at each wake-up.
+  const drainOut = (): void => {
+    const { data, room } = outRing.read()
+    if (room) post({ t: 'room' })
+    if (data === null || !socket.writable) return
+    const n = data.byteLength
+    socket.write(data, () => tellSent(n))
+  }
   socket.on('error', () => {})
   socket.once('close', () => {
     post({ t: 'close' })
@@ -185,22 +225,16 @@ function relay(socket: Socket, port: MessagePort, c: ThreadedConnection): void {
 
   port.on('message', (m: FromSsh) => {
     switch (m.t) {
-      case 'data': {
-        const n = m.data.byteLength
-        if (socket.writable) socket.write(m.data, () => tellSent(n))
-        return
-      }
-      case 'taken':
-        credit -= m.bytes
-        if (paused && credit < IN_CREDIT / 2) {
-          paused = false
-          socket.resume()
-        }
-        return
+      case 'more':
+        return drainOut()
+      case 'room':
+        return pump()
       case 'end':
+        drainOut()
         socket.end()
         return
       case 'destroy':
+        drainOut()
         if (socket.writableLength === 0) return void socket.destroy()
         socket.end()
         setTimeout(() => socket.destroy(), CLOSE_GUARD_MS).unref()

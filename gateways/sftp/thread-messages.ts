@@ -3,8 +3,8 @@
  * What crosses between the main thread and an SSH thread (./ssh-threads.ts starts them,
  * ./ssh-thread/ runs in them), one MessagePort per SSH connection. The main thread owns
  * the TCP socket and the login's view; the SSH thread owns the SSH connection (key
- * exchange, ciphers, the SFTP wire layer). Ciphertext crosses in both directions as moved
- * buffers; authentication, every call on the view and on its open files are requests the
+ * exchange, ciphers, the SFTP wire layer). Ciphertext crosses in both directions through
+ * shared-memory rings (./byte-ring.ts), the port carrying wake-ups; authentication, every call on the view and on its open files are requests the
  * main thread answers.
  */
 import type { MessagePort } from 'node:worker_threads'
@@ -23,6 +23,8 @@ export interface ThreadData {
 export interface NewConnection {
   readonly t: 'conn'
   readonly port: MessagePort
+  /** The ciphertext's rings (./byte-ring.ts): from the client (the main thread writes it), to the client (the SSH thread writes it). */
+  readonly rings: { readonly in: SharedArrayBuffer; readonly out: SharedArrayBuffer }
   /** The client's address (its PROXY header's, behind a balancer) and the socket's port. */
   readonly ip: string
   readonly family: string
@@ -72,10 +74,10 @@ export interface OpenAnswer {
 
 /** SSH thread → main, on a connection's port. */
 export type FromSsh =
-  /** Ciphertext for the client (moved). */
-  | { readonly t: 'data'; readonly data: Uint8Array }
-  /** Bytes of ciphertext from the client the SSH thread has taken (the main thread's read credit). */
-  | { readonly t: 'taken'; readonly bytes: number }
+  /** Ciphertext for the client is in the ring (a wake-up: the main thread reads the ring to its end). */
+  | { readonly t: 'more' }
+  /** The ring of ciphertext from the client has room again. */
+  | { readonly t: 'room' }
   /** Ends the socket once what was written is sent (`end`), or at once (`destroy`). */
   | { readonly t: 'end' }
   | { readonly t: 'destroy' }
@@ -92,9 +94,11 @@ export type FromSsh =
 
 /** Main → SSH thread, on a connection's port. */
 export type ToSsh =
-  /** Ciphertext from the client (moved). */
-  | { readonly t: 'data'; readonly data: Uint8Array }
-  /** The client ended its side. */
+  /** Ciphertext from the client is in the ring (a wake-up). */
+  | { readonly t: 'more' }
+  /** The ring of ciphertext for the client has room again. */
+  | { readonly t: 'room' }
+  /** The client ended its side (after the last bytes in the ring). */
   | { readonly t: 'eof' }
   /** The socket is closed. */
   | { readonly t: 'close' }

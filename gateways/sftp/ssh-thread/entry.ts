@@ -63,7 +63,7 @@ port.on('message', (m: NewConnection) => {
   if (m.t !== 'conn') return
   const calls = new Calls()
   const ended = new AbortController()
-  const socket = new PortSocket(m.port, { ip: m.ip, family: m.family, remotePort: m.remotePort }, { onReply: (r) => calls.reply(r), onEnded: () => ended.abort() })
+  const socket = new PortSocket(m.port, m.rings, { ip: m.ip, family: m.family, remotePort: m.remotePort }, { onReply: (r) => calls.reply(r), onEnded: () => ended.abort() })
   calls.attach(socket)
   conns.set(socket, { socket, calls, ended })
   socket.on('error', () => {})

@@ -1,42 +1,51 @@
 /**
  * @module gateways/sftp/ssh-thread/port-socket
  * SSH THREAD. The client's TCP connection as ssh2 sees it in an SSH thread: a Duplex
- * over the connection's MessagePort, whose other end the main thread holds with the
- * socket (../ssh-threads.ts). Ciphertext from the client is pushed as it comes, and what
- * was taken is told back (the main thread stops reading the socket past its credit);
- * ciphertext for the client written in one turn of the event loop (ssh2 writes each SSH
- * packet on its own) crosses as one moved buffer. `unsent` counts the bytes written
- * that the socket has not yet handed to the system (the send budget's measure).
+ * whose bytes come and go through two shared-memory rings (../byte-ring.ts), whose other
+ * ends the main thread holds with the socket (../ssh-threads.ts); the connection's
+ * MessagePort carries the wake-ups and everything else. Ciphertext from the client is
+ * pushed as it comes (the ring bounds what the main thread reads ahead: it stops reading
+ * the socket when the ring is full); ciphertext for the client is copied into the other
+ * ring at the end of each turn of the event loop (ssh2 writes each SSH packet on its
+ * own), and queued here while that ring is full. `unsent` counts the bytes written that
+ * the socket has not yet handed to the system (the send budget's measure).
  */
 import { Duplex } from 'node:stream'
 import type { MessagePort } from 'node:worker_threads'
+import { ByteRing } from '../byte-ring.js'
 import type { FromSsh, ToSsh } from '../thread-messages.js'
-
-/** Taken bytes are told back when this many have gathered (and at the end of each turn). */
-const TAKEN_BATCH = 256 * 1024
 
 export class PortSocket extends Duplex {
   readonly remoteAddress: string
   readonly remoteFamily: string
   readonly remotePort: number
   readonly #port: MessagePort
+  readonly #in: ByteRing
+  readonly #outRing: ByteRing
   readonly #onReply: (m: Extract<ToSsh, { t: 'reply' }>) => void
   readonly #onEnded: () => void
-  #out: Buffer[] = []
+  #out: Uint8Array[] = []
   #outBytes = 0
   #flushQueued = false
-  #taken = 0
-  #takenQueued = false
-  #posted = 0
+  #waitingForRoom = false
+  #ending = false
+  #written = 0
   #sent = 0
   #closedByMain = false
 
-  constructor(port: MessagePort, peer: { ip: string; family: string; remotePort: number }, hooks: { onReply: (m: Extract<ToSsh, { t: 'reply' }>) => void; onEnded: () => void }) {
+  constructor(
+    port: MessagePort,
+    rings: { readonly in: SharedArrayBuffer; readonly out: SharedArrayBuffer },
+    peer: { ip: string; family: string; remotePort: number },
+    hooks: { onReply: (m: Extract<ToSsh, { t: 'reply' }>) => void; onEnded: () => void },
+  ) {
     super({ allowHalfOpen: false, decodeStrings: false })
     this.remoteAddress = peer.ip
     this.remoteFamily = peer.family
     this.remotePort = peer.remotePort
     this.#port = port
+    this.#in = new ByteRing(rings.in)
+    this.#outRing = new ByteRing(rings.out)
     this.#onReply = hooks.onReply
     this.#onEnded = hooks.onEnded
     port.on('message', (m: ToSsh) => this.#onMessage(m))
@@ -48,7 +57,7 @@ export class PortSocket extends Duplex {
 
   /** Bytes written and not yet handed to the system by the main thread's socket. */
   get unsent(): number {
-    return this.#posted + this.#outBytes - this.#sent
+    return this.#written + this.#outBytes - this.#sent
   }
 
   /** Sends a message of the connection's own on its port (calls, logs, counters). */
@@ -63,13 +72,13 @@ export class PortSocket extends Duplex {
 
   #onMessage(m: ToSsh): void {
     switch (m.t) {
-      case 'data': {
-        const buf = Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength)
-        this.push(buf)
-        this.#took(buf.byteLength)
-        return
-      }
+      case 'more':
+        return this.#take()
+      case 'room':
+        this.#waitingForRoom = false
+        return this.#flush()
       case 'eof':
+        this.#take()
         this.push(null)
         return
       case 'close':
@@ -89,25 +98,16 @@ export class PortSocket extends Duplex {
     }
   }
 
-  #took(bytes: number): void {
-    this.#taken += bytes
-    if (this.#taken >= TAKEN_BATCH) return this.#tellTaken()
-    if (this.#takenQueued) return
-    this.#takenQueued = true
-    setImmediate(() => {
-      this.#takenQueued = false
-      this.#tellTaken()
-    })
-  }
-
-  #tellTaken(): void {
-    if (this.#taken === 0) return
-    this.post({ t: 'taken', bytes: this.#taken })
-    this.#taken = 0
+  /** What the client sent, from the ring. */
+  #take(): void {
+    if (this.destroyed) return
+    const { data, room } = this.#in.read()
+    if (room) this.post({ t: 'room' })
+    if (data !== null) this.push(data)
   }
 
   override _read(): void {
-    // Bytes are pushed as the main thread sends them; its credit bounds them.
+    // Bytes are pushed as the main thread wakes this thread; the ring bounds them.
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
@@ -123,7 +123,7 @@ export class PortSocket extends Duplex {
   #queue(chunk: Buffer): void {
     this.#out.push(chunk)
     this.#outBytes += chunk.byteLength
-    if (this.#flushQueued) return
+    if (this.#flushQueued || this.#waitingForRoom) return
     this.#flushQueued = true
     setImmediate(() => {
       this.#flushQueued = false
@@ -131,24 +131,37 @@ export class PortSocket extends Duplex {
     })
   }
 
+  /** Copies what is queued into the ring, as far as it has room; waits for room for the rest. */
   #flush(): void {
-    if (this.#outBytes === 0) return
-    // One fresh buffer: moved to the main thread, never touched here again.
-    const data = new Uint8Array(this.#outBytes)
-    let at = 0
-    for (const c of this.#out) {
-      data.set(c, at)
-      at += c.byteLength
+    if (this.#waitingForRoom || this.#closedByMain) return
+    let wake = false
+    while (this.#out.length > 0) {
+      const c = this.#out[0]!
+      const w = this.#outRing.write(c)
+      wake ||= w.wake
+      this.#written += w.n
+      this.#outBytes -= w.n
+      if (w.n === c.byteLength) {
+        this.#out.shift()
+        continue
+      }
+      this.#out[0] = c.subarray(w.n)
+      if (this.#outRing.waitForRoom()) {
+        this.#waitingForRoom = true
+        break
+      }
     }
-    this.#posted += this.#outBytes
-    this.#out = []
-    this.#outBytes = 0
-    this.post({ t: 'data', data }, [data.buffer])
+    if (wake) this.post({ t: 'more' })
+    if (this.#ending && this.#out.length === 0) {
+      this.#ending = false
+      this.post({ t: 'end' })
+    }
   }
 
   override _final(cb: (err?: Error | null) => void): void {
+    // The end follows the last bytes (the main thread reads the ring before it ends the socket).
+    this.#ending = true
     this.#flush()
-    this.post({ t: 'end' })
     cb()
   }
 
