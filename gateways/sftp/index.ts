@@ -26,7 +26,7 @@ export interface SftpGatewayOptions {
   readonly maxConnections?: number
   /** Whether a connection from this peer (a balancer) begins with a PROXY protocol header naming the client. */
   readonly proxied?: (peer: string) => boolean
-  /** SSH threads the connections are spread over (./ssh-threads.ts); 0: the main thread; absent or 'auto': `defaultThreads()`. */
+  /** SSH threads the connections are spread over (./ssh-threads.ts); 0 or absent: the main thread; 'auto': `defaultThreads()`. */
   readonly threads?: number | 'auto'
 }
 
@@ -51,7 +51,7 @@ export function createSftpGateway(opts: SftpGatewayOptions): Gateway {
         ...(opts.startups ? { startups: opts.startups } : {}),
         maxConnections: opts.maxConnections || defaultMaxConnections(),
         ...(opts.proxied ? { proxied: opts.proxied } : {}),
-        threads: opts.threads === undefined || opts.threads === 'auto' ? defaultThreads() : opts.threads,
+        threads: opts.threads === 'auto' ? defaultThreads() : (opts.threads ?? 0),
       })
       drain = ctx.drain.register(listener.drain)
       ctx.log('info', 'sftp gateway listening', { address: `${opts.host}:${listener.port}`, host_key: key.fingerprint })

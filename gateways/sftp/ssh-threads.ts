@@ -13,6 +13,7 @@
  * connection there; the socket's close aborts the connection's open files and closes its
  * view here, whatever the thread does.
  */
+import { setMaxListeners } from 'node:events'
 import { existsSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
@@ -22,6 +23,8 @@ import { FsError, isFsError, toWire } from '../../core/errors.js'
 import type { GatewayLogin } from '../../core/gateway.js'
 import type { FileHandle, RequestContext, View } from '../../core/view.js'
 import { ByteRing } from './byte-ring.js'
+import { MAX_SESSIONS } from './connection.js'
+import { MAX_HANDLES } from './limits.js'
 import type { Work } from './session.js'
 import { type Call, type FromSsh, type FromThread, type LoginReply, type NewConnection, type ThreadData, type ToSsh, VIEW_CALLS } from './thread-messages.js'
 
@@ -128,6 +131,8 @@ export class SshThreads {
 /** Relays one connection between its socket and its thread, and answers the thread's calls. */
 function relay(socket: Socket, port: MessagePort, inRing: ByteRing, outRing: ByteRing, c: ThreadedConnection): void {
   const life = new AbortController()
+  // Every open file, and every call in flight, listens to the connection's end (as a session's signal: ./session.ts).
+  setMaxListeners(MAX_HANDLES * MAX_SESSIONS + 1024, life.signal)
   const files = new Map<number, FileHandle>()
   let nextFile = 1
   let raw: View | null = null

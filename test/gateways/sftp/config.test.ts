@@ -10,7 +10,7 @@ import { loadConfig } from '../../../front/config-load.js'
 import { startTestServer } from '../../helpers/filegate.js'
 
 t.test('settings and their validation', async (t) => {
-  const guards = { max_startups: '32:30:256', max_startups_per_address: 16, kex_grace_seconds: 15, login_grace_seconds: 120, max_connections: 0, threads: 'auto' }
+  const guards = { max_startups: '32:30:256', max_startups_per_address: 16, kex_grace_seconds: 15, login_grace_seconds: 120, max_connections: 0, threads: 0 }
   t.same(DEFAULTS.sftp, { port: 2222, host: null, proxy_protocol: false, ...guards }, 'on, on port 2222 of the service host, by default')
   t.same(loadConfig([], { FILEGATE_SFTP_PORT: 'off' }).sftp, { port: 'off', host: null, proxy_protocol: false, ...guards }, 'FILEGATE_SFTP_PORT=off')
   t.same(loadConfig([], { FILEGATE_SFTP_PORT: '2200', FILEGATE_SFTP_HOST: '0.0.0.0' }).sftp, { port: 2200, host: '0.0.0.0', proxy_protocol: false, ...guards }, 'a port and a host')
@@ -32,7 +32,7 @@ t.test('settings and their validation', async (t) => {
   t.throws(() => validateConfig({ sftp: { port: 70000 } }), { name: 'ConfigError', message: /sftp\.port/ }, 'a port out of range names the setting')
   t.throws(() => validateConfig({ sftp: { port: 22, user: 'x' } }), { name: 'ConfigError', message: /sftp: unknown key "user"/ }, 'an unknown key')
   t.throws(() => validateConfig({ sftp: { host: '' } }), { name: 'ConfigError', message: /sftp\.host/ }, 'an empty host')
-  t.equal(validateConfig({ sftp: { threads: 0 } }).sftp.threads, 0, 'threads 0: every connection in the main thread')
+  t.equal(validateConfig({ sftp: { threads: 2 } }).sftp.threads, 2, 'threads 2: connections spread over two SSH threads')
   t.equal(loadConfig([], { FILEGATE_SFTP_THREADS: 'auto' }).sftp.threads, 'auto', 'FILEGATE_SFTP_THREADS=auto')
   for (const bad of [-1, 65, 'many', 1.5]) {
     t.throws(() => validateConfig({ sftp: { threads: bad } }), { name: 'ConfigError', message: /sftp\.threads/ }, `threads ${JSON.stringify(bad)} is refused`)
