@@ -122,6 +122,9 @@ class RemoteView implements View {
   zip(): never {
     throw new FsError('ENOTSUP', 'not served in an SSH thread')
   }
+  commitStaged(): never {
+    throw new FsError('ENOTSUP', 'not served in an SSH thread')
+  }
   checkWrite(ctx: RequestContext, path: string, opts: { readonly overwrite: boolean }): Promise<void> {
     return this.#view('checkWrite', ctx, path, opts)
   }
