@@ -95,7 +95,10 @@ export interface Config {
    * to all at `full`) and `max_startups_per_address`; one that has not finished its key
    * exchange within `kex_grace_seconds`, or logged in within `login_grace_seconds`, is
    * dropped. `max_connections` caps the door's connections of every kind (0: a quarter of
-   * the process's descriptor limit).
+   * the process's descriptor limit). `threads`: the SSH threads its connections are spread
+   * over (each connection's key exchange, ciphers and SFTP in one of them), "auto" (one per
+   * core, at most 8; none on a single core) or a number; 0 runs every connection in the
+   * main thread.
    */
   readonly sftp: {
     readonly port: number | 'off'
@@ -106,6 +109,7 @@ export interface Config {
     readonly kex_grace_seconds: number
     readonly login_grace_seconds: number
     readonly max_connections: number
+    readonly threads: number | 'auto'
   }
   /**
    * The S3 gateway (gateways/s3/): its own port (0 picks a free one) or "off"; `host` null
@@ -223,7 +227,7 @@ export const DEFAULTS: Config = {
   admin_password: null,
   metrics: { allow_loopback: true, token: null },
   tus: { expiry_seconds: 24 * 3600 },
-  sftp: { port: 2222, host: null, proxy_protocol: false, max_startups: '32:30:256', max_startups_per_address: 16, kex_grace_seconds: 15, login_grace_seconds: 120, max_connections: 0 },
+  sftp: { port: 2222, host: null, proxy_protocol: false, max_startups: '32:30:256', max_startups_per_address: 16, kex_grace_seconds: 15, login_grace_seconds: 120, max_connections: 0, threads: 0 },
   s3: { port: 8335, host: null, region: 'us-east-1', base_domain: null, multipart_expiry_hours: 24 },
   public_url: null,
   mcp: { enabled: true, session_idle_seconds: 1800, max_sessions: 1000, sessions_per_login: 32, sessions_per_address: 100, calls_per_login: 8, max_batch: 20 },
@@ -445,6 +449,7 @@ function sftpConfig(v: unknown): Config['sftp'] {
     kex_grace_seconds: kex,
     login_grace_seconds: login,
     max_connections: int(s.max_connections, 'sftp.max_connections (0: automatic)', 0, 10_000_000),
+    threads: s.threads === 'auto' ? 'auto' : int(s.threads, 'sftp.threads ("auto" or a number of threads, 0: the main thread)', 0, 64),
   }
 }
 

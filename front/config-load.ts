@@ -93,6 +93,7 @@ function coerce(key: string, raw: string, source: string): unknown {
   const [top, sub] = key.split('.') as [keyof typeof DEFAULTS, string | undefined]
   const dflt = sub === undefined ? DEFAULTS[top] : (DEFAULTS[top] as unknown as Record<string, unknown>)[sub]
   if ((key === 'sftp.port' || key === 's3.port') && raw === 'off') return 'off'
+  if (key === 'sftp.threads' && raw === 'auto') return 'auto'
   if (typeof dflt === 'number' || (dflt === null && (key === 'max_upload_bytes' || key === 'backend_timeout_seconds'))) {
     if (dflt === null && raw === '') return null
     if (!/^\d+$/.test(raw)) throw new ConfigError(`${source} must be a whole number (got "${raw}")`)

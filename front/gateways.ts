@@ -30,6 +30,7 @@ export function builtInGateways(config: Config, trustProxy: ReadonlySet<string>,
         kexGraceMs: sftp.kex_grace_seconds * 1000,
         startups: { ...ms, perAddress: sftp.max_startups_per_address },
         maxConnections: sftp.max_connections,
+        threads: sftp.threads,
         ...(proxied ? { proxied } : {}),
       }),
     )

@@ -338,26 +338,42 @@ t.test('uWebSockets.js is imported by front/http/uws.ts only', async (t) => {
 
 // The thread rule ------------------------------------------------------------------
 //
-// The service runs on two kinds of thread. The main thread starts at front/main.ts and
+// The service runs on three kinds of thread. The main thread starts at front/main.ts and
 // holds the HTTP front, the gateways and the pool's client side (workers/pool.ts,
 // workers/client.ts, workers/staged-client.ts); a pool thread starts at workers/entry.ts and holds the drivers,
-// the ops, the transfers, zip and the plugins' worker halves. core/ is shared. A module
-// of one side reached from the other's entry would load worker code on the main thread
-// (or the reverse): every import counts, type imports too, so a type that both sides
-// need lives in core/.
+// the ops, the transfers, zip and the plugins' worker halves; an SSH thread starts at
+// gateways/sftp/ssh-thread/entry.ts and holds SSH connections (ssh2, the SFTP door's
+// connection code) whose sockets the main thread relays. core/ is shared; the SFTP door's
+// connection code (gateways/sftp/, but for its listener and what starts the SSH threads)
+// is shared by the main thread (connections served there) and the SSH threads. A module
+// of one side reached from another's entry would load its code in the wrong thread:
+// every import counts, type imports too, so a type that both sides need lives in core/
+// (or, for the SSH threads' messages, in the door's shared part).
 
 const MAIN_ENTRY = 'front/main.ts'
 const WORKER_ENTRY = 'workers/entry.ts'
+const SSH_ENTRY = 'gateways/sftp/ssh-thread/entry.ts'
 const MAIN_SIDE_WORKERS: ReadonlySet<string> = new Set(['workers/pool.ts', 'workers/client.ts', 'workers/staged-client.ts'])
+/** The SFTP door's files that only the main thread runs: its face, its listener, what starts and serves the SSH threads. */
+const MAIN_SIDE_SFTP: ReadonlySet<string> = new Set(['gateways/sftp/index.ts', 'gateways/sftp/server.ts', 'gateways/sftp/ssh-threads.ts', 'gateways/sftp/hostkey.ts', 'gateways/sftp/proxy-header.ts', 'gateways/sftp/startups.ts'])
 
-type Side = 'main' | 'worker' | 'shared'
+type Side = 'main' | 'worker' | 'ssh' | 'sftp' | 'shared'
 
-/** Which thread a file belongs to, by where it lies. */
+/** Which thread a file belongs to, by where it lies ('sftp': the main thread and the SSH threads alike). */
 function sideOf(file: string): Side {
   const layer = layerOf(file)
   if (layer === 'core') return 'shared'
   if (layer === 'workers') return MAIN_SIDE_WORKERS.has(file) ? 'main' : 'worker'
-  return 'main' // front/ and gateways/
+  if (file.startsWith('gateways/sftp/ssh-thread/')) return 'ssh'
+  if (file.startsWith('gateways/sftp/')) return MAIN_SIDE_SFTP.has(file) ? 'main' : 'sftp'
+  return 'main' // front/ and the other gateways/
+}
+
+/** The sides each entry may reach. */
+const REACHES: Readonly<Record<'main' | 'worker' | 'ssh', readonly Side[]>> = {
+  main: ['main', 'sftp', 'shared'],
+  worker: ['worker', 'shared'],
+  ssh: ['ssh', 'sftp', 'shared'],
 }
 
 /** Our files each file imports (any form, types included). */
@@ -387,13 +403,14 @@ function reach(graph: ReadonlyMap<string, readonly string[]>, entry: string): Ma
   return chains
 }
 
-/** Files of one side that the other side's entry reaches, each with its chain. */
-function threadCrossings(graph: ReadonlyMap<string, readonly string[]>, mainEntry: string, workerEntry: string): string[] {
+/** Files of one side that another side's entry reaches, each with its chain. */
+function threadCrossings(graph: ReadonlyMap<string, readonly string[]>, mainEntry: string, workerEntry: string, sshEntry?: string): string[] {
   const out: string[] = []
-  for (const [entry, own] of [[mainEntry, 'main'], [workerEntry, 'worker']] as const) {
+  const entries: [string, 'main' | 'worker' | 'ssh'][] = [[mainEntry, 'main'], [workerEntry, 'worker'], ...(sshEntry ? [[sshEntry, 'ssh'] as [string, 'ssh']] : [])]
+  for (const [entry, own] of entries) {
     for (const [file, chain] of reach(graph, entry)) {
       const side = sideOf(file)
-      if (side !== 'shared' && side !== own) out.push(`the ${own} thread (${entry}) reaches ${side}-side ${file}: ${chain.join(' → ')}`)
+      if (!REACHES[own].includes(side)) out.push(`the ${own} thread (${entry}) reaches ${side}-side ${file}: ${chain.join(' → ')}`)
     }
   }
   return out
@@ -422,12 +439,25 @@ t.test('self-check: the thread rule catches crossings both ways', async (t) => {
   t.equal(threadCrossings(workerToGateway, 'front/main.ts', 'workers/entry.ts').length, 1, 'a worker reaching gateways/ crosses')
   const viaCore = g([['workers/entry.ts', 'core/a.ts'], ['core/a.ts', 'front/x.ts']])
   t.equal(threadCrossings(viaCore, 'front/main.ts', 'workers/entry.ts').length, 1, 'a path through core/ still counts')
+  const ssh = 'gateways/sftp/ssh-thread/entry.ts'
+  const sshClean = g([
+    ['front/main.ts', 'gateways/sftp/index.ts'],
+    ['gateways/sftp/index.ts', 'gateways/sftp/server.ts'],
+    ['gateways/sftp/server.ts', 'gateways/sftp/connection.ts'],
+    [ssh, 'gateways/sftp/connection.ts'],
+    [ssh, 'gateways/sftp/ssh-thread/remote.ts'],
+    ['gateways/sftp/connection.ts', 'core/view.ts'],
+  ])
+  t.strictSame(threadCrossings(sshClean, 'front/main.ts', 'workers/entry.ts', ssh), [], "the SFTP door's connection code is run by both the main thread and the SSH threads")
+  t.equal(threadCrossings(g([[ssh, 'gateways/sftp/server.ts']]), 'front/main.ts', 'workers/entry.ts', ssh).length, 1, "an SSH thread reaching the door's listener crosses")
+  t.equal(threadCrossings(g([[ssh, 'gateways/connection/view.ts']]), 'front/main.ts', 'workers/entry.ts', ssh).length, 1, 'an SSH thread reaching the connection layer crosses')
+  t.equal(threadCrossings(g([['front/main.ts', 'gateways/sftp/ssh-thread/remote.ts']]), 'front/main.ts', 'workers/entry.ts', ssh).length, 1, "the main thread reaching an SSH thread's module crosses")
 })
 
-t.test('the thread rule holds: main-thread modules and worker-only modules never import each other', async (t) => {
+t.test('the thread rule holds: main-thread modules, worker-only modules and SSH-thread modules never import each other', async (t) => {
   const { files, edges } = scanTree()
   const graph = ownGraph(edges)
-  t.ok(files.includes(MAIN_ENTRY) && files.includes(WORKER_ENTRY), 'both entry points exist')
+  t.ok(files.includes(MAIN_ENTRY) && files.includes(WORKER_ENTRY) && files.includes(SSH_ENTRY), 'the three entry points exist')
   const main = reach(graph, MAIN_ENTRY)
   const worker = reach(graph, WORKER_ENTRY)
   // Not vacuous: each side reaches what it must.
@@ -437,7 +467,9 @@ t.test('the thread rule holds: main-thread modules and worker-only modules never
   for (const f of ['workers/ops.ts', 'workers/transfers.ts', 'workers/zip.ts', 'workers/plugins.ts', 'workers/drivers/local.ts']) {
     t.ok(worker.has(f), `${WORKER_ENTRY} reaches ${f}`)
   }
-  t.strictSame(threadCrossings(graph, MAIN_ENTRY, WORKER_ENTRY), [], 'no crossing')
+  const ssh = reach(graph, SSH_ENTRY)
+  for (const f of ['gateways/sftp/connection.ts', 'gateways/sftp/session.ts', 'gateways/sftp/wire/server.ts']) t.ok(ssh.has(f), `${SSH_ENTRY} reaches ${f}`)
+  t.strictSame(threadCrossings(graph, MAIN_ENTRY, WORKER_ENTRY, SSH_ENTRY), [], 'no crossing')
 })
 
 // A gateway is imported by its index only -------------------------------------------

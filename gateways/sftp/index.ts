@@ -4,6 +4,7 @@
  * any storage, users logging in through the gateway login (core/gateway.ts).
  */
 import { readFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import type { DrainRegistration } from '../../core/doors.js'
 import type { Gateway, GatewayContext } from '../../core/gateway.js'
@@ -25,6 +26,8 @@ export interface SftpGatewayOptions {
   readonly maxConnections?: number
   /** Whether a connection from this peer (a balancer) begins with a PROXY protocol header naming the client. */
   readonly proxied?: (peer: string) => boolean
+  /** SSH threads the connections are spread over (./ssh-threads.ts); 0 or absent: the main thread; 'auto': `defaultThreads()`. */
+  readonly threads?: number | 'auto'
 }
 
 export function createSftpGateway(opts: SftpGatewayOptions): Gateway {
@@ -48,6 +51,7 @@ export function createSftpGateway(opts: SftpGatewayOptions): Gateway {
         ...(opts.startups ? { startups: opts.startups } : {}),
         maxConnections: opts.maxConnections || defaultMaxConnections(),
         ...(opts.proxied ? { proxied: opts.proxied } : {}),
+        threads: opts.threads === 'auto' ? defaultThreads() : (opts.threads ?? 0),
       })
       drain = ctx.drain.register(listener.drain)
       ctx.log('info', 'sftp gateway listening', { address: `${opts.host}:${listener.port}`, host_key: key.fingerprint })
@@ -58,6 +62,15 @@ export function createSftpGateway(opts: SftpGatewayOptions): Gateway {
       listener = null
     },
   }
+}
+
+/**
+ * One SSH thread per core, at most 8; on a single core none (the relay between the socket
+ * and a thread would only add work to the one core).
+ */
+export function defaultThreads(): number {
+  const cores = availableParallelism()
+  return cores < 2 ? 0 : Math.min(cores, 8)
 }
 
 /**

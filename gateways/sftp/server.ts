@@ -15,22 +15,18 @@
  * flood the log). Each connection has a cap on bytes queued for its client (./send-budget.ts).
  */
 import { type Server as TcpServer, type Socket, createServer } from 'node:net'
-import type { Algorithms, ClientInfo, Connection, Server as SshServer } from 'ssh2'
+import type { ClientInfo, Connection, Server as SshServer } from 'ssh2'
 import type { DrainPart } from '../../core/doors.js'
+import { ALGORITHMS } from './algorithms.js'
 import { type ConnectionOptions, onConnection } from './connection.js'
 import { readProxyHeader } from './proxy-header.js'
 import { SendBudget } from './send-budget.js'
 import type { Work } from './session.js'
+import { SshThreads } from './ssh-threads.js'
 import { Server } from './ssh2.js'
 import { type Refusal, type StartupLimits, Startups } from './startups.js'
 
-export const ALGORITHMS: Algorithms = {
-  kex: ['curve25519-sha256', 'curve25519-sha256@libssh.org', 'ecdh-sha2-nistp256'],
-  cipher: ['aes128-gcm@openssh.com', 'aes256-gcm@openssh.com', 'chacha20-poly1305@openssh.com', 'aes128-ctr', 'aes256-ctr'],
-  hmac: ['hmac-sha2-256-etm@openssh.com', 'hmac-sha2-512-etm@openssh.com', 'hmac-sha2-256', 'hmac-sha2-512'],
-  serverHostKey: ['ssh-ed25519'],
-  compress: ['none'],
-}
+export { ALGORITHMS }
 
 /**
  * Time a connection gets to log in: OpenSSH's LoginGraceTime (120 s), which also leaves
@@ -69,15 +65,27 @@ export interface ListenOptions extends Omit<ConnectionOptions, 'loggedIn' | 'soc
   readonly maxConnections?: number
   /** Whether a connection from this peer begins with a PROXY protocol header (./proxy-header.ts), naming the client. */
   readonly proxied?: (peer: string) => boolean
+  /**
+   * SSH threads (./ssh-threads.ts) the connections are spread over, each connection's SSH
+   * and SFTP running in one of them; 0 or absent: every connection in the main thread.
+   */
+  readonly threads?: number
 }
 
-/** Listens on host:port; a port in use rejects with an error naming `sftp.port`. */
+/** Listens on host:port (its SSH threads started first, if any); a port in use rejects with an error naming `sftp.port`. */
 export async function listenSsh(hostKey: string, host: string, port: number, opts: ListenOptions): Promise<SshListener> {
-  const sockets = new OpenSockets(opts)
-  const ssh = new Server({ hostKeys: [hostKey], algorithms: ALGORITHMS, ident: 'filegate' }, (client, info) => sockets.connected(client, info))
-  const tcp = createServer((socket) => sockets.accept(socket, ssh))
-  if (opts.maxConnections !== undefined) capConnections(tcp, opts.maxConnections, opts.log)
-  return { port: await listen(tcp, host, port, opts.log), drain: drainPart(tcp, sockets) }
+  const threads = opts.threads ? new SshThreads(hostKey, opts.threads, opts.log) : null
+  try {
+    await threads?.start()
+    const sockets = new OpenSockets(opts, threads)
+    const ssh = new Server({ hostKeys: [hostKey], algorithms: ALGORITHMS, ident: 'filegate' }, (client, info) => sockets.connected(client, info))
+    const tcp = createServer((socket) => sockets.accept(socket, ssh))
+    if (opts.maxConnections !== undefined) capConnections(tcp, opts.maxConnections, opts.log)
+    return { port: await listen(tcp, host, port, opts.log), drain: drainPart(tcp, sockets, threads) }
+  } catch (err) {
+    await threads?.stop()
+    throw err
+  }
 }
 
 /** Binds the listener; a port in use rejects with an error naming `sftp.port`; later errors are logged. @returns the port bound */
@@ -111,8 +119,8 @@ function capConnections(tcp: TcpServer, max: number, log: ListenOptions['log']):
   )
 }
 
-/** The listener's share of the drain (`SshListener.drain`). */
-function drainPart(tcp: TcpServer, sockets: OpenSockets): DrainPart {
+/** The listener's share of the drain (`SshListener.drain`); its SSH threads end with the last connection. */
+function drainPart(tcp: TcpServer, sockets: OpenSockets, threads: SshThreads | null): DrainPart {
   let listening = true
   return {
     name: 'sftp',
@@ -121,7 +129,10 @@ function drainPart(tcp: TcpServer, sockets: OpenSockets): DrainPart {
     // An idle connection is closed once what was written to it is sent.
     closeIdle: () => sockets.closeIdle(),
     // What is left is dropped: its sessions end and abort their open files (nothing committed).
-    end: () => sockets.dropAll(() => !listening),
+    end: async () => {
+      await sockets.dropAll(() => !listening)
+      await threads?.stop()
+    },
   }
 }
 
@@ -155,16 +166,20 @@ class OpenSockets {
   readonly #refusals: (why: Refusal, address: string) => void
   /** Idle sockets being closed (once what was written to them is sent). */
   readonly #ending = new Set<Socket>()
+  /** Where connections are served: null, in this thread (ssh2's server here). */
+  readonly #threads: SshThreads | null
 
-  constructor(opts: ListenOptions) {
+  constructor(opts: ListenOptions, threads: SshThreads | null) {
     this.#opts = opts
+    this.#threads = threads
     this.#startups = new Startups(opts.startups ?? STARTUPS)
     this.#refusals = refusalLog(opts.log)
   }
 
   /**
    * A TCP connection: counted as not logged in (closed at once past the caps), timed,
-   * then handed to ssh2; behind a balancer, once its PROXY header has named the client.
+   * then handed to ssh2 (here or in an SSH thread); behind a balancer, once its PROXY
+   * header has named the client.
    */
   accept(socket: Socket, ssh: SshServer): void {
     const peer = socket.remoteAddress ?? ''
@@ -175,8 +190,26 @@ class OpenSockets {
     // for the client's delayed ACK, and an upload crawls.
     socket.setNoDelay(true)
     const open = this.#track(socket, counts)
-    if (!proxied) return ssh.injectSocket(socket)
+    if (!proxied) return this.#hand(open, ssh)
     void this.#fromBalancer(open, ssh)
+  }
+
+  /** The SSH of a socket admitted: ssh2's server in this thread, or an SSH thread's (the socket's bytes relayed to it). */
+  #hand(open: Open, ssh: SshServer): void {
+    if (this.#threads === null) return ssh.injectSocket(open.socket)
+    this.#threads.adopt(open.socket, {
+      login: this.#opts.login,
+      ...(this.#opts.meter ? { meter: this.#opts.meter } : {}),
+      log: this.#opts.log,
+      work: open.work,
+      ip: open.client ?? open.socket.remoteAddress ?? '',
+      // As `connected` below: the login grace from the first key exchange on, no longer counted once logged in.
+      onHandshake: () => clearTimeout(open.kex),
+      onLoggedIn: () => {
+        clearTimeout(open.grace)
+        uncount(open)
+      },
+    })
   }
 
   /**
@@ -240,7 +273,7 @@ class OpenSockets {
     }
     open.counts.push(from)
     open.client = client
-    ssh.injectSocket(socket)
+    this.#hand(open, ssh)
     socket.resume()
   }
 
