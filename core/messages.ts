@@ -71,6 +71,13 @@ export type RequestBody =
       readonly metadata?: ObjectMetadata
       /** Hash the bytes as they are written: the reply is the entry with `digest` (hex). */
       readonly digest?: 'md5'
+      /** The body's SHA-256 (hex), checked at its end before the driver commits: EINTEGRITY otherwise. */
+      readonly sha256?: string
+      /**
+       * With `parents`: only folders below this one are made, and it must exist (ENOENT);
+       * those made are removed again when the write fails.
+       */
+      readonly foldersBelow?: string
       readonly port: MessagePort
     }
   /**
@@ -140,7 +147,7 @@ export interface ReplyValues extends Record<Op, unknown> {
   lstat: Entry
   list: Entry[]
   read: ReadStart
-  write: Entry
+  write: Entry & { readonly digest?: string }
   commitStaged: Entry | null
   mkdir: void
   remove: void

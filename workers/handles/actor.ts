@@ -14,7 +14,6 @@
  * temporary file, announced under the open task's id as every task's are, and another
  * thread the staging copy, whose name is told before the copy is made (`staged`).
  */
-import { createHash } from 'node:crypto'
 import type { MessagePort, Transferable } from 'node:worker_threads'
 import type { Driver, Entry, OpContext } from '../../core/driver.js'
 import { FsError, fromWire, toWire } from '../../core/errors.js'
@@ -77,9 +76,10 @@ class Actor {
     const metadata = fresh && o.metadata && d.metadata ? { metadata: o.metadata } : {}
     const digest = fresh ? o.digest : undefined
     const upload = async (body: AsyncIterable<Uint8Array>, size?: number): Promise<Entry> => {
-      const hashed = digest === undefined ? null : hashing(body, createHash(digest))
-      const entry = await d.write(ctx, path, hashed?.body ?? body, { overwrite, ...(size === undefined ? {} : { size }), ...metadata })
-      return hashed === null ? entry : ({ ...entry, digest: await hashed.digest() } as Entry)
+      if (digest === undefined) return d.write(ctx, path, body, { overwrite, ...(size === undefined ? {} : { size }), ...metadata })
+      const hashed = hashing(body, { digest })
+      const entry = await d.write(ctx, path, hashed.body, { overwrite, ...(size === undefined ? {} : { size }), ...metadata })
+      return { ...entry, digest: await hashed.digest() } as Entry
     }
     const reader = new ReadAhead((offset, signal) => this.#stream(ctx, d, path, offset, signal), o.idleMs, () => this.#figures())
     const sizes = { chunkBytes: o.chunkBytes, windowBytes: o.windowBytes, budget: new PendingBudget(o.windowBytes) }
