@@ -232,7 +232,6 @@ export interface ZipStart {
 export interface HandleOpen {
   readonly flags: OpenFlags
   readonly metadata?: ObjectMetadata
-  readonly digest?: 'md5'
   /** Write in place where the driver can (else every write that is not a `put` goes through staging). */
   readonly inPlace: boolean
   /** Folder of private staging copies (`<data_dir>/gateway-staging`). */
@@ -281,7 +280,7 @@ export type ToHandle =
   | { readonly t: 'write'; readonly offset: number; readonly data: Uint8Array; readonly give: boolean }
   | { readonly t: 'stat'; readonly id: number }
   | { readonly t: 'truncate'; readonly id: number; readonly size: number }
-  /** Commits; answered with `CloseResult`. */
+  /** Commits; answered with null. */
   | { readonly t: 'close'; readonly id: number }
   /** Drops everything not committed; the actor ends. */
   | { readonly t: 'abort' }

@@ -45,11 +45,6 @@ export interface OpenOptions {
    * metadata kept with it where the storage can (`abilities.metadata`); ignored elsewhere.
    */
   readonly metadata?: ObjectMetadata
-  /**
-   * For a new or truncated file: the worker hashes the bytes it commits and `close`
-   * returns the hex digest (S3's ETag), so that the hash costs the caller's thread nothing.
-   */
-  readonly digest?: 'md5'
 }
 
 /** Options of `writeFile`. */
@@ -84,12 +79,6 @@ export interface WrittenFile extends FsEntry {
   readonly digest?: string
 }
 
-/** What `close` tells of the file it committed. */
-export interface CloseResult {
-  /** Hex digest of the file's whole content as committed, when `open` asked for one (`OpenOptions.digest`) and the file was written whole (new or truncated). */
-  readonly digest?: string
-}
-
 /**
  * An open file, kept by the worker that owns the backend (workers/handles/): reads are
  * served from a read-ahead stream there (a seek restarts it); writes are coalesced there
@@ -120,7 +109,7 @@ export interface FileHandle {
    */
   truncate(size: number): Promise<void>
   /** Commits what was written (atomically), then releases the handle. */
-  close(): Promise<CloseResult>
+  close(): Promise<void>
   /** Releases the handle and drops every write not yet committed. Idempotent. */
   abort(): void
 }

@@ -49,7 +49,7 @@ import type { RequestContext } from './request-context.js'
 import type { StagedSource } from './staged.js'
 import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, WriteFileOptions, WrittenFile } from './view-parts.js'
 
-export type { CloseResult, FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, WriteFileOptions, WrittenFile } from './view-parts.js'
+export type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, WriteFileOptions, WrittenFile } from './view-parts.js'
 /** Who asks and how to cancel: core/request-context.ts. */
 export type { ClientIdentity, RequestContext } from './request-context.js'
 

@@ -401,7 +401,6 @@ class PoolView implements View {
       const open: HandleOpen = {
         flags,
         ...(opts.metadata && this.abilities.metadata ? { metadata: opts.metadata } : {}),
-        ...(opts.digest ? { digest: opts.digest } : {}),
         inPlace: this.#inPlace,
         stagingDir: this.#opts.stagingDir,
         chunkBytes: limits.chunkBytes ?? 1024 * 1024,

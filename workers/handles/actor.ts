@@ -21,7 +21,6 @@ import type { FromHandle, HandleFigures, HandleMode, HandleOpen, HandleOpened, R
 import { parentOf } from '../../core/paths.js'
 import { PendingBudget } from '../../core/pending-budget.js'
 import type { HeadedStream } from '../../core/view.js'
-import { hashing } from '../hashing.js'
 import { statOrNull, truncateFile } from '../ops.js'
 import { asFsError } from './errors.js'
 import { Handle } from './handle.js'
@@ -74,13 +73,7 @@ class Actor {
     // A new file must not replace one created meanwhile (exclusive); a truncated one is replaced.
     const overwrite = !(flags.exclusive && flags.create)
     const metadata = fresh && o.metadata && d.metadata ? { metadata: o.metadata } : {}
-    const digest = fresh ? o.digest : undefined
-    const upload = async (body: AsyncIterable<Uint8Array>, size?: number): Promise<Entry> => {
-      if (digest === undefined) return d.write(ctx, path, body, { overwrite, ...(size === undefined ? {} : { size }), ...metadata })
-      const hashed = hashing(body, { digest })
-      const entry = await d.write(ctx, path, hashed.body, { overwrite, ...(size === undefined ? {} : { size }), ...metadata })
-      return { ...entry, digest: await hashed.digest() } as Entry
-    }
+    const upload = (body: AsyncIterable<Uint8Array>, size?: number): Promise<Entry> => d.write(ctx, path, body, { overwrite, ...(size === undefined ? {} : { size }), ...metadata })
     const reader = new ReadAhead((offset, signal) => this.#stream(ctx, d, path, offset, signal), o.idleMs, () => this.#figures())
     const sizes = { chunkBytes: o.chunkBytes, windowBytes: o.windowBytes, budget: new PendingBudget(o.windowBytes) }
     const writer =
