@@ -4,6 +4,7 @@
  */
 import mime from 'mime-types'
 import { FsError } from '../../core/errors.js'
+import { joinReady } from '../../core/join-ready.js'
 import type { HttpReply } from '../../core/http.js'
 import { parentOf } from '../../core/paths.js'
 import { refusal } from '../../core/permissions.js'
@@ -189,7 +190,7 @@ export async function putObject(r: S3Request): Promise<HttpReply> {
     const size = r.caller.contentLength
     let written: WrittenFile
     try {
-      written = await r.caller.fs.writeFile(r.ctx, path, ordered.body, {
+      written = await r.caller.fs.writeFile(r.ctx, path, joinReady(ordered.body), {
         overwrite: !exclusive,
         metadata,
         digest: 'md5',
