@@ -5,29 +5,37 @@
  * that crosses alone costs a message each way and a write in the worker (measured: an
  * S3 PUT's worker spent more time on those than on its MD5).
  *
- * The pieces that are ready at once (they arrived while the consumer was busy) are
- * copied into one chunk of up to `chunkBytes` (core/chunk-buffer.ts: a buffer that owns
- * its memory, moved across, not copied again); a piece that is not there within one
- * turn of the event loop is not waited for: the chunk goes on with what it has, so a
- * slow sender's bytes are never held back. A large piece that owns its memory goes as
- * it is. The source is read one piece ahead of the consumer.
+ * The pieces that come in quick succession are copied into one chunk of up to
+ * `chunkBytes` (core/chunk-buffer.ts: a buffer that owns its memory, moved across, not
+ * copied again); a chunk goes on when it is full, or `waitMs` after its first byte came
+ * (about 1 MiB at 1 GB/s), so a slow sender's bytes are held back that long at most. A
+ * large piece that owns its memory goes as it is. The source is read one piece ahead of
+ * the consumer.
  */
 import { ChunkBuffer } from './chunk-buffer.js'
 
 const NOT_YET = Symbol('not yet')
-const oneTurn = (): Promise<typeof NOT_YET> => new Promise((resolve) => setImmediate(() => resolve(NOT_YET)))
 const ownsBuffer = (b: Uint8Array): boolean => b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer
 
-export async function* joinReady(body: AsyncIterable<Uint8Array>, chunkBytes = 1024 * 1024): AsyncGenerator<Uint8Array> {
+export async function* joinReady(body: AsyncIterable<Uint8Array>, chunkBytes = 1024 * 1024, waitMs = 1): AsyncGenerator<Uint8Array> {
   const it = body[Symbol.asyncIterator]()
   const buf = new ChunkBuffer(chunkBytes)
   let next = it.next()
   let done = false
+  // Resolves when the chunk being joined has waited long enough (set with its first byte).
+  let due: Promise<typeof NOT_YET> | null = null
+  let timer: NodeJS.Timeout | undefined
+  const take = (): Uint8Array => {
+    clearTimeout(timer)
+    due = null
+    return buf.take()
+  }
   try {
     for (;;) {
-      const r = buf.bytes === 0 ? await next : await Promise.race([next, oneTurn()])
+      if (buf.bytes > 0) due ??= new Promise((resolve) => (timer = setTimeout(() => resolve(NOT_YET), waitMs)))
+      const r = due === null ? await next : await Promise.race([next, due])
       if (r === NOT_YET) {
-        yield buf.take()
+        yield take()
         continue
       }
       if (r.done) break
@@ -39,12 +47,13 @@ export async function* joinReady(body: AsyncIterable<Uint8Array>, chunkBytes = 1
       }
       for (let at = 0; at < piece.byteLength; ) {
         at += buf.add(piece.subarray(at))
-        if (buf.full) yield buf.take()
+        if (buf.full) yield take()
       }
     }
     done = true
-    if (buf.bytes > 0) yield buf.take()
+    if (buf.bytes > 0) yield take()
   } finally {
+    clearTimeout(timer)
     if (!done) {
       // Stopped early (the consumer, or the source failed): the piece read ahead is dropped,
       // and the source stopped once it settles (not waited for: a stalled sender).

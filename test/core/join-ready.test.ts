@@ -1,5 +1,5 @@
 /**
- * core/join-ready: a body's small pieces that are there at once cross as one chunk; a
+ * core/join-ready: a body's small pieces that come in quick succession cross as one chunk; a
  * sender that pauses never has its bytes held back; large pieces go as they are.
  */
 import { randomBytes } from 'node:crypto'
@@ -19,7 +19,7 @@ async function collect(body: AsyncIterable<Uint8Array>): Promise<Uint8Array[]> {
   return out
 }
 
-t.test('pieces ready at once are joined into chunks of up to the size asked, bytes in order', async (t) => {
+t.test('pieces that are there at once are joined into chunks of up to the size asked, bytes in order', async (t) => {
   const list = Array.from({ length: 40 }, () => randomBytes(64 * KiB))
   const out = await collect(joinReady(pieces(list), 1024 * KiB))
   t.same(out.map((c) => c.byteLength), [1024 * KiB, 1024 * KiB, 512 * KiB], 'sixteen 64 KiB pieces to a chunk')
@@ -33,7 +33,7 @@ t.test('a large piece that owns its memory goes as it is', async (t) => {
   t.equal(out[0], big)
 })
 
-t.test('a sender that pauses: what arrived goes on at once, not held for more', async (t) => {
+t.test('a sender that pauses: what arrived goes on (a millisecond later at most), not held for more', async (t) => {
   let sentSecond = false
   async function* slow(): AsyncIterable<Uint8Array> {
     yield new Uint8Array(10)
