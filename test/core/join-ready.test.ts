@@ -1,6 +1,6 @@
 /**
  * core/join-ready: a body's small pieces that come in quick succession cross as one chunk; a
- * sender that pauses never has its bytes held back; large pieces go as they are.
+ * sender that pauses has its bytes held back a millisecond at most; large pieces go as they are.
  */
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
