@@ -6,7 +6,9 @@
  *   (`--aws-sigv4`) on the S3 port, Bearer token on `GET /api/files/cat`;
  * - PUT of that file: curl -T (Content-Length), `PUT /<bucket>/<key>` against
  *   `POST /api/files/cat`; each upload's size is checked on disk (and its SHA-256 in
- *   quick mode), then removed;
+ *   quick mode), then removed; `PUT signed`: the same with the payload signed (its
+ *   SHA-256 in `x-amz-content-sha256`, which the gateway checks), as SDKs sign over
+ *   plain HTTP;
  * - the same file as a multipart upload by a real client: the aws CLI's `aws s3 cp`
  *   (Debian's awscli, a config of its own: parts of 8 MiB, 4 at a time), against the same
  *   HTTP upload; the object's ETag must show it was assembled from its parts;
@@ -38,7 +40,7 @@ async function sha256(path: string): Promise<string> {
   return h.digest('hex')
 }
 
-type Case = 'GET' | 'PUT' | 'multipart' | 'list'
+type Case = 'GET' | 'PUT' | 'PUT signed' | 'multipart' | 'list'
 interface Sample {
   readonly run: number
   readonly door: 's3' | 'http'
@@ -157,12 +159,19 @@ runBenchmark('s3', async () => {
     if (!etag?.endsWith(`-${parts}"`)) throw new Error(`aws s3 cp: the object's ETag is ${etag ?? 'missing'}, not that of ${parts} parts (was it sent in one piece?)`)
   }
 
+  const skipped: Record<string, string> = {}
+  if (!aws.ok) skipped.multipart = `the multipart upload's client, the aws CLI: ${aws.reason}`
+  const chosen = (['GET', 'PUT', 'PUT signed', 'multipart', 'list'] as const).filter((k) => selected(k) && !(k === 'multipart' && !aws.ok))
+  const payloadHash = chosen.includes('PUT signed') ? (expectHash ?? (await sha256(source))) : ''
+  const signedPayload = [...sigv4.slice(0, -1), `x-amz-content-sha256: ${payloadHash}`]
   const landed = (door: string) => join(folder, BUCKET, `up-${door}.bin`)
   const cases: Record<`${Case} ${'s3' | 'http'}`, () => Promise<number>> = {
     'GET s3': async () => (await curlOnce([...sigv4, '-o', '/dev/null', `${endpoint}/${BUCKET}/big.bin`], 'GET s3'), size),
     'GET http': async () => (await curlOnce([...bearer, '-o', '/dev/null', `${server.url}/api/files/cat?path=/${BUCKET}/big.bin`], 'GET http'), size),
     'PUT s3': async () => (await curlOnce([...sigv4, '-T', source, `${endpoint}/${BUCKET}/up-s3.bin`], 'PUT s3'), size),
     'PUT http': async () => (await curlOnce([...bearer, '-X', 'POST', '-T', source, `${server.url}/api/files/cat?path=/${BUCKET}/up-http.bin`], 'PUT http'), size),
+    'PUT signed s3': async () => (await curlOnce([...signedPayload, '-T', source, `${endpoint}/${BUCKET}/up-s3.bin`], 'PUT signed s3'), size),
+    'PUT signed http': async () => (await curlOnce([...bearer, '-X', 'POST', '-T', source, `${server.url}/api/files/cat?path=/${BUCKET}/up-http.bin`], 'PUT http'), size),
     'multipart s3': multipartPut,
     'multipart http': async () => (await curlOnce([...bearer, '-X', 'POST', '-T', source, `${server.url}/api/files/cat?path=/${BUCKET}/up-http.bin`], 'PUT http'), size),
     'list s3': listS3,
@@ -180,7 +189,7 @@ runBenchmark('s3', async () => {
     const clientCpu = reapedChildrenCpuSeconds() - client0
     const cpu = server.cpu() - cpu0
     if (kase === 'list' && n !== nKeys) throw new Error(`${door}: listed ${n} keys instead of ${nKeys}`)
-    if (kase === 'PUT' || kase === 'multipart') {
+    if (kase !== 'GET' && kase !== 'list') {
       if (kase === 'multipart' && door === 's3') await checkParts()
       const got = statSync(landed(door), { throwIfNoEntry: false })?.size
       if (got !== size) throw new Error(`${door}: the upload left ${got ?? 'no file'} bytes instead of ${size}`)
@@ -199,9 +208,6 @@ runBenchmark('s3', async () => {
     }
   }
 
-  const skipped: Record<string, string> = {}
-  if (!aws.ok) skipped.multipart = `the multipart upload's client, the aws CLI: ${aws.reason}`
-  const chosen = (['GET', 'PUT', 'multipart', 'list'] as const).filter((k) => selected(k) && !(k === 'multipart' && !aws.ok))
   progress('warm-up: each case once')
   for (const k of chosen) for (const d of ['s3', 'http'] as const) await once(k, d, 0)
   const samples: Sample[] = []

@@ -58,6 +58,7 @@ export const API_CODE_OF_FS: Readonly<Record<FsErrorCode, ApiCode>> = {
   EFBIG: 'TOO_LARGE',
   ENOSPC: 'INSUFFICIENT_STORAGE',
   EMEDIA: 'UNSUPPORTED_MEDIA',
+  EINTEGRITY: 'INVALID_INPUT',
   EIO: 'INTERNAL',
 }
 

@@ -25,6 +25,7 @@ export const FS_ERROR_CODES = [
   'EFBIG', // over a size limit (the configured upload limit, a backend quota, a plugin's input cap)
   'ENOSPC', // the storage (or the server's data folder) has no room left
   'EMEDIA', // a plugin cannot transform this file (e.g. ASCII art of a file that is not an image)
+  'EINTEGRITY', // the bytes received do not match the digest they were sent with: nothing was written
   'EIO', // anything else: a bug or an unexpected backend failure
 ] as const
 

@@ -71,6 +71,13 @@ export type RequestBody =
       readonly metadata?: ObjectMetadata
       /** Hash the bytes as they are written: the reply is the entry with `digest` (hex). */
       readonly digest?: 'md5'
+      /** The body's SHA-256 (hex), checked at its end before the driver commits: EINTEGRITY otherwise. */
+      readonly sha256?: string
+      /**
+       * With `parents`: only folders below this one are made, and it must exist (ENOENT);
+       * those made are removed again when the write fails.
+       */
+      readonly foldersBelow?: string
       readonly port: MessagePort
     }
   /**
@@ -140,7 +147,7 @@ export interface ReplyValues extends Record<Op, unknown> {
   lstat: Entry
   list: Entry[]
   read: ReadStart
-  write: Entry
+  write: Entry & { readonly digest?: string }
   commitStaged: Entry | null
   mkdir: void
   remove: void
@@ -225,7 +232,6 @@ export interface ZipStart {
 export interface HandleOpen {
   readonly flags: OpenFlags
   readonly metadata?: ObjectMetadata
-  readonly digest?: 'md5'
   /** Write in place where the driver can (else every write that is not a `put` goes through staging). */
   readonly inPlace: boolean
   /** Folder of private staging copies (`<data_dir>/gateway-staging`). */
@@ -274,7 +280,7 @@ export type ToHandle =
   | { readonly t: 'write'; readonly offset: number; readonly data: Uint8Array; readonly give: boolean }
   | { readonly t: 'stat'; readonly id: number }
   | { readonly t: 'truncate'; readonly id: number; readonly size: number }
-  /** Commits; answered with `CloseResult`. */
+  /** Commits; answered with null. */
   | { readonly t: 'close'; readonly id: number }
   /** Drops everything not committed; the actor ends. */
   | { readonly t: 'abort' }

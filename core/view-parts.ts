@@ -45,16 +45,37 @@ export interface OpenOptions {
    * metadata kept with it where the storage can (`abilities.metadata`); ignored elsewhere.
    */
   readonly metadata?: ObjectMetadata
-  /**
-   * For a new or truncated file: the worker hashes the bytes it commits and `close`
-   * returns the hex digest (S3's ETag), so that the hash costs the caller's thread nothing.
-   */
-  readonly digest?: 'md5'
 }
 
-/** What `close` tells of the file it committed. */
-export interface CloseResult {
-  /** Hex digest of the file's whole content as committed, when `open` asked for one (`OpenOptions.digest`) and the file was written whole (new or truncated). */
+/** Options of `writeFile`. */
+export interface WriteFileOptions {
+  /** Without it an existing file is EEXIST. */
+  readonly overwrite: boolean
+  /** The bytes the body holds (fewer or more is an error, nothing written). */
+  readonly size?: number
+  /** Object metadata kept with the file where the storage can (`abilities.metadata`); ignored elsewhere. */
+  readonly metadata?: ObjectMetadata
+  /**
+   * The worker that writes the bytes hashes them as they go by and the answer carries the
+   * hex digest (S3's ETag), so that the hash costs the caller's thread nothing.
+   */
+  readonly digest?: 'md5'
+  /**
+   * The SHA-256 (hex) the body must have: the worker that writes the bytes checks it at
+   * the body's end, before anything is committed; another is EINTEGRITY, nothing written.
+   */
+  readonly sha256?: string
+  /**
+   * Missing folders are made only below this one, which must exist (ENOENT otherwise);
+   * those made for a write that then fails are removed again. Absent: any missing folder
+   * on the way is made.
+   */
+  readonly foldersBelow?: string
+}
+
+/** What `writeFile` answers: the file as committed (its size and time as a `stat` would give them). */
+export interface WrittenFile extends FsEntry {
+  /** Hex digest of the content, when `WriteFileOptions.digest` asked for one. */
   readonly digest?: string
 }
 
@@ -88,7 +109,7 @@ export interface FileHandle {
    */
   truncate(size: number): Promise<void>
   /** Commits what was written (atomically), then releases the handle. */
-  close(): Promise<CloseResult>
+  close(): Promise<void>
   /** Releases the handle and drops every write not yet committed. Idempotent. */
   abort(): void
 }

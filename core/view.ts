@@ -47,9 +47,9 @@ import type { RangeSpec, ReadHead, TransformRequest, ZipCompression, ZipHead } f
 import type { Permissions } from './permissions.js'
 import type { RequestContext } from './request-context.js'
 import type { StagedSource } from './staged.js'
-import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions } from './view-parts.js'
+import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, WriteFileOptions, WrittenFile } from './view-parts.js'
 
-export type { CloseResult, FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions } from './view-parts.js'
+export type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, WriteFileOptions, WrittenFile } from './view-parts.js'
 /** Who asks and how to cancel: core/request-context.ts. */
 export type { ClientIdentity, RequestContext } from './request-context.js'
 
@@ -107,11 +107,12 @@ export interface View {
   readFile(ctx: RequestContext, path: string, opts?: { readonly range?: RangeSpec; readonly transform?: TransformRequest }): Promise<HeadedStream<ReadHead>>
   /**
    * Writes a whole file from `body`, atomically (readers see the old file or the new one,
-   * nothing is left of a write that failed); missing folders are made. Without
-   * `overwrite` an existing file is EEXIST. `size`: the bytes the body holds (fewer or
-   * more is an error, nothing written).
+   * nothing is left of a write that failed); missing folders are made (`foldersBelow`:
+   * only below that folder). Without `overwrite` an existing file is EEXIST. The answer is
+   * the file as committed, with the digest `digest` asked for.
+   * @throws EINTEGRITY (the body is not the `sha256` given) | EEXIST | ENOENT | EISDIR
    */
-  writeFile(ctx: RequestContext, path: string, body: AsyncIterable<Uint8Array>, opts: { readonly overwrite: boolean; readonly size?: number }): Promise<FsEntry>
+  writeFile(ctx: RequestContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteFileOptions): Promise<WrittenFile>
   /**
    * Writes a whole file from a staged upload (core/staged.ts: a tus upload's file, an S3
    * multipart upload's parts in order), as `writeFile` writes one from a body, with the

@@ -11,7 +11,6 @@
  * of a tree) stop when their caller leaves. Streams outlive their task as actors
  * (workers/transfers.ts).
  */
-import { createHash } from 'node:crypto'
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { type MessagePort, type Transferable, parentPort, threadId, workerData } from 'node:worker_threads'
@@ -24,7 +23,7 @@ import { resolveRange } from '../core/range.js'
 import { DriverCache } from './driver-cache.js'
 import { openHandle } from './handles/actor.js'
 import { hashing } from './hashing.js'
-import { abilitiesOf, copyFile, listDir, lstat, mkdirOne, mkdirp, move, removeOne, removeTree, touch, truncateFile, writeFile } from './ops.js'
+import { abilitiesOf, copyFile, listDir, lstat, makeParentsBelow, mkdirOne, mkdirp, move, removeOne, removeTree, touch, truncateFile, unmakeFolders, writeFile } from './ops.js'
 import { openTransformed } from './plugins.js'
 import type { PoolWorkerData } from '../core/worker-data.js'
 import { startOutgoing, uploadBudget } from './transfers.js'
@@ -234,13 +233,18 @@ async function write(d: Driver, msg: Extract<Request, { op: 'write' }>, p: Messa
   // Cancelled (the pool closing, the caller gone): a write waiting for bytes stops too, and the driver removes its temporary file.
   const onAbort = () => body.fail(new FsError('ECANCELED', 'the upload was cancelled'))
   ctx.signal.addEventListener('abort', onAbort, { once: true })
-  const { overwrite, size, mtimeMs, metadata } = msg
+  const { overwrite, size, mtimeMs, metadata, digest, sha256, foldersBelow } = msg
   const opts = { overwrite, ...(size === undefined ? {} : { size }), ...(mtimeMs === undefined ? {} : { mtimeMs }), ...(metadata === undefined ? {} : { metadata }) }
-  const hashed = msg.digest === undefined ? null : hashing(body, createHash(msg.digest))
-  const source = hashed?.body ?? body
+  const hashed = hashing(body, { ...(digest === undefined ? {} : { digest }), ...(sha256 === undefined ? {} : { sha256 }) })
+  let made: string[] = []
   try {
-    const entry = await (msg.parents ? writeFile(ctx, d, msg.path, source, opts) : d.write(ctx, msg.path, source, opts))
-    return hashed === null ? entry : { ...entry, digest: await hashed.digest() }
+    if (msg.parents && foldersBelow !== undefined) made = await makeParentsBelow(ctx, d, msg.path, foldersBelow)
+    const entry = await (msg.parents && foldersBelow === undefined ? writeFile(ctx, d, msg.path, hashed.body, opts) : d.write(ctx, msg.path, hashed.body, opts))
+    return digest === undefined ? entry : { ...entry, digest: await hashed.digest() }
+  } catch (err) {
+    // Nothing of a failed write stays, not even the folders made for it (their own context: this one may be cancelled).
+    if (made.length > 0) await unmakeFolders({ requestId: ctx.requestId, signal: new AbortController().signal }, d, made)
+    throw err
   } finally {
     ctx.signal.removeEventListener('abort', onAbort)
     body.cancel() // no-op after a complete read; stops the sender when the write failed early

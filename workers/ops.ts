@@ -145,6 +145,44 @@ export async function writeFile(
   return d.write(ctx, path, body, opts)
 }
 
+/**
+ * Makes the missing folders between `top` (which must exist: ENOENT otherwise) and the
+ * parent of `path`. Returns those it found missing and made, top down, for
+ * `unmakeFolders` when what needed them failed.
+ * @throws ENOENT (`top` is missing) | ENOTDIR (a file on the way)
+ */
+export async function makeParentsBelow(ctx: OpContext, d: Driver, path: string, top: string): Promise<string[]> {
+  const missing: string[] = []
+  for (let dir = parentOf(path); ; dir = parentOf(dir)) {
+    const st = await statOrNull(ctx, d, dir)
+    if (st !== null) {
+      if (st.kind !== 'dir') throw new FsError('ENOTDIR', `${dir}: not a directory`, { path: dir })
+      break
+    }
+    if (dir === top || dir === '/' || !isWithin(top, dir)) throw new FsError('ENOENT', `${dir}: no such directory`, { path: dir })
+    missing.unshift(dir)
+  }
+  for (const dir of missing) {
+    throwIfCancelled(ctx, dir)
+    await d.mkdir(ctx, dir)
+  }
+  return missing
+}
+
+/**
+ * Removes folders `made` (`makeParentsBelow`), deepest first, while they are empty (a
+ * file someone else put in meanwhile keeps them: ENOTEMPTY ends it, as any error does).
+ */
+export async function unmakeFolders(ctx: OpContext, d: Driver, made: readonly string[]): Promise<void> {
+  for (const dir of [...made].reverse()) {
+    try {
+      await d.remove(ctx, dir)
+    } catch {
+      return
+    }
+  }
+}
+
 async function* empty(): AsyncIterable<Uint8Array> {}
 
 // The protocol gateways' operations (core/view.ts): one step each, no parents created.

@@ -38,7 +38,7 @@ import type { Entry } from '../../core/driver.js'
 import { FsError, fromWire, toWire } from '../../core/errors.js'
 import type { FromHandle, HandleFigures, HandleMode, ToHandle } from '../../core/messages.js'
 import type { PendingBudget } from '../../core/pending-budget.js'
-import type { CloseResult, FileHandle, FsEntry, OpenFlags } from '../../core/view.js'
+import type { FileHandle, FsEntry, OpenFlags } from '../../core/view.js'
 import type { StagingHold } from '../../core/staging-quota.js'
 import { asFsError } from './errors.js'
 
@@ -116,7 +116,7 @@ export class ProxyHandle implements FileHandle {
   #live: (() => void) | null = null
   #state: 'open' | 'closing' | 'done' = 'open'
   #error: FsError | null = null
-  #closing: Promise<CloseResult> | null = null
+  #closing: Promise<void> | null = null
   #reopens = 0
   #reopening = false
   #nextId = 1
@@ -225,19 +225,18 @@ export class ProxyHandle implements FileHandle {
     return { path: this.path, name, kind: 'file', size: this.#size, mtimeMs: Date.now(), mode: this.#d.initial?.mode ?? null }
   }
 
-  close(): Promise<CloseResult> {
+  close(): Promise<void> {
     if (this.#closing) return this.#closing
     // A file only read that failed with EIO (its worker died, and it could not go on
     // elsewhere) has nothing to commit: its close is no failure (its reads told the error),
     // as a client closing after a failed read expects.
-    if (this.#state === 'done' && this.#d.mode === 'read' && this.#error?.code === 'EIO') return Promise.resolve({})
+    if (this.#state === 'done' && this.#d.mode === 'read' && this.#error?.code === 'EIO') return Promise.resolve()
     if (this.#state === 'done') return Promise.reject(this.#error ?? closedError(this.path))
-    const done = this.#call<CloseResult>((id) => ({ t: 'close', id }), true)
+    const done = this.#call<null>((id) => ({ t: 'close', id }), true)
     this.#state = 'closing'
     this.#closing = done.then(
-      (r) => {
+      () => {
         this.#end()
-        return r
       },
       (err: unknown) => {
         this.#error ??= asFsError(err)

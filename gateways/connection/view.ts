@@ -25,7 +25,7 @@ import { isCanonical, parentOf } from '../../core/paths.js'
 import type { BackendAbilities, HandleOpen, HandleOpened, RangeSpec, ReadHead, ToHandle, TransformRequest, ZipCompression, ZipHead } from '../../core/messages.js'
 import { PendingBudget } from '../../core/pending-budget.js'
 import { type PermissionName, type Permissions, mayReplace, refusal } from '../../core/permissions.js'
-import type { ClientIdentity, FileHandle, FsAbilities, FsEntry, HeadedStream, ListPage, OpenFlags, OpenOptions, RequestContext, View } from '../../core/view.js'
+import type { ClientIdentity, FileHandle, FsAbilities, FsEntry, HeadedStream, ListPage, OpenFlags, OpenOptions, RequestContext, View, WriteFileOptions, WrittenFile } from '../../core/view.js'
 import type { StagingQuota } from '../../core/staging-quota.js'
 import type { StagedSource } from '../../core/staged.js'
 import { Channel, INLINE_READ_MAX } from '../../workers/client.js'
@@ -229,14 +229,32 @@ class PoolView implements View {
     })
   }
 
-  writeFile(ctx: RequestContext, path: string, body: AsyncIterable<Uint8Array>, opts: { readonly overwrite: boolean; readonly size?: number }): Promise<FsEntry> {
-    return this.#call([path], async () => {
+  writeFile(ctx: RequestContext, path: string, body: AsyncIterable<Uint8Array>, opts: WriteFileOptions): Promise<WrittenFile> {
+    const below = opts.foldersBelow === undefined ? [] : [opts.foldersBelow]
+    return this.#call([path, ...below], async () => {
       const overwrite = await this.#writeTarget(ctx, path, opts.overwrite, false)
       const release = this.#acquire(ctx)
       try {
         const parents = this.permissions.can_create_directory
-        const size = opts.size === undefined ? {} : { size: opts.size }
-        return this.#outEntry(await this.#ch.upload(ctx, { op: 'write', path: this.#in(path, true), parents, overwrite, ...size }, body))
+        const { size, digest, sha256, foldersBelow } = opts
+        const metadata = opts.metadata && this.abilities.metadata ? opts.metadata : undefined
+        const written = await this.#ch.upload(
+          ctx,
+          {
+            op: 'write',
+            path: this.#in(path, true),
+            parents,
+            overwrite,
+            ...(size === undefined ? {} : { size }),
+            ...(metadata === undefined ? {} : { metadata }),
+            ...(digest === undefined ? {} : { digest }),
+            ...(sha256 === undefined ? {} : { sha256 }),
+            ...(foldersBelow === undefined ? {} : { foldersBelow: this.#in(foldersBelow) }),
+          },
+          body,
+        )
+        const entry = this.#outEntry(written)
+        return written.digest === undefined ? entry : { ...entry, digest: written.digest }
       } finally {
         release?.()
       }
@@ -383,7 +401,6 @@ class PoolView implements View {
       const open: HandleOpen = {
         flags,
         ...(opts.metadata && this.abilities.metadata ? { metadata: opts.metadata } : {}),
-        ...(opts.digest ? { digest: opts.digest } : {}),
         inPlace: this.#inPlace,
         stagingDir: this.#opts.stagingDir,
         chunkBytes: limits.chunkBytes ?? 1024 * 1024,

@@ -31,6 +31,7 @@ const TABLE: Readonly<Record<FsErrorCode, string>> = {
   EFBIG: 'TOO_LARGE',
   ENOSPC: 'INSUFFICIENT_STORAGE',
   EMEDIA: 'UNSUPPORTED_MEDIA',
+  EINTEGRITY: 'INVALID_INPUT',
   EIO: 'INTERNAL',
 }
 

@@ -46,6 +46,7 @@ const TABLE: Readonly<Record<FsErrorCode, readonly [code: string, status: number
   EFBIG: ['EntityTooLarge', 400],
   ENOSPC: ['InsufficientStorage', 507], // no AWS code for it: WebDAV's 507, not retried by SDKs as a 503 would be
   EMEDIA: ['InvalidRequest', 400],
+  EINTEGRITY: ['BadDigest', 400],
   EIO: ['InternalError', 500],
 }
 

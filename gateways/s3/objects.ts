@@ -4,16 +4,18 @@
  */
 import mime from 'mime-types'
 import { FsError } from '../../core/errors.js'
+import { joinReady } from '../../core/join-ready.js'
 import type { HttpReply } from '../../core/http.js'
 import { parentOf } from '../../core/paths.js'
-import type { FileHandle, FsEntry } from '../../core/view.js'
+import { refusal } from '../../core/permissions.js'
+import type { FileHandle, FsEntry, WrittenFile } from '../../core/view.js'
 import { parseRange, resolveRange } from '../../core/range.js'
 import { evaluate, etagMatches, preconditionFailed } from './conditions.js'
 import { S3Error, noSuchKey } from './errors.js'
-import { keyPath } from './keys.js'
+import { bucketPath, keyPath } from './keys.js'
 import { EMPTY_MD5, type ObjectMetaValue, standardHeadersFrom, userMetaFrom, userMetaHeaders } from './meta/index.js'
-import { type S3Request, codeOf, makeFolders, removeEmptyParents, statBucket, unmakeFolders } from './request.js'
-import { serially } from './commits.js'
+import { type S3Request, codeOf, makeFolders, removeEmptyParents, statBucket } from './request.js'
+import { inCommitOrder } from './commits.js'
 
 /** Bytes read from the storage per step of a download. */
 const READ_CHUNK = 1024 * 1024
@@ -110,38 +112,33 @@ async function* readRange(handle: FileHandle, start: number, end: number): Async
 }
 
 /**
- * Streams the body into a write handle opened with `digest: 'md5'` (the worker hashes
- * what it commits: the ETag), then publishes it and records its ETag with the file as
- * stored, as one commit of the object (gateways/s3/commits.ts). It commits only
- * once the body completed, which is when authentication has checked it (signatures,
- * Content-MD5, checksums) and its length matched: any failure aborts the handle, so the
- * previous object stays as it was.
+ * The payload, counted: at its end, a length other than the request announced is
+ * IncompleteBody. Its own failure (that, or one of the checks `S3Caller.body` makes: a
+ * signature, Content-MD5, a checksum) is kept in `error`: the write it feeds fails then
+ * too, in the storage's words, and the request answers the payload's.
  */
-async function writeBody(r: S3Request, handle: FileHandle, path: string, metadata: Omit<ObjectMetaValue, 'etag'>): Promise<string> {
-  let offset = 0
-  try {
-    for await (const chunk of r.caller.body) {
-      const n = chunk.length
-      await handle.write(offset, chunk, { give: true }) // the body's chunks are ours (core/http)
-      offset += n
+function counted(body: AsyncIterable<Uint8Array>, expected: number | null): { readonly body: AsyncIterable<Uint8Array>; readonly error: unknown } {
+  let error: unknown
+  async function* count(): AsyncIterable<Uint8Array> {
+    let n = 0
+    try {
+      for await (const chunk of body) {
+        n += chunk.byteLength
+        yield chunk
+      }
+      if (expected !== null && n !== expected) {
+        throw new S3Error('IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header.', 400)
+      }
+    } catch (err) {
+      error = err
+      throw err
     }
-    const expected = r.caller.contentLength
-    if (expected !== null && offset !== expected) {
-      throw new S3Error('IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header.', 400)
-    }
-    return await serially(r.caller.fs, path, async () => {
-      const { digest } = await handle.close()
-      if (digest === undefined) throw new FsError('EIO', 'the storage returned no digest of the object')
-      // Stat'ed, not the entry the write answered: records are keyed by the stored time, which
-      // some storages' writes only approximate (an S3 storage's PutObject answers no time,
-      // SMB's differed by milliseconds).
-      const entry = await r.caller.fs.stat(r.ctx, path)
-      await r.meta.put(r.caller.fs, path, entry, { etag: digest, ...metadata }, r.ctx)
-      return digest
-    })
-  } catch (err) {
-    handle.abort()
-    throw err
+  }
+  return {
+    body: count(),
+    get error() {
+      return error
+    },
   }
 }
 
@@ -179,31 +176,53 @@ export async function putObject(r: S3Request): Promise<HttpReply> {
     return { status: 200, headers: { etag: `"${EMPTY_MD5}"` } }
   }
 
-  const flags = { read: false, write: true, append: false, create: true, truncate: true, exclusive }
   // Kept on the object itself where the storage can (S3); recorded otherwise (meta.put).
   const metadata = { userMeta, ...(contentType === undefined ? {} : { contentType }) }
-  let made: string[] = []
-  let handle: FileHandle
+  // One upload task: the worker that writes the bytes hashes them (the MD5 is the ETag),
+  // checks the signed SHA-256 before it commits, makes the missing folders below the
+  // bucket (and removes them again if the write fails), and answers the file as
+  // committed, which the ETag's record is keyed by. Nothing is committed unless the body
+  // completed, which is when authentication has checked it and its length matched.
+  const payload = r.caller.payload()
+  const body = counted(payload.body, r.caller.contentLength)
+  const ordered = inCommitOrder(r.caller.fs, path, body.body)
   try {
-    handle = await r.caller.fs.open(r.ctx, path, flags, { metadata, digest: 'md5' })
-  } catch (err) {
-    if (codeOf(err) !== 'ENOENT') throw exclusive && codeOf(err) === 'EEXIST' ? preconditionFailed('If-None-Match') : err
-    made = await makeFolders(r, parentOf(path))
+    const size = r.caller.contentLength
+    let written: WrittenFile
     try {
-      handle = await r.caller.fs.open(r.ctx, path, flags, { metadata, digest: 'md5' })
-    } catch (again) {
-      await unmakeFolders(r, made)
-      throw again
+      written = await r.caller.fs.writeFile(r.ctx, path, joinReady(ordered.body), {
+        overwrite: !exclusive,
+        metadata,
+        digest: 'md5',
+        foldersBelow: bucketPath(r.bucket),
+        ...(size === null ? {} : { size }),
+        ...(payload.sha256 === null ? {} : { sha256: payload.sha256 }),
+      })
+    } catch (err) {
+      if (body.error !== undefined) throw body.error
+      throw await putFailure(r, err, path, exclusive, payload.sha256)
     }
+    if (written.digest === undefined) throw new FsError('EIO', 'the storage returned no digest of the object')
+    await r.meta.put(r.caller.fs, path, written, { etag: written.digest, ...metadata, ...(Object.keys(standard).length === 0 ? {} : { headers: standard }) }, r.ctx)
+    return { status: 200, headers: { etag: `"${written.digest}"` } }
+  } finally {
+    ordered.done()
   }
-  let etag: string
-  try {
-    etag = await writeBody(r, handle, path, { ...metadata, ...(Object.keys(standard).length === 0 ? {} : { headers: standard }) })
-  } catch (err) {
-    await unmakeFolders(r, made)
-    throw exclusive && codeOf(err) === 'EEXIST' ? preconditionFailed('If-None-Match') : err
+}
+
+/** A PutObject's failed write in S3's words. */
+async function putFailure(r: S3Request, err: unknown, path: string, exclusive: boolean, sha256: string | null): Promise<unknown> {
+  const code = codeOf(err)
+  if (code === 'EINTEGRITY' && sha256 !== null) {
+    return new S3Error('XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed.", 400, { ClientComputedContentSHA256: sha256 })
   }
-  return { status: 200, headers: { etag: `"${etag}"` } }
+  if (code === 'EEXIST' && exclusive) return preconditionFailed('If-None-Match')
+  if (code === 'ENOENT') {
+    await statBucket(r) // NoSuchBucket
+    // A folder on the way is missing, and this key may not make it.
+    if (!r.caller.fs.permissions.can_create_directory) return refusal('can_create_directory', parentOf(path))
+  }
+  return err
 }
 
 /**

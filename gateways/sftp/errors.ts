@@ -27,6 +27,7 @@ const TABLE: Readonly<Record<FsErrorCode, SftpStatusCode>> = {
   EFBIG: STATUS.FAILURE,
   ENOSPC: STATUS.FAILURE, // v3 has no code for it (SSH_FX_NO_SPACE_ON_FILESYSTEM is v5): the message says it
   EMEDIA: STATUS.FAILURE,
+  EINTEGRITY: STATUS.FAILURE,
   EIO: STATUS.FAILURE,
 }
 

@@ -14,7 +14,7 @@
  */
 import { FsError } from '../../core/errors.js'
 import { parentOf } from '../../core/paths.js'
-import type { CloseResult, FileHandle, FsEntry, OpenFlags } from '../../core/view.js'
+import type { FileHandle, FsEntry, OpenFlags } from '../../core/view.js'
 
 /** How long a read of a file this session is writing waits for the writer's CLOSE. */
 export const READ_WAIT_MS = 30_000
@@ -133,11 +133,10 @@ export class ReadAfterWrite implements FileHandle {
     return (await this.#opened()).stat()
   }
 
-  async close(): Promise<CloseResult> {
+  async close(): Promise<void> {
     if (this.#handle) return this.#handle.close()
     // Not open yet (maybe waiting for the writer): a reader has nothing to commit.
     this.abort()
-    return {}
   }
 
   abort(): void {

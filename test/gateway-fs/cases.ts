@@ -252,23 +252,29 @@ export function runCases(t: Test, name: string, make: MakeFixture): Promise<unkn
       t.same((await f.names()), ['old'], 'no temporary file left')
     })
 
-    await t.test('digest: close returns the MD5 of what was committed, hashed by the worker', async (t) => {
+    await t.test('writeFile: the worker hashes what it commits, checks a SHA-256 before committing, and answers the file as stored', async (t) => {
       const f = await make(t)
       const md5 = (b: Uint8Array) => createHash('md5').update(b).digest('hex')
+      async function* pieces(b: Uint8Array): AsyncIterable<Uint8Array> {
+        for (let at = 0; at < b.byteLength; at += 256 * 1024) yield b.slice(at, at + 256 * 1024)
+      }
       const data = randomBytes(3 * MiB + 123)
-      const h = await f.fs.open(ctx(), '/put.bin', PUT, { digest: 'md5' })
-      await writeLikeSftp(h, data)
-      t.same(await h.close(), { digest: md5(data) }, 'a put: the MD5 of the whole file')
-      const s = await f.fs.open(ctx(), '/staged.bin', flags({ read: true, write: true, create: true, truncate: true }), { digest: 'md5' })
-      await s.write(0, data.subarray(0, MiB))
-      await s.write(MiB, data.subarray(MiB))
-      t.same(await s.close(), { digest: md5(data) }, 'through a staging copy: the same')
-      t.equal(sha256((await f.read('staged.bin'))), sha256(data), 'and the bytes are those hashed')
-      const plain = await f.fs.open(ctx(), '/plain.bin', PUT)
-      await plain.write(0, data)
-      t.same(await plain.close(), {}, 'no digest asked: none given')
-      const empty = await f.fs.open(ctx(), '/empty.bin', PUT, { digest: 'md5' })
-      t.same(await empty.close(), { digest: md5(new Uint8Array(0)) }, 'an empty file: the MD5 of nothing')
+      const w = await f.fs.writeFile(ctx(), '/put.bin', pieces(data), { overwrite: true, digest: 'md5', sha256: sha256(data) })
+      t.equal(w.digest, md5(data), 'the MD5 of the whole file')
+      const st = await f.fs.stat(ctx(), '/put.bin')
+      t.match(w, { size: data.byteLength, mtimeMs: st.mtimeMs }, 'the entry a stat then gives')
+      t.equal((await f.fs.writeFile(ctx(), '/empty.bin', pieces(new Uint8Array(0)), { overwrite: true, digest: 'md5' })).digest, md5(new Uint8Array(0)), 'an empty file: the MD5 of nothing')
+      t.equal((await f.fs.writeFile(ctx(), '/plain.bin', pieces(data), { overwrite: true })).digest, undefined, 'no digest asked: none given')
+
+      const other = randomBytes(data.byteLength)
+      await t.rejects(f.fs.writeFile(ctx(), '/put.bin', pieces(other), { overwrite: true, sha256: sha256(data) }), { code: 'EINTEGRITY' }, 'another SHA-256: refused')
+      t.equal(sha256(await f.read('put.bin')), sha256(data), 'the file is as it was')
+      await t.rejects(f.fs.writeFile(ctx(), '/a/b/c.bin', pieces(other), { overwrite: true, sha256: sha256(data), foldersBelow: '/' }), { code: 'EINTEGRITY' })
+      t.same(await f.names(), ['empty.bin', 'plain.bin', 'put.bin'], 'no temporary file, no folder made for it')
+      await f.mkdir('a')
+      await t.rejects(f.fs.writeFile(ctx(), '/b/c/d.bin', pieces(data), { overwrite: true, foldersBelow: '/b' }), { code: 'ENOENT' }, 'folders are made only below one that exists')
+      await f.fs.writeFile(ctx(), '/a/b/c.bin', pieces(data), { overwrite: true, foldersBelow: '/a' })
+      t.equal(sha256(await f.read('a/b/c.bin')), sha256(data), 'written, in the folder made below')
     })
 
     await t.test('put: abort commits nothing and leaves no debris', async (t) => {

@@ -14,7 +14,6 @@
  * temporary file, announced under the open task's id as every task's are, and another
  * thread the staging copy, whose name is told before the copy is made (`staged`).
  */
-import { createHash } from 'node:crypto'
 import type { MessagePort, Transferable } from 'node:worker_threads'
 import type { Driver, Entry, OpContext } from '../../core/driver.js'
 import { FsError, fromWire, toWire } from '../../core/errors.js'
@@ -22,7 +21,6 @@ import type { FromHandle, HandleFigures, HandleMode, HandleOpen, HandleOpened, R
 import { parentOf } from '../../core/paths.js'
 import { PendingBudget } from '../../core/pending-budget.js'
 import type { HeadedStream } from '../../core/view.js'
-import { hashing } from '../hashing.js'
 import { statOrNull, truncateFile } from '../ops.js'
 import { asFsError } from './errors.js'
 import { Handle } from './handle.js'
@@ -75,12 +73,7 @@ class Actor {
     // A new file must not replace one created meanwhile (exclusive); a truncated one is replaced.
     const overwrite = !(flags.exclusive && flags.create)
     const metadata = fresh && o.metadata && d.metadata ? { metadata: o.metadata } : {}
-    const digest = fresh ? o.digest : undefined
-    const upload = async (body: AsyncIterable<Uint8Array>, size?: number): Promise<Entry> => {
-      const hashed = digest === undefined ? null : hashing(body, createHash(digest))
-      const entry = await d.write(ctx, path, hashed?.body ?? body, { overwrite, ...(size === undefined ? {} : { size }), ...metadata })
-      return hashed === null ? entry : ({ ...entry, digest: await hashed.digest() } as Entry)
-    }
+    const upload = (body: AsyncIterable<Uint8Array>, size?: number): Promise<Entry> => d.write(ctx, path, body, { overwrite, ...(size === undefined ? {} : { size }), ...metadata })
     const reader = new ReadAhead((offset, signal) => this.#stream(ctx, d, path, offset, signal), o.idleMs, () => this.#figures())
     const sizes = { chunkBytes: o.chunkBytes, windowBytes: o.windowBytes, budget: new PendingBudget(o.windowBytes) }
     const writer =

@@ -14,7 +14,7 @@
  */
 import type { Entry } from '../../core/driver.js'
 import { FsError } from '../../core/errors.js'
-import type { CloseResult, FileHandle, FsEntry, OpenFlags } from '../../core/view.js'
+import type { FileHandle, FsEntry, OpenFlags } from '../../core/view.js'
 import { toFsEntry } from '../../core/view-parts.js'
 import { asFsError } from './errors.js'
 import type { ReadAhead } from './read-ahead.js'
@@ -55,7 +55,7 @@ export class Handle implements FileHandle {
   #chain: Promise<unknown> = Promise.resolve()
   #state: 'open' | 'closing' | 'done' = 'open'
   #error: FsError | null = null
-  #closing: Promise<CloseResult> | null = null
+  #closing: Promise<void> | null = null
 
   /** Its reader and writer, for the view's figures. */
   get parts(): Pick<HandleDeps, 'reader' | 'writer'> {
@@ -140,23 +140,19 @@ export class Handle implements FileHandle {
     return { path: this.path, name, kind: 'file', size, mtimeMs: Date.now(), mode: this.#d.initial?.mode ?? null }
   }
 
-  close(): Promise<CloseResult> {
+  close(): Promise<void> {
     if (this.#closing) return this.#closing
     // Aborted (the connection went, or the view closed): nothing was committed, say so.
     if (this.#state === 'done') return Promise.reject(this.#error ?? closedError(this.path))
     this.#state = 'closing'
-    const done = this.#chain.then(async (): Promise<Entry | void> => {
+    const done = this.#chain.then(async (): Promise<void> => {
       if (this.#error) throw this.#error
       this.#d.reader.close()
-      if (this.#d.writer) return this.#d.writer.close()
-      if (this.flags.write && (this.#staging || this.#staged || this.#d.fresh)) return this.#d.commitStaging(await this.#stagingCopy())
+      if (this.#d.writer) await this.#d.writer.close()
+      else if (this.flags.write && (this.#staging || this.#staged || this.#d.fresh)) await this.#d.commitStaging(await this.#stagingCopy())
     })
     const finish = done.then(
-      (committed): CloseResult => {
-        this.#end()
-        const digest = committed ? (committed as Entry & { digest?: unknown }).digest : undefined
-        return typeof digest === 'string' ? { digest } : {}
-      },
+      () => this.#end(),
       (err: unknown) => {
         this.#abortParts(asFsError(err))
         this.#end()

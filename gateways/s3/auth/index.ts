@@ -29,6 +29,13 @@ export interface S3Caller {
    * the iterable completed.
    */
   readonly body: AsyncIterable<Uint8Array>
+  /**
+   * `body` for a consumer that checks the signed SHA-256 (`sha256`, hex; null: none was
+   * signed) itself, where it writes the bytes, before it commits them (PutObject: the
+   * worker that writes them, off the main thread); everything else is checked as in `body`.
+   * A request's payload is read once: through `body` or through this.
+   */
+  payload(): { readonly body: AsyncIterable<Uint8Array>; readonly sha256: string | null }
   /** The decoded payload length when known (x-amz-decoded-content-length or Content-Length), else null. */
   readonly contentLength: number | null
 }
@@ -68,5 +75,12 @@ export async function authenticate(req: HttpRequest, login: GatewayLogin, opts: 
     })
   }
   const signing = { key: key!, longDate: claims.longDate, scope: claims.scope, seed: claims.signature }
-  return { accessKeyId: claims.accessKeyId, user: r.user, fs: r.fs, body: checkedPayload(req.body, plan, signing), contentLength: plan.length }
+  return {
+    accessKeyId: claims.accessKeyId,
+    user: r.user,
+    fs: r.fs,
+    body: checkedPayload(req.body, plan, signing),
+    payload: () => ({ body: checkedPayload(req.body, plan, signing, true), sha256: plan.sha256 }),
+    contentLength: plan.length,
+  }
 }

@@ -97,9 +97,13 @@ export function planPayload(req: HttpRequest, claimed: string, presigned: boolea
   return { sha256, streaming, md5: md5?.trim() ?? null, checksum, length }
 }
 
-/** The payload as the consumer reads it: decoded, and checked as `plan` says. */
-export async function* checkedPayload(src: AsyncIterable<Uint8Array>, plan: PayloadPlan, signing: ChunkSigning): AsyncGenerator<Uint8Array> {
-  const sha = plan.sha256 === null ? null : createHash('sha256')
+/**
+ * The payload as the consumer reads it: decoded, and checked as `plan` says; with
+ * `sha256Elsewhere`, all but the signed SHA-256, which the consumer checks itself where it
+ * writes the bytes, before it commits them (gateways/s3/auth/index.ts `S3Caller.payload`).
+ */
+export async function* checkedPayload(src: AsyncIterable<Uint8Array>, plan: PayloadPlan, signing: ChunkSigning, sha256Elsewhere = false): AsyncGenerator<Uint8Array> {
+  const sha = plan.sha256 === null || sha256Elsewhere ? null : createHash('sha256')
   const md5 = plan.md5 === null ? null : createHash('md5')
   const sum: RunningChecksum | null = plan.checksum ? runningChecksum(plan.checksum.name) : null
   let total = 0

@@ -9,7 +9,7 @@
 import { FsError, fromWire } from '../../../core/errors.js'
 import type { GatewayLogin, LoginRequest, LoginResult, PublicKey } from '../../../core/gateway.js'
 import type { Permissions } from '../../../core/permissions.js'
-import type { CloseResult, FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, RequestContext, View } from '../../../core/view.js'
+import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, RequestContext, View } from '../../../core/view.js'
 import type { Call, CallContext, FileCall, LoginReply, OpenAnswer, ToSsh, ViewCall } from '../thread-messages.js'
 import type { PortSocket } from './port-socket.js'
 
@@ -218,7 +218,7 @@ class RemoteFile implements FileHandle {
     return this.#file('truncate', [size])
   }
 
-  close(): Promise<CloseResult> {
+  close(): Promise<void> {
     return this.#file('close', [])
   }
 

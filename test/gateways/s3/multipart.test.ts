@@ -85,7 +85,7 @@ async function fixture(t: Test, opts: { expiryMs?: number } = {}) {
       contentLength: length,
       body,
     }
-    const s3r: S3Request = { req, caller: { accessKeyId: `key-of-${who.user}`, ...who, body, contentLength: length }, ctx: { requestId: req.requestId, signal: req.signal }, meta, region: 'us-east-1', bucket, key }
+    const s3r: S3Request = { req, caller: { accessKeyId: `key-of-${who.user}`, ...who, body, payload: () => ({ body, sha256: null }), contentLength: length }, ctx: { requestId: req.requestId, signal: req.signal }, meta, region: 'us-east-1', bucket, key }
     // Complete: a keep-alive space every millisecond while it writes. Bodies read whole here.
     const reply = await multipartRoute(uploads, s3r, { keepAliveMs: 1 })
     if (!reply || reply.body === undefined || typeof reply.body === 'string' || reply.body instanceof Uint8Array) return reply
@@ -356,7 +356,7 @@ t.test('over an S3 backend: Complete writes the object with its Content-Type and
   const c = { requestId: 'mp-s3', signal: new AbortController().signal }
   const request = (body: Uint8Array): S3Request => ({
     req: {} as HttpRequest, // not read by these calls
-    caller: { accessKeyId: 'k', user: 'alice', fs, body: once(body), contentLength: body.byteLength },
+    caller: { accessKeyId: 'k', user: 'alice', fs, body: once(body), payload: () => ({ body: once(body), sha256: null }), contentLength: body.byteLength },
     ctx: c,
     meta,
     region: 'us-east-1',

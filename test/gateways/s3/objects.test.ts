@@ -151,6 +151,24 @@ for (const backend of BACKENDS) {
     const failed = await rawS3(gw.endpoint, gw.key, 'PUT', '/cond/new/dirs/k.txt', { body: 'x', headers: { 'content-md5': Buffer.from(md5('y'), 'hex').toString('base64') } })
     t.equal(failed.status, 400)
     t.notOk(existsSync(join(gw.root, 'cond', 'new')), 'no folder left by a failed PUT')
+
+    // A signed payload that is not the one signed (the worker writing it checks its SHA-256
+    // before it commits): XAmzContentSHA256Mismatch; the old object stays, nothing is left.
+    const big = randomBytes(3 * 1024 * 1024 + 17)
+    const signedFor = createHash('sha256').update(Buffer.concat([big, Buffer.from('!')])).digest('hex')
+    const forged = await rawS3(gw.endpoint, gw.key, 'PUT', '/cond/k.txt', { body: big, headers: { 'x-amz-content-sha256': signedFor } })
+    t.equal(forged.status, 400)
+    t.match(forged.text, '<Code>XAmzContentSHA256Mismatch</Code>')
+    t.match(forged.text, `<ClientComputedContentSHA256>${signedFor}</ClientComputedContentSHA256>`)
+    t.equal(readFileSync(join(gw.root, 'cond', 'k.txt'), 'utf8'), 'version 3', 'the object signed over is not replaced')
+    t.same(readdirSync(join(gw.root, 'cond')).sort(), ['k.txt', 'new.txt'], 'no temporary file left')
+    const forgedNew = await rawS3(gw.endpoint, gw.key, 'PUT', '/cond/made/for/it.bin', { body: big, headers: { 'x-amz-content-sha256': signedFor } })
+    t.match(forgedNew.text, '<Code>XAmzContentSHA256Mismatch</Code>')
+    t.notOk(existsSync(join(gw.root, 'cond', 'made')), 'nor the folders made for it')
+    const signed = await rawS3(gw.endpoint, gw.key, 'PUT', '/cond/made/for/it.bin', { body: big })
+    t.equal(signed.status, 200, 'the same body signed as it is')
+    t.equal(signed.headers.get('etag'), `"${md5(big)}"`)
+    t.ok(readFileSync(join(gw.root, 'cond', 'made', 'for', 'it.bin')).equals(big), 'stored, in the folders made for it')
   })
 
   t.test(`${backend}: concurrent PUTs of one key: the ETag is always the MD5 of the bytes stored`, async (t) => {

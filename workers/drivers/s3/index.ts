@@ -295,10 +295,20 @@ class S3Driver implements Driver {
       await this.#conditional(create, (cond) =>
         this.#send(ctx, path, new this.#sdk.PutObjectCommand({ Bucket: loc.bucket, Key: loc.key, Body: data, ContentLength: data.length, ...objectHeaders(path, opts.metadata), ...cond })),
       )
-      return fileEntry(path, data.length, new Date())
+      return this.#written(ctx, path, loc, data.length)
     }
     const size = await this.#multipart(ctx, path, loc, cutter, partSize, done ? null : it, create, opts.metadata)
-    return fileEntry(path, size, new Date())
+    return this.#written(ctx, path, loc, size)
+  }
+
+  /**
+   * The object as just written: its time and ETag as a `stat` gives them (PutObject and
+   * CompleteMultipartUpload answer no time), which a record keyed by them needs (the S3
+   * gateway's ETags). Gone already (deleted meanwhile): what was written, timed now.
+   */
+  async #written(ctx: OpContext, path: string, loc: KeyLoc, size: number): Promise<Entry> {
+    const head = await this.#head(ctx, path, loc)
+    return head ? fileEntry(path, head.ContentLength ?? size, head.LastModified, head.ETag) : fileEntry(path, size, new Date())
   }
 
   async mkdir(ctx: OpContext, dir: string): Promise<void> {

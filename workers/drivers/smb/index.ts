@@ -215,8 +215,12 @@ class SmbDriver implements Driver {
         throw err
       }
       await s.close(f.fileId)
-      const now = Date.now()
-      return { path, name: baseName(path), kind: 'file', size, mtimeMs: opts.mtimeMs ?? now } satisfies Entry
+      // The file as stored (the server sets its times; a `stat` must find the same ones): the
+      // S3 gateway keys its ETag records by them.
+      const written = await s.create(target, { access: ACCESS.READ_ATTRIBUTES | ACCESS.SYNCHRONIZE, disposition: DISPOSITION.OPEN, options: 0 }).catch(() => null)
+      if (written === null) return { path, name: baseName(path), kind: 'file', size, mtimeMs: opts.mtimeMs ?? Date.now() } satisfies Entry
+      await s.close(written.fileId)
+      return toEntry(path, written)
     })
   }
 
