@@ -96,16 +96,29 @@ function overlay<T extends object>(obj: T, own: Partial<T>): T {
   })
 }
 
-/** `fs` whose file handles count what they read (out) and write (in), and whose staged commits what they store (in: an S3 Complete's object). */
+/**
+ * `fs` whose file handles count what they read (out) and write (in), whose whole-file
+ * writes count the body they take (in: an S3 PutObject's), and whose staged commits
+ * what they store (in: an S3 Complete's object).
+ */
 function meteredFs(fs: View, meter: DoorMeter): View {
   return overlay(fs, {
     open: async (ctx, path, flags, opts) => meteredHandle(await fs.open(ctx, path, flags, opts), meter),
+    writeFile: (ctx, path, body, opts) => fs.writeFile(ctx, path, meteredBody(body, meter), opts),
     commitStaged: async (ctx, path, source, opts) => {
       const entry = await fs.commitStaged(ctx, path, source, opts)
       if (entry !== null) meter.bytes('in', entry.size)
       return entry
     },
   })
+}
+
+/** The body's bytes counted as they are taken; counted before they go on, as the taker may detach a chunk. */
+async function* meteredBody(body: AsyncIterable<Uint8Array>, meter: DoorMeter): AsyncIterable<Uint8Array> {
+  for await (const chunk of body) {
+    meter.bytes('in', chunk.byteLength)
+    yield chunk
+  }
 }
 
 function meteredHandle(h: FileHandle, meter: DoorMeter): FileHandle {
