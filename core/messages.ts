@@ -231,7 +231,6 @@ export interface ZipStart {
 /** How a gateway's file is opened, and what its actor may hold (the `open` op). */
 export interface HandleOpen {
   readonly flags: OpenFlags
-  readonly metadata?: ObjectMetadata
   /** Write in place where the driver can (else every write that is not a `put` goes through staging). */
   readonly inPlace: boolean
   /** Folder of private staging copies (`<data_dir>/gateway-staging`). */

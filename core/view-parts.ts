@@ -38,15 +38,6 @@ export interface OpenFlags {
   readonly exclusive: boolean
 }
 
-/** Options of `open`. */
-export interface OpenOptions {
-  /**
-   * For a new or truncated file opened for writing only (one atomic upload): object
-   * metadata kept with it where the storage can (`abilities.metadata`); ignored elsewhere.
-   */
-  readonly metadata?: ObjectMetadata
-}
-
 /** Options of `writeFile`. */
 export interface WriteFileOptions {
   /** Without it an existing file is EEXIST. */

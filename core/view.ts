@@ -47,9 +47,9 @@ import type { RangeSpec, ReadHead, TransformRequest, ZipCompression, ZipHead } f
 import type { Permissions } from './permissions.js'
 import type { RequestContext } from './request-context.js'
 import type { StagedSource } from './staged.js'
-import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, WriteFileOptions, WrittenFile } from './view-parts.js'
+import type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, WriteFileOptions, WrittenFile } from './view-parts.js'
 
-export type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, OpenOptions, WriteFileOptions, WrittenFile } from './view-parts.js'
+export type { FileHandle, FsAbilities, FsEntry, ListPage, OpenFlags, WriteFileOptions, WrittenFile } from './view-parts.js'
 /** Who asks and how to cancel: core/request-context.ts. */
 export type { ClientIdentity, RequestContext } from './request-context.js'
 
@@ -178,7 +178,7 @@ export interface View {
    * (pass the connection's or session's signal, not one request's).
    * @throws ENOENT (no file, no `create`) | EEXIST (`exclusive`) | EISDIR | EACCES
    */
-  open(ctx: RequestContext, path: string, flags: OpenFlags, opts?: OpenOptions): Promise<FileHandle>
+  open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle>
   /** What the store keeps with a file (`abilities.metadata`). @throws ENOTSUP elsewhere | ENOENT | EISDIR */
   metadata(ctx: RequestContext, path: string): Promise<StoredMetadata>
   /** Size and free space of the storage holding `path` (SFTP's statvfs, `df`). @throws ENOTSUP where the backend does not tell */

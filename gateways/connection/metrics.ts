@@ -103,7 +103,7 @@ function overlay<T extends object>(obj: T, own: Partial<T>): T {
  */
 function meteredFs(fs: View, meter: DoorMeter): View {
   return overlay(fs, {
-    open: async (ctx, path, flags, opts) => meteredHandle(await fs.open(ctx, path, flags, opts), meter),
+    open: async (ctx, path, flags) => meteredHandle(await fs.open(ctx, path, flags), meter),
     writeFile: (ctx, path, body, opts) => fs.writeFile(ctx, path, meteredBody(body, meter), opts),
     commitStaged: async (ctx, path, source, opts) => {
       const entry = await fs.commitStaged(ctx, path, source, opts)

@@ -11,7 +11,7 @@
  * once (the next login tries again).
  */
 import { FsError } from '../../core/errors.js'
-import type { FileHandle, OpenFlags, OpenOptions, RequestContext, View } from '../../core/view.js'
+import type { FileHandle, OpenFlags, RequestContext, View } from '../../core/view.js'
 
 interface Shared {
   readonly view: Promise<View>
@@ -120,9 +120,9 @@ class Lease implements View {
   space: View['space'] = (ctx, path) => this.#view.space(ctx, path)
   metadata: View['metadata'] = (ctx, path) => this.#view.metadata(ctx, path)
 
-  async open(ctx: RequestContext, path: string, flags: OpenFlags, opts?: OpenOptions): Promise<FileHandle> {
+  async open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle> {
     if (this.#closed) throw new FsError('ECANCELED', 'the session is closed')
-    const h = await this.#view.open(ctx, path, flags, opts)
+    const h = await this.#view.open(ctx, path, flags)
     if (this.#closed) {
       h.abort()
       throw new FsError('ECANCELED', 'the session is closed')

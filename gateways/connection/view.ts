@@ -25,7 +25,7 @@ import { isCanonical, parentOf } from '../../core/paths.js'
 import type { BackendAbilities, HandleOpen, HandleOpened, RangeSpec, ReadHead, ToHandle, TransformRequest, ZipCompression, ZipHead } from '../../core/messages.js'
 import { PendingBudget } from '../../core/pending-budget.js'
 import { type PermissionName, type Permissions, mayReplace, refusal } from '../../core/permissions.js'
-import type { ClientIdentity, FileHandle, FsAbilities, FsEntry, HeadedStream, ListPage, OpenFlags, OpenOptions, RequestContext, View, WriteFileOptions, WrittenFile } from '../../core/view.js'
+import type { ClientIdentity, FileHandle, FsAbilities, FsEntry, HeadedStream, ListPage, OpenFlags, RequestContext, View, WriteFileOptions, WrittenFile } from '../../core/view.js'
 import type { StagingQuota } from '../../core/staging-quota.js'
 import type { StagedSource } from '../../core/staged.js'
 import { Channel, INLINE_READ_MAX } from '../../workers/client.js'
@@ -388,7 +388,7 @@ class PoolView implements View {
     })
   }
 
-  open(ctx: RequestContext, path: string, flags: OpenFlags, opts: OpenOptions = {}): Promise<FileHandle> {
+  open(ctx: RequestContext, path: string, flags: OpenFlags): Promise<FileHandle> {
     return this.#call([path], async () => {
       const writes = flags.write || flags.append || flags.create || flags.truncate
       if (flags.read) this.#need('can_read', path)
@@ -400,7 +400,6 @@ class PoolView implements View {
       const windowBytes = limits.windowBytes ?? 64 * 1024 * 1024
       const open: HandleOpen = {
         flags,
-        ...(opts.metadata && this.abilities.metadata ? { metadata: opts.metadata } : {}),
         inPlace: this.#inPlace,
         stagingDir: this.#opts.stagingDir,
         chunkBytes: limits.chunkBytes ?? 1024 * 1024,

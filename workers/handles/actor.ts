@@ -72,8 +72,7 @@ class Actor {
     const fresh = flags.write && (initial === null || flags.truncate)
     // A new file must not replace one created meanwhile (exclusive); a truncated one is replaced.
     const overwrite = !(flags.exclusive && flags.create)
-    const metadata = fresh && o.metadata && d.metadata ? { metadata: o.metadata } : {}
-    const upload = (body: AsyncIterable<Uint8Array>, size?: number): Promise<Entry> => d.write(ctx, path, body, { overwrite, ...(size === undefined ? {} : { size }), ...metadata })
+    const upload = (body: AsyncIterable<Uint8Array>, size?: number): Promise<Entry> => d.write(ctx, path, body, { overwrite, ...(size === undefined ? {} : { size }) })
     const reader = new ReadAhead((offset, signal) => this.#stream(ctx, d, path, offset, signal), o.idleMs, () => this.#figures())
     const sizes = { chunkBytes: o.chunkBytes, windowBytes: o.windowBytes, budget: new PendingBudget(o.windowBytes) }
     const writer =
